@@ -1,0 +1,44 @@
+#include "capi/omni_edge.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+TEST(CApi, VersionAndProtocol) {
+  EXPECT_STREQ(oe_version(), OMNI_EDGE_VERSION);
+  EXPECT_EQ(oe_protocol_version(), 2);
+}
+
+TEST(CApi, ErrorsAreValuesNotExceptions) {
+  char* json = nullptr;
+  OeError* error = oe_manifest_verify("/nonexistent/artifact", &json, nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(oe_error_reason(error), "manifest_unreadable");
+  EXPECT_EQ(json, nullptr);
+  oe_error_free(error);
+
+  error = oe_manifest_verify(nullptr, &json, nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(oe_error_reason(error), "invalid_argument");
+  oe_error_free(error);
+  oe_error_free(nullptr);
+  oe_string_free(nullptr);
+}
+
+TEST(CApi, CanonicalJson) {
+  char* out = nullptr;
+  OeError* error = oe_contract_canonical_json(
+      "buffer", R"({"object_id":"o","owner":"w","generation":"g","dtype":"int8","shape":[3],"nbytes":3})", &out);
+  ASSERT_EQ(error, nullptr);
+  EXPECT_NE(std::string(out).find("\"memory_domain\":\"host-copy\""), std::string::npos);
+  oe_string_free(out);
+  error = oe_contract_canonical_json("buffer", "{\"object_id\": 1}", &out);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(oe_error_reason(error), "invalid_field");
+  EXPECT_STREQ(oe_error_message(error), "buffer.object_id: expected a string, got integer");
+  oe_error_free(error);
+}
+
+}  // namespace
