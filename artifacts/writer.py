@@ -1,0 +1,34 @@
+"""Writes artifact directories: validation reports and the hashed manifest v2 over every file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from omni_edge.contracts.manifest import (
+    MANIFEST_NAME,
+    ArtifactManifest,
+    ArtifactMetadata,
+    ValidationReport,
+    sha256_file,
+)
+
+
+def write_report(path: Path, report: ValidationReport) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+
+
+def write_manifest(directory: Path, component: str, artifact: ArtifactMetadata,
+                   extra_metadata: Mapping[str, Any] | None = None) -> ArtifactManifest:
+    """Hash every file under `directory` (except the manifest) and write `manifest.json`."""
+    files = {
+        p.relative_to(directory).as_posix(): sha256_file(p)
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != MANIFEST_NAME
+    }
+    manifest = ArtifactManifest(component, files, artifact, dict(extra_metadata or {}))
+    (directory / MANIFEST_NAME).write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
+    return manifest

@@ -1,0 +1,1 @@
+"""omni_edge.harness: contract conformance, devices, profiling and qualification."""
