@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Build the libFuzzer target for the native JSON decoding (clang, ASan + UBSan), seed it with
+# every value in the contract fixtures, and run it for SECONDS (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+export PATH="$PWD/.venv/bin:$PATH"
+CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DOMNI_EDGE_BUILD_TESTS=OFF -DOMNI_EDGE_BUILD_FUZZERS=ON -DOMNI_EDGE_SANITIZE=address,undefined >/dev/null
+cmake --build build/fuzz -j2 --target contract_json_fuzzer
+corpus=build/fuzz/corpus
+mkdir -p "$corpus"
+python3 - "$corpus" <<'PY'
+import hashlib, json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+selector = {"buffer": 0, "state": 1, "request": 2, "event": 3, "device": 4}
+def seed(sel, value):
+    data = bytes([sel]) + json.dumps(value).encode()
+    (out / hashlib.sha1(data).hexdigest()).write_bytes(data)
+for path in pathlib.Path("tests/fixtures/contract").glob("*.json"):
+    fixture = json.loads(path.read_text())
+    for case in fixture.get("decode_cases", []):
+        seed(selector[case["type"]], case["value"])
+    if "request" in fixture:
+        seed(2, fixture["request"])
+    for event in fixture.get("events", []):
+        seed(3, event)
+    for case in fixture.get("negotiation_cases", []):
+        seed(7, {"protocol_version": case["version"], "required_features": case.get("required", [])})
+sys.path.insert(0, "harness")
+from conformance import DEFAULT_ARTIFACT, default_report  # noqa: E402
+seed(5, {"schema_version": 2, "component": "llm.decode", "files": {"numerical.json": "0" * 64, "task.json": "1" * 64},
+         "metadata": {"artifact": DEFAULT_ARTIFACT, "qnn": {"htp_arch": "v79"}}})
+seed(6, default_report("numerical"))
+seed(6, default_report("task"))
+PY
+echo "fuzzing the contract JSON decoders for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
+log=build/fuzz/fuzz.log
+if ! build/fuzz/controller_cpp/contract_json_fuzzer -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+    -dict=controller_cpp/fuzz/contract_json.dict -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+  tail -n 60 "$log"
+  echo "fuzz: FAILED (crash input saved beside the log)" >&2
+  exit 1
+fi
+grep -E "^Done|stat::(number_of_executed_units|new_units_added|peak_rss_mb)" "$log"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Static checks: ruff on everything, mypy --strict on the omni_edge package, and the committed
+# stub of the native module must match what nanobind's stubgen produces from the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+
+.venv/bin/ruff check .
+
+# mypy sees omni_edge as it is installed: python/omni_edge with export/, artifacts/ and
+# harness/ mapped in as subpackages (pyproject's wheel.packages). Mirror that with symlinks.
+stage=build/typecheck/omni_edge
+rm -rf build/typecheck && mkdir -p "$stage"
+for entry in python/omni_edge/*; do ln -s "$PWD/$entry" "$stage/$(basename "$entry")"; done
+for sub in export artifacts harness; do ln -s "$PWD/$sub" "$stage/$sub"; done
+.venv/bin/mypy --config-file pyproject.toml --cache-dir build/typecheck/.mypy_cache "$stage"
+
+$PY -m nanobind.stubgen -q -m omni_edge._native -o build/typecheck/_native.pyi
+if ! diff -u python/omni_edge/_native.pyi build/typecheck/_native.pyi; then
+  echo "python/omni_edge/_native.pyi is stale: regenerate it with" >&2
+  echo "  $PY -m nanobind.stubgen -m omni_edge._native -o python/omni_edge/_native.pyi" >&2
+  exit 1
+fi
+echo "lint: ruff, mypy --strict and the native stub are clean"
