@@ -146,9 +146,12 @@ class FixtureRun:
             raise FixtureError(f"missing {', '.join(missing)}")
         limits = _limits(d["stream_limits"], "stream_limits")
         self._stream_all(d["request"], limits, d["events"])
-        for i, override in enumerate(d.get("reject_event_overrides", [])):
+        overrides = d.get("reject_event_overrides", [])
+        # A list of overrides, or a mapping of names to overrides.
+        named = list(overrides.items()) if isinstance(overrides, dict) else list(enumerate(overrides))
+        for i, override in named:
             if not isinstance(override, dict):
-                raise FixtureError(f"reject_event_overrides[{i}] must be an object")
+                raise FixtureError(f"reject_event_overrides[{i!r}] must be an object")
             if not d["events"]:
                 raise FixtureError("reject_event_overrides need at least one event")
             event = {**d["events"][0], **override}

@@ -42,6 +42,15 @@ def test_bare_contract_fixture_passes_on_both(tmp_path: Path) -> None:
     assert main(["conformance", str(path)]) == 0
 
 
+def test_named_overrides_and_a_stream_without_terminal(tmp_path: Path) -> None:
+    fixture = _bare_fixture()
+    fixture["events"] = [{**e, "terminal": False} for e in fixture["events"]]
+    fixture["reject_event_overrides"] = {"stale epoch": {"epoch": 10}, "gap": {"seq": 2}}
+    path = tmp_path / "named.json"
+    path.write_text(json.dumps(fixture))
+    assert main(["conformance", str(path)]) == 0
+
+
 @pytest.mark.parametrize("mutation", [
     lambda f: f["reject_event_overrides"].append({"kind": "other"}),       # a valid override "must be refused"
     lambda f: f["events"].__setitem__(1, {**f["events"][1], "seq": 5}),     # a correct producer would not emit this
