@@ -149,9 +149,9 @@ bool FieldReader::Bool(const char* name, bool required, bool fallback) {
   return v->get<bool>();
 }
 
-double FieldReader::Number(const char* name) {
-  const Json* v = Take(name, true);
-  if (!ok() || v == nullptr) return 0.0;
+double FieldReader::Number(const char* name, bool required, double fallback) {
+  const Json* v = Take(name, required);
+  if (!ok() || v == nullptr || (v->is_null() && !required)) return fallback;
   if (!v->is_number()) {
     Fail(FieldError(Path(name), std::string("expected a number, got ") + JsonTypeName(*v)));
     return 0.0;

@@ -36,7 +36,7 @@ class FieldReader {
   int64_t Int(const char* name, bool required = true, std::optional<int64_t> minimum = std::nullopt,
               int64_t fallback = 0);
   bool Bool(const char* name, bool required = true, bool fallback = false);
-  double Number(const char* name);
+  double Number(const char* name, bool required = true, double fallback = 0.0);
   // Return nullptr when absent/null (and optional) or after an error.
   const Json* Array(const char* name, bool required = true);
   const Json* Object(const char* name, bool required = true);

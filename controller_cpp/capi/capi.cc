@@ -11,10 +11,15 @@
 #include "contract/codec.h"
 #include "contract/features.h"
 #include "contract/manifest.h"
+#include "models/llm/llm_session.h"
 
 struct OeError {
   std::string reason;
   std::string message;
+};
+
+struct OeSession {
+  std::unique_ptr<omni_edge::llm::LlmSession> session;
 };
 
 namespace {
@@ -76,6 +81,87 @@ OeError* oe_contract_canonical_json(const char* type_name, const char* json_text
     auto canonical = omni_edge::contract::CanonicalJson(type_name, json_text);
     if (!canonical.ok()) return canonical.status();
     *out_json = CopyString(canonical.value());
+    return omni_edge::Status::Ok();
+  });
+}
+
+void oe_session_config_default(OeSessionConfig* config) {
+  if (config != nullptr) *config = OeSessionConfig{nullptr, 0, 0};
+}
+
+OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session) {
+  return Guard([&]() -> omni_edge::Status {
+    if (config == nullptr || config->plan_path == nullptr || out_session == nullptr) {
+      return omni_edge::Status::Error("invalid_argument", "config.plan_path and out_session are required");
+    }
+    *out_session = nullptr;
+    omni_edge::llm::SessionOptions options;
+    options.allow_unqualified = config->allow_unqualified != 0;
+    if (config->threads > 0) options.backend_options["threads"] = std::to_string(config->threads);
+    auto session = omni_edge::llm::LlmSession::Open(config->plan_path, options);
+    if (!session.ok()) return session.status();
+    *out_session = std::make_unique<OeSession>(OeSession{std::move(session).value()}).release();
+    return omni_edge::Status::Ok();
+  });
+}
+
+void oe_session_close(OeSession* session) { std::unique_ptr<OeSession> owned(session); }
+
+void oe_generate_params_default(OeGenerateParams* p) {
+  if (p == nullptr) return;
+  *p = OeGenerateParams{};
+  p->use_plan_sampling = 1;
+  p->top_p = 1.0f;
+  p->repetition_penalty = 1.0f;
+}
+
+OeError* oe_session_generate(OeSession* session, const OeGenerateParams* p, OeEventCallback on_event, void* user_data) {
+  return Guard([&]() -> omni_edge::Status {
+    if (session == nullptr || p == nullptr) return omni_edge::Status::Error("invalid_argument", "session and params are required");
+    omni_edge::llm::GenerateRequest r;
+    if (p->prompt != nullptr) r.prompt = p->prompt;
+    r.chat = p->chat != 0;
+    if (p->system_prompt != nullptr) r.system_prompt = p->system_prompt;
+    if (p->prompt_ids != nullptr && p->n_prompt_ids > 0) r.prompt_ids.assign(p->prompt_ids, p->prompt_ids + p->n_prompt_ids);
+    r.continue_conversation = p->continue_conversation != 0;
+    r.max_new_tokens = p->max_new_tokens;
+    if (!p->use_plan_sampling) {
+      r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
+    }
+    for (int i = 0; p->stop_strings != nullptr && i < p->n_stop_strings; ++i) {
+      if (p->stop_strings[i] != nullptr) r.stop_strings.emplace_back(p->stop_strings[i]);
+    }
+    r.ignore_stop_tokens = p->ignore_stop_tokens != 0;
+    auto result = session->session->Generate(r, [&](const omni_edge::llm::OutputEvent& ev) {
+      if (on_event == nullptr) return true;
+      return on_event(ev.ToJson().dump().c_str(), user_data) == 0;
+    });
+    return result.ok() ? omni_edge::Status::Ok() : result.status();
+  });
+}
+
+void oe_session_cancel(OeSession* session) {
+  if (session != nullptr) session->session->Cancel();
+}
+
+OeError* oe_session_reset(OeSession* session) {
+  return Guard([&]() -> omni_edge::Status {
+    if (session == nullptr) return omni_edge::Status::Error("invalid_argument", "session is required");
+    return session->session->Reset();
+  });
+}
+
+OeError* oe_session_info(OeSession* session, char** out_json) {
+  return Guard([&]() -> omni_edge::Status {
+    if (session == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "session and out_json are required");
+    omni_edge::Json placements = omni_edge::Json::array();
+    for (const auto& p : session->session->placements()) {
+      placements.push_back({{"graph", p.graph}, {"backend", p.backend}, {"device", p.device}, {"engine", p.engine},
+                            {"nodes_on_engine", p.nodes_on_engine}, {"nodes_elsewhere", p.nodes_elsewhere},
+                            {"detail", p.detail}});
+    }
+    omni_edge::Json info = {{"plan", session->session->plan().path}, {"placements", placements}};
+    *out_json = CopyString(info.dump());
     return omni_edge::Status::Ok();
   });
 }

@@ -5,6 +5,8 @@
 #ifndef OMNI_EDGE_C_API_H_
 #define OMNI_EDGE_C_API_H_
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +37,58 @@ OE_API OeError* oe_manifest_verify(const char* directory, char** out_json, int* 
 /* Decodes JSON text of a contract type ("buffer", "state", "request", "event", "device")
  * and writes its canonical encoding to *out_json. */
 OE_API OeError* oe_contract_canonical_json(const char* type_name, const char* json_text, char** out_json);
+
+/* ---- Text LLM sessions --------------------------------------------------------------- */
+
+typedef struct OeSession OeSession;
+
+typedef struct {
+  const char* plan_path;  /* plan.json of an exported artifact */
+  int allow_unqualified;  /* 1: run artifacts whose validation reports did not pass */
+  int threads;            /* intra-op threads per backend; 0 = all cores */
+} OeSessionConfig;
+
+OE_API void oe_session_config_default(OeSessionConfig* config);
+/* Verifies the artifacts (re-hash), loads every graph and binds the buffers. */
+OE_API OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session);
+OE_API void oe_session_close(OeSession* session);
+
+typedef struct {
+  const char* prompt;             /* text, or the user message when chat = 1 */
+  int chat;                       /* 1: format as a ChatML conversation */
+  const char* system_prompt;      /* chat only; may be NULL */
+  const int32_t* prompt_ids;      /* exact token ids instead of prompt (n_prompt_ids > 0) */
+  int n_prompt_ids;
+  int continue_conversation;      /* 1: append to the resident context (multi-turn) */
+  int max_new_tokens;             /* 0: the plan's default */
+  int use_plan_sampling;          /* 1 (default): ignore the fields below */
+  float temperature;              /* 0: greedy */
+  int top_k;
+  float top_p;
+  float min_p;
+  float repetition_penalty;
+  uint64_t seed;
+  const char* const* stop_strings;
+  int n_stop_strings;
+  int ignore_stop_tokens;         /* 1: always generate max_new_tokens */
+} OeGenerateParams;
+
+OE_API void oe_generate_params_default(OeGenerateParams* params);
+
+/* Receives every event of a request as one JSON object ({"kind": "token", "seq",
+ * "token_ids", "text"}, then a terminal {"kind": "done" | "cancelled" | "error",
+ * "finish_reason", metrics...}). Return 0 to continue, non-zero to cancel at the next token. */
+typedef int (*OeEventCallback)(const char* event_json, void* user_data);
+
+/* Runs one request to its terminal event on the calling thread. */
+OE_API OeError* oe_session_generate(OeSession* session, const OeGenerateParams* params, OeEventCallback on_event,
+                                    void* user_data);
+/* Thread-safe: the running request ends at its next token with a "cancelled" event. */
+OE_API void oe_session_cancel(OeSession* session);
+/* Forgets the conversation and clears an error that poisoned the session. */
+OE_API OeError* oe_session_reset(OeSession* session);
+/* {"plan", "placements": [...], "backends": [...]} */
+OE_API OeError* oe_session_info(OeSession* session, char** out_json);
 
 #ifdef __cplusplus
 }

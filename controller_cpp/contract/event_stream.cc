@@ -20,7 +20,7 @@ Status Validate(const StreamLimits& limits) {
 EventStream::EventStream(StageRequest request, StreamLimits limits)
     : request_(std::move(request)), limits_(limits), bound_state_(request_.state) {}
 
-Status EventStream::CheckLocked(const StageEvent& event) const {
+Status EventStream::CheckLocked(const StageEvent& event, const BufferData& data) const {
   const StageRequest& req = request_;
   if (cancelled_ || closed_) return Status::Error("stream_closed", "stream closed");
   if (terminal_accepted_) return Status::Error("terminal_sent", "a terminal event was already accepted");
@@ -70,6 +70,19 @@ Status EventStream::CheckLocked(const StageEvent& event) const {
       }
     }
   }
+  if (!data.empty()) {
+    if (data.size() != event.buffers.size()) {
+      return Status::Error("payload_mismatch", "buffer data for " + std::to_string(data.size()) + " of " +
+                                                   std::to_string(event.buffers.size()) + " buffers");
+    }
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (int64_t(data[i].size()) != event.buffers[i].nbytes) {
+        return Status::Error("payload_mismatch", "buffer " + event.buffers[i].object_id + " holds " +
+                                                     std::to_string(data[i].size()) + " bytes, declared " +
+                                                     std::to_string(event.buffers[i].nbytes));
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -77,31 +90,31 @@ bool EventStream::FitsLocked(int64_t charge) const {
   return OutstandingEventsLocked() + 1 <= limits_.max_events && outstanding_bytes_ + charge <= limits_.max_bytes;
 }
 
-void EventStream::AcceptLocked(const StageEvent& event) {
+void EventStream::AcceptLocked(const StageEvent& event, BufferData data) {
   const int64_t charge = event.Charge();
   ++next_seq_;
   watermark_ = event.input_watermark;
   used_tokens_.insert(event.release_token);
   if (event.state) bound_state_ = event.state;
   if (event.terminal) terminal_accepted_ = true;
-  queue_.push_back(event);
+  queue_.push_back(Delivered{event, std::move(data)});
   outstanding_bytes_ += charge;
   high_water_bytes_ = std::max(high_water_bytes_, outstanding_bytes_);
   changed_.notify_all();
 }
 
-Result<SubmitResult> EventStream::TrySubmit(const StageEvent& event) {
+Result<SubmitResult> EventStream::TrySubmit(const StageEvent& event, BufferData data) {
   std::lock_guard<std::mutex> lock(mu_);
-  OE_RETURN_IF_ERROR(CheckLocked(event));
+  OE_RETURN_IF_ERROR(CheckLocked(event, data));
   if (!FitsLocked(event.Charge())) return SubmitResult::kBackpressure;
-  AcceptLocked(event);
+  AcceptLocked(event, std::move(data));
   return SubmitResult::kAccepted;
 }
 
-Status EventStream::Submit(const StageEvent& event, std::optional<Clock::time_point> deadline) {
+Status EventStream::Submit(const StageEvent& event, BufferData data, std::optional<Clock::time_point> deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    OE_RETURN_IF_ERROR(CheckLocked(event));
+    OE_RETURN_IF_ERROR(CheckLocked(event, data));
     if (FitsLocked(event.Charge())) break;
     ++waiting_producers_;
     bool timed_out = false;
@@ -112,12 +125,12 @@ Status EventStream::Submit(const StageEvent& event, std::optional<Clock::time_po
     }
     --waiting_producers_;
     if (timed_out) {
-      OE_RETURN_IF_ERROR(CheckLocked(event));
+      OE_RETURN_IF_ERROR(CheckLocked(event, data));
       if (FitsLocked(event.Charge())) break;
       return Status::Error("submit_timeout", "no credit before the deadline");
     }
   }
-  AcceptLocked(event);
+  AcceptLocked(event, std::move(data));
   return Status::Ok();
 }
 
@@ -127,23 +140,23 @@ void EventStream::Close() {
   changed_.notify_all();
 }
 
-std::optional<StageEvent> EventStream::PopLocked() {
+std::optional<Delivered> EventStream::PopLocked() {
   if (terminal_delivered_ || queue_.empty()) return std::nullopt;
-  StageEvent event = std::move(queue_.front());
+  Delivered d = std::move(queue_.front());
   queue_.pop_front();
-  unacked_[event.release_token] = event.Charge();
-  if (event.terminal) terminal_delivered_ = true;
-  return event;
+  unacked_[d.event.release_token] = d.event.Charge();
+  if (d.event.terminal) terminal_delivered_ = true;
+  return d;
 }
 
 bool EventStream::EndedLocked() const { return terminal_delivered_ || ((closed_ || cancelled_) && queue_.empty()); }
 
-std::optional<StageEvent> EventStream::TryReceive() {
+std::optional<Delivered> EventStream::TryReceive() {
   std::lock_guard<std::mutex> lock(mu_);
   return PopLocked();
 }
 
-std::optional<StageEvent> EventStream::Receive(std::optional<Clock::time_point> deadline) {
+std::optional<Delivered> EventStream::Receive(std::optional<Clock::time_point> deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto ready = [this] { return !queue_.empty() || EndedLocked(); };
   if (deadline) {
@@ -169,7 +182,7 @@ int64_t EventStream::Cancel() {
   if (!cancelled_) {
     cancelled_ = true;
     stale_ += int64_t(queue_.size());
-    for (const auto& event : queue_) outstanding_bytes_ -= event.Charge();
+    for (const auto& d : queue_) outstanding_bytes_ -= d.event.Charge();
     queue_.clear();
     changed_.notify_all();
   }

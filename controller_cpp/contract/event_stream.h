@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "contract/types.h"
@@ -26,6 +27,15 @@ struct StreamLimits {
 Status Validate(const StreamLimits& limits);
 
 enum class SubmitResult { kAccepted, kBackpressure };
+
+// The bytes of an event's host-copy buffers, one string per BufferRef (the contract JSON only
+// describes them). In-process producers attach them; JSON-only producers send none.
+using BufferData = std::vector<std::string>;
+
+struct Delivered {
+  StageEvent event;
+  BufferData data;
+};
 
 struct StreamCounters {
   int64_t outstanding_events = 0;  // queued + delivered-but-unacknowledged
@@ -52,14 +62,14 @@ class EventStream {
 
   // Producer side. TrySubmit never blocks: it accepts, reports backpressure (nothing
   // changes), or refuses. Submit waits for credit until `deadline` (none = forever).
-  Result<SubmitResult> TrySubmit(const StageEvent& event);
-  Status Submit(const StageEvent& event, std::optional<Clock::time_point> deadline = std::nullopt);
+  Result<SubmitResult> TrySubmit(const StageEvent& event, BufferData data = {});
+  Status Submit(const StageEvent& event, BufferData data = {}, std::optional<Clock::time_point> deadline = std::nullopt);
   void Close();
 
   // Consumer side. TryReceive returns the next event if one is queued; Receive waits for an
   // event or the end of the stream (nullopt) until `deadline`.
-  std::optional<StageEvent> TryReceive();
-  std::optional<StageEvent> Receive(std::optional<Clock::time_point> deadline = std::nullopt);
+  std::optional<Delivered> TryReceive();
+  std::optional<Delivered> Receive(std::optional<Clock::time_point> deadline = std::nullopt);
   bool Acknowledge(const std::string& token);
 
   // Idempotent; returns the epoch the next request on this state must use.
@@ -68,10 +78,10 @@ class EventStream {
   StreamCounters Counters() const;
 
  private:
-  Status CheckLocked(const StageEvent& event) const;
+  Status CheckLocked(const StageEvent& event, const BufferData& data) const;
   bool FitsLocked(int64_t charge) const;
-  void AcceptLocked(const StageEvent& event);
-  std::optional<StageEvent> PopLocked();
+  void AcceptLocked(const StageEvent& event, BufferData data);
+  std::optional<Delivered> PopLocked();
   bool EndedLocked() const;
   int64_t OutstandingEventsLocked() const { return int64_t(queue_.size() + unacked_.size()); }
 
@@ -82,7 +92,7 @@ class EventStream {
   int64_t next_seq_ = 1;
   int64_t watermark_ = 0;
   std::set<std::string> used_tokens_;
-  std::deque<StageEvent> queue_;
+  std::deque<Delivered> queue_;
   std::map<std::string, int64_t> unacked_;  // delivered token -> charged bytes
   std::optional<StateHandle> bound_state_;
   int64_t outstanding_bytes_ = 0;

@@ -37,9 +37,9 @@ TEST(EventStream, DeliversInSeqOrderAndReturnsCreditOnAck) {
   for (int64_t seq = 1; seq <= 3; ++seq) {
     auto e = s.TryReceive();
     ASSERT_TRUE(e.has_value());
-    EXPECT_EQ(e->seq, seq);
-    EXPECT_TRUE(s.Acknowledge(e->release_token));
-    EXPECT_FALSE(s.Acknowledge(e->release_token)) << "a token is acknowledged once";
+    EXPECT_EQ(e->event.seq, seq);
+    EXPECT_TRUE(s.Acknowledge(e->event.release_token));
+    EXPECT_FALSE(s.Acknowledge(e->event.release_token)) << "a token is acknowledged once";
   }
   EXPECT_FALSE(s.TryReceive().has_value());
   const auto c = s.Counters();
@@ -91,7 +91,7 @@ TEST(EventStream, BackpressureOnEventsAndBytes) {
   EXPECT_EQ(Submit(s, MakeEvent(req, 3, 0)), "backpressure") << "events would exceed 2";
   auto first = s.TryReceive();
   EXPECT_EQ(Submit(s, MakeEvent(req, 3, 0)), "backpressure") << "receiving does not return credit";
-  ASSERT_TRUE(s.Acknowledge(first->release_token));
+  ASSERT_TRUE(s.Acknowledge(first->event.release_token));
   EXPECT_EQ(Submit(s, MakeEvent(req, 3, 0)), "accepted");
   EXPECT_LE(s.Counters().high_water_bytes, 30);
 }
@@ -104,10 +104,10 @@ TEST(EventStream, BlockedProducerIsWokenByAck) {
   std::thread producer([&] { blocked_result = s.Submit(MakeEvent(req, 2)); });
   WaitForProducer(s);
   auto e = s.TryReceive();
-  ASSERT_TRUE(s.Acknowledge(e->release_token));
+  ASSERT_TRUE(s.Acknowledge(e->event.release_token));
   producer.join();
   EXPECT_TRUE(blocked_result.ok()) << blocked_result.ToString();
-  EXPECT_EQ(s.TryReceive()->seq, 2);
+  EXPECT_EQ(s.TryReceive()->event.seq, 2);
 }
 
 TEST(EventStream, CancelDropsQueuedAsStaleAndWakesTheProducer) {
@@ -130,7 +130,7 @@ TEST(EventStream, CancelDropsQueuedAsStaleAndWakesTheProducer) {
   EXPECT_EQ(Submit(s, MakeEvent(req, 3)), "stream_closed");
   EXPECT_EQ(s.Cancel(), 5) << "cancel is idempotent";
   EXPECT_EQ(s.Counters().stale_events_dropped, 1);
-  EXPECT_TRUE(s.Acknowledge(delivered->release_token));
+  EXPECT_TRUE(s.Acknowledge(delivered->event.release_token));
   EXPECT_EQ(s.Counters().outstanding_bytes, 0);
 }
 
@@ -141,7 +141,7 @@ TEST(EventStream, CloseDrainsThenEnds) {
   s.Close();
   EXPECT_EQ(Submit(s, MakeEvent(req, 2)), "stream_closed");
   EXPECT_FALSE(s.Counters().ended);
-  EXPECT_EQ(s.Receive()->seq, 1);
+  EXPECT_EQ(s.Receive()->event.seq, 1);
   EXPECT_FALSE(s.Receive().has_value()) << "closed and drained: Receive returns without blocking";
 }
 
@@ -155,7 +155,7 @@ TEST(EventStream, ReceiveWaitsForTheProducer) {
   auto e = s.Receive();
   producer.join();
   ASSERT_TRUE(e.has_value());
-  EXPECT_TRUE(e->terminal);
+  EXPECT_TRUE(e->event.terminal);
   EXPECT_FALSE(s.Receive().has_value()) << "nothing after the terminal event";
 }
 
@@ -163,7 +163,7 @@ TEST(EventStream, SubmitDeadline) {
   const StageRequest req = MakeRequest();
   EventStream s(req, {1, 100});
   ASSERT_TRUE(s.Submit(MakeEvent(req, 1)).ok());
-  auto st = s.Submit(MakeEvent(req, 2), EventStream::Clock::now() + std::chrono::milliseconds(10));
+  auto st = s.Submit(MakeEvent(req, 2), {}, EventStream::Clock::now() + std::chrono::milliseconds(10));
   EXPECT_EQ(st.reason(), "submit_timeout");
   EXPECT_EQ(s.Counters().waiting_producers, 0);
 }

@@ -83,12 +83,11 @@ Result<std::shared_ptr<EventStream>> StageController::Begin(const StageRequest& 
   return stream;
 }
 
-Result<EmitResult> StageController::Emit(const StageRequest& request, const StageEvent& event) {
-  std::lock_guard<std::mutex> lock(mu_);
+Result<StageController::Active*> StageController::CheckEmitLocked(const StageRequest& request, const StageEvent& event) {
   Active* a = MatchingActiveLocked(request);
-  if (a == nullptr || a->finished) return EmitResult::kRetired;
+  if (a == nullptr || a->finished) return static_cast<Active*>(nullptr);
   const StreamCounters counters = a->stream->Counters();
-  if (counters.cancelled || counters.terminal_accepted) return EmitResult::kRetired;
+  if (counters.cancelled || counters.terminal_accepted) return static_cast<Active*>(nullptr);
   if (event.state) {
     const StateHandle& s = *event.state;
     const BackendIdentity& id = identities_.at(request.stage_id);
@@ -105,12 +104,47 @@ Result<EmitResult> StageController::Emit(const StageRequest& request, const Stag
                            "state '" + s.state_id + "' at epoch " + std::to_string(s.epoch) + " is retired");
     }
   }
-  OE_ASSIGN_OR_RETURN(SubmitResult submitted, a->stream->TrySubmit(event));
-  if (submitted == SubmitResult::kBackpressure) return EmitResult::kBackpressure;
-  if (event.state) {
-    live_[{request.stage_id, event.state->state_id}] = *event.state;
-    a->state = event.state;
+  return a;
+}
+
+void StageController::RecordAcceptedLocked(const StageRequest& request, const StageEvent& event) {
+  if (!event.state) return;
+  Active* a = MatchingActiveLocked(request);
+  if (a == nullptr || a->stream->Counters().cancelled) {
+    RetireLocked(request.stage_id, event.state);  // cancelled while the producer waited for credit
+    return;
   }
+  live_[{request.stage_id, event.state->state_id}] = *event.state;
+  a->state = event.state;
+}
+
+Result<EmitResult> StageController::Emit(const StageRequest& request, const StageEvent& event, BufferData data) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OE_ASSIGN_OR_RETURN(Active * a, CheckEmitLocked(request, event));
+  if (a == nullptr) return EmitResult::kRetired;
+  OE_ASSIGN_OR_RETURN(SubmitResult submitted, a->stream->TrySubmit(event, std::move(data)));
+  if (submitted == SubmitResult::kBackpressure) return EmitResult::kBackpressure;
+  RecordAcceptedLocked(request, event);
+  return EmitResult::kAccepted;
+}
+
+Result<EmitResult> StageController::EmitWait(const StageRequest& request, const StageEvent& event, BufferData data,
+                                              std::optional<EventStream::Clock::time_point> deadline) {
+  std::shared_ptr<EventStream> stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OE_ASSIGN_OR_RETURN(Active * a, CheckEmitLocked(request, event));
+    if (a == nullptr) return EmitResult::kRetired;
+    stream = a->stream;
+  }
+  // Wait for credit without holding the controller, so the consumer can acknowledge or cancel.
+  Status submitted = stream->Submit(event, std::move(data), deadline);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!submitted.ok()) {
+    if (submitted.reason() == "stream_closed" && stream->Counters().cancelled) return EmitResult::kRetired;
+    return submitted;
+  }
+  RecordAcceptedLocked(request, event);
   return EmitResult::kAccepted;
 }
 

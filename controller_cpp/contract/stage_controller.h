@@ -32,7 +32,11 @@ class StageController {
   explicit StageController(std::map<int64_t, BackendIdentity> identities);
 
   Result<std::shared_ptr<EventStream>> Begin(const StageRequest& request, const StreamLimits& limits);
-  Result<EmitResult> Emit(const StageRequest& request, const StageEvent& event);
+  Result<EmitResult> Emit(const StageRequest& request, const StageEvent& event, BufferData data = {});
+  // The producer side of a backend worker: waits for credit instead of reporting backpressure.
+  // A cancel while waiting (or before) gives kRetired.
+  Result<EmitResult> EmitWait(const StageRequest& request, const StageEvent& event, BufferData data = {},
+                              std::optional<EventStream::Clock::time_point> deadline = std::nullopt);
   // The backend's statement that it stopped. Without a terminal event (and no cancel) the
   // request is still marked finished, its state retired, and "no_terminal" returned.
   Status Finish(const StageRequest& request);
@@ -59,6 +63,9 @@ class StageController {
   bool LiveLocked(int64_t stage_id, const StateHandle& state) const;
   void RetireLocked(int64_t stage_id, const std::optional<StateHandle>& state);
   Active* MatchingActiveLocked(const StageRequest& request);
+  // The active request the event may be emitted for, nullptr when emitting is retired.
+  Result<Active*> CheckEmitLocked(const StageRequest& request, const StageEvent& event);
+  void RecordAcceptedLocked(const StageRequest& request, const StageEvent& event);
 
   const std::map<int64_t, BackendIdentity> identities_;
   mutable std::mutex mu_;

@@ -25,7 +25,7 @@ class StageControllerTest : public ::testing::Test {
     ASSERT_TRUE(controller_.Finish(req).ok());
     auto stream = controller_.active_stream();
     auto got = stream->TryReceive();
-    ASSERT_TRUE(stream->Acknowledge(got->release_token));
+    ASSERT_TRUE(stream->Acknowledge(got->event.release_token));
   }
 };
 
@@ -56,7 +56,7 @@ TEST_F(StageControllerTest, OneActiveRequestAndNoReuseOfAKey) {
   ASSERT_TRUE(controller_.Finish(a).ok());
   EXPECT_EQ(controller_.Begin(MakeRequest("b"), limits_).status().reason(), "busy") << "payload not yet acknowledged";
   auto stream = controller_.active_stream();
-  ASSERT_TRUE(stream->Acknowledge(stream->TryReceive()->release_token));
+  ASSERT_TRUE(stream->Acknowledge(stream->TryReceive()->event.release_token));
   EXPECT_EQ(controller_.Begin(a, limits_).status().reason(), "duplicate_request");
   EXPECT_TRUE(controller_.Begin(MakeRequest("b"), limits_).ok());
 }
@@ -99,7 +99,7 @@ TEST_F(StageControllerTest, ContinuationNeedsALiveIdenticalState) {
   ASSERT_EQ(controller_.Emit(next, MakeEvent(next, 1, 1, true)).value(), EmitResult::kAccepted);
   ASSERT_TRUE(controller_.Finish(next).ok());
   auto s = controller_.active_stream();
-  ASSERT_TRUE(s->Acknowledge(s->TryReceive()->release_token));
+  ASSERT_TRUE(s->Acknowledge(s->TryReceive()->event.release_token));
 
   StageRequest unknown = MakeRequest("t3");
   unknown.state = MakeState("kv-unknown");
@@ -186,7 +186,7 @@ TEST_F(StageControllerTest, ReleaseWaitsForOutstandingWork) {
   ASSERT_TRUE(controller_.Finish(a).ok());
   EXPECT_EQ(controller_.RequestRelease(0, MakeState()).status().reason(), "busy") << "payload unacknowledged";
   auto s = controller_.active_stream();
-  ASSERT_TRUE(s->Acknowledge(s->TryReceive()->release_token));
+  ASSERT_TRUE(s->Acknowledge(s->TryReceive()->event.release_token));
   EXPECT_TRUE(controller_.RequestRelease(0, MakeState()).ok());
 }
 

@@ -1,34 +1,200 @@
 // omni-edge-run: the native command line of the controller, built on the C ABI only.
+//
 //   omni-edge-run --version
-//   omni-edge-run verify ARTIFACT_DIR     re-hash + re-check an artifact; exit 1 on any failure
+//   omni-edge-run verify ARTIFACT_DIR
+//   omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)
+//                 [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]
+//                 [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...
+//                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
+//
+// Text streams to stdout; with --json every event is one JSON line (the last one "done",
+// "cancelled" or "error" with finish_reason and metrics). Ctrl-C cancels at the next token.
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "base/json_fields.h"
 #include "capi/omni_edge.h"
 
 namespace {
 
-int Usage() {
+OeSession* g_session = nullptr;
+
+void OnSigint(int) {
+  if (g_session != nullptr) oe_session_cancel(g_session);  // only sets an atomic flag
+}
+
+int Usage(const char* why) {
+  if (why != nullptr) std::fprintf(stderr, "omni-edge-run: %s\n", why);
   std::fprintf(stderr,
                "usage: omni-edge-run --version\n"
-               "       omni-edge-run verify ARTIFACT_DIR\n");
+               "       omni-edge-run verify ARTIFACT_DIR\n"
+               "       omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)\n"
+               "                     [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]\n"
+               "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
+               "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n");
   return 2;
+}
+
+int Fail(OeError* error) {
+  std::fprintf(stderr, "omni-edge-run: %s: %s\n", oe_error_reason(error), oe_error_message(error));
+  oe_error_free(error);
+  return 1;
 }
 
 int Verify(const char* directory) {
   char* json = nullptr;
   int qualified = 0;
-  OeError* error = oe_manifest_verify(directory, &json, &qualified);
-  if (error != nullptr) {
-    std::fprintf(stderr, "omni-edge-run: %s: %s\n", oe_error_reason(error), oe_error_message(error));
-    oe_error_free(error);
-    return 1;
-  }
+  if (OeError* error = oe_manifest_verify(directory, &json, &qualified)) return Fail(error);
   std::printf("%s\n", json);
   oe_string_free(json);
   std::fprintf(stderr, "%s: verified, %s\n", directory, qualified ? "qualified" : "NOT qualified");
   return qualified ? 0 : 1;
+}
+
+struct Output {
+  bool json = false;
+  std::string finish_reason;
+  std::string summary;
+};
+
+int OnEvent(const char* event_json, void* user_data) {
+  auto* out = static_cast<Output*>(user_data);
+  if (out->json) {
+    std::printf("%s\n", event_json);
+    std::fflush(stdout);
+    return 0;
+  }
+  auto parsed = omni_edge::ParseJson(event_json, "event");
+  if (!parsed.ok()) return 0;
+  const auto& e = parsed.value();
+  if (e.value("kind", "") == "token") {
+    std::fputs(e.value("text", "").c_str(), stdout);
+    std::fflush(stdout);
+  } else {
+    out->finish_reason = e.value("finish_reason", "");
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "\n[%s: %s] prompt %lld tok, generated %lld tok, TTFT %.1f ms, prefill %.1f tok/s, "
+                  "decode %.2f tok/s, peak RSS %.0f MB%s%s\n",
+                  e.value("kind", "").c_str(), out->finish_reason.c_str(),
+                  static_cast<long long>(e.value("n_prompt_tokens", int64_t(0))),
+                  static_cast<long long>(e.value("n_generated_tokens", int64_t(0))), e.value("ttft_ms", 0.0),
+                  e.value("prefill_tok_s", 0.0), e.value("decode_tok_s", 0.0), e.value("peak_rss_mb", 0.0),
+                  e.contains("error") ? ", error: " : "", e.value("error", "").c_str());
+    out->summary = line;
+  }
+  return 0;
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream s;
+  s << in.rdbuf();
+  *out = s.str();
+  return true;
+}
+
+bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) return false;
+    ids->push_back(int32_t(v));
+  }
+  return !ids->empty();
+}
+
+int Run(int argc, char** argv, int first) {
+  OeSessionConfig config;
+  oe_session_config_default(&config);
+  OeGenerateParams params;
+  oe_generate_params_default(&params);
+  Output out;
+  std::string prompt, system_prompt, plan;
+  std::vector<std::string> stops;
+  std::vector<int32_t> ids;
+  bool info = false, have_prompt = false;
+  for (int i = first; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "omni-edge-run: %s needs a value\n", flag);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto number = [&](const char* flag) {
+      const char* v = value(flag);
+      char* end = nullptr;
+      const double d = std::strtod(v, &end);
+      if (*end != '\0') {
+        std::fprintf(stderr, "omni-edge-run: %s: '%s' is not a number\n", flag, v);
+        std::exit(2);
+      }
+      return d;
+    };
+    if (a == "--plan") plan = value("--plan");
+    else if (a == "--prompt") prompt = value("--prompt"), have_prompt = true;
+    else if (a == "--prompt-file") {
+      const char* path = value("--prompt-file");
+      if (!ReadFile(path, &prompt)) return Usage("cannot read the prompt file");
+      have_prompt = true;
+    } else if (a == "--prompt-ids") {
+      if (!ParseIds(value("--prompt-ids"), &ids)) return Usage("--prompt-ids takes comma-separated token ids");
+      have_prompt = true;
+    } else if (a == "--chat") params.chat = 1;
+    else if (a == "--system") system_prompt = value("--system");
+    else if (a == "--max-new-tokens") params.max_new_tokens = int(number("--max-new-tokens"));
+    else if (a == "--temperature") params.temperature = float(number("--temperature")), params.use_plan_sampling = 0;
+    else if (a == "--top-k") params.top_k = int(number("--top-k")), params.use_plan_sampling = 0;
+    else if (a == "--top-p") params.top_p = float(number("--top-p")), params.use_plan_sampling = 0;
+    else if (a == "--min-p") params.min_p = float(number("--min-p")), params.use_plan_sampling = 0;
+    else if (a == "--repetition-penalty") params.repetition_penalty = float(number("--repetition-penalty")), params.use_plan_sampling = 0;
+    else if (a == "--seed") params.seed = uint64_t(number("--seed")), params.use_plan_sampling = 0;
+    else if (a == "--stop") stops.emplace_back(value("--stop"));
+    else if (a == "--ignore-stop-tokens") params.ignore_stop_tokens = 1;
+    else if (a == "--threads") config.threads = int(number("--threads"));
+    else if (a == "--allow-unqualified") config.allow_unqualified = 1;
+    else if (a == "--json") out.json = true;
+    else if (a == "--info") info = true;
+    else return Usage(("unknown argument '" + a + "'").c_str());
+  }
+  if (plan.empty()) return Usage("--plan is required");
+  if (!have_prompt) return Usage("one of --prompt, --prompt-file or --prompt-ids is required");
+  config.plan_path = plan.c_str();
+  OeSession* session = nullptr;
+  if (OeError* error = oe_session_open(&config, &session)) return Fail(error);
+  if (info) {
+    char* json = nullptr;
+    if (OeError* error = oe_session_info(session, &json)) return Fail(error);
+    std::fprintf(stderr, "%s\n", json);
+    oe_string_free(json);
+  }
+  std::vector<const char*> stop_ptrs;
+  for (const auto& s : stops) stop_ptrs.push_back(s.c_str());
+  params.prompt = prompt.c_str();
+  params.system_prompt = system_prompt.empty() ? nullptr : system_prompt.c_str();
+  params.prompt_ids = ids.empty() ? nullptr : ids.data();
+  params.n_prompt_ids = int(ids.size());
+  params.stop_strings = stop_ptrs.data();
+  params.n_stop_strings = int(stop_ptrs.size());
+  g_session = session;
+  std::signal(SIGINT, OnSigint);
+  OeError* error = oe_session_generate(session, &params, OnEvent, &out);
+  g_session = nullptr;
+  oe_session_close(session);
+  if (!out.json) std::fputs(out.summary.c_str(), stderr);
+  if (error != nullptr) return Fail(error);
+  return 0;
 }
 
 }  // namespace
@@ -38,6 +204,10 @@ int main(int argc, char** argv) {
     std::printf("omni-edge-run %s (stage contract protocol %d)\n", oe_version(), oe_protocol_version());
     return 0;
   }
-  if (argc == 3 && std::strcmp(argv[1], "verify") == 0) return Verify(argv[2]);
-  return Usage();
+  if (argc >= 2 && std::strcmp(argv[1], "verify") == 0) {
+    return argc == 3 ? Verify(argv[2]) : Usage("verify takes one artifact directory");
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return Run(argc, argv, 2);
+  if (argc >= 2 && argv[1][0] == '-') return Run(argc, argv, 1);
+  return Usage(nullptr);
 }

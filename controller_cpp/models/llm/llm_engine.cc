@@ -1,0 +1,266 @@
+#include "models/llm/llm_engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace omni_edge::llm {
+namespace {
+
+Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup& group, const std::string& key,
+                                         const std::string& name) {
+  OE_ASSIGN_OR_RETURN(Backend * backend, backends.Get(group.backend, group.options));
+  const GraphRef& ref = group.graphs.at(key);
+  GraphSpec spec;
+  spec.name = name;
+  spec.path = ref.file;
+  spec.method = ref.method;
+  spec.device = group.device;
+  spec.options = group.options;
+  return backend->Load(spec);
+}
+
+// Checks a graph's declared I/O against what the engine binds, so a graph exported for another
+// context length or model fails at load with both shapes named, not as garbage text later.
+Status Expect(const Graph& g, const std::string& name, const std::vector<TensorView>& in, const std::vector<TensorView>& out) {
+  auto check = [&](const std::vector<GraphIo>& ios, const std::vector<TensorView>& views, const char* what) -> Status {
+    if (ios.size() != views.size()) {
+      return Status::Error("graph_mismatch", name + ": has " + std::to_string(ios.size()) + " " + what + ", expected " +
+                                                 std::to_string(views.size()));
+    }
+    for (size_t i = 0; i < ios.size(); ++i) {
+      bool ok = ios[i].dtype == views[i].dtype && ios[i].shape.size() == views[i].shape.size();
+      for (size_t d = 0; ok && d < ios[i].shape.size(); ++d) ok = ios[i].shape[d] < 0 || ios[i].shape[d] == views[i].shape[d];
+      if (!ok) {
+        return Status::Error("graph_mismatch", name + ": " + what + " " + std::to_string(i) + " (" + ios[i].name + ") is " +
+                                                   DTypeName(ios[i].dtype) + ShapeString(ios[i].shape) + ", the plan needs " +
+                                                   DTypeName(views[i].dtype) + ShapeString(views[i].shape));
+      }
+    }
+    return Status::Ok();
+  };
+  OE_RETURN_IF_ERROR(check(g.inputs(), in, "input"));
+  return check(g.outputs(), out, "output");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LlmEngine>> LlmEngine::Create(const StagePlan& stage, BackendPool& backends) {
+  if (!stage.llm) return Status::Error("invalid_plan", "stage " + std::to_string(stage.stage_id) + " has no llm section");
+  std::unique_ptr<LlmEngine> engine(new LlmEngine(*stage.llm));
+  OE_RETURN_IF_ERROR(engine->Load(stage, backends));
+  return engine;
+}
+
+Status LlmEngine::Load(const StagePlan& stage, BackendPool& backends) {
+  const LlmConfig& c = config_;
+  const int64_t C = c.prefill_chunk, H = c.hidden_size, L = c.num_layers, KV = c.num_kv_heads, D = c.head_dim;
+  ids_chunk_ = HostTensor(DType::kInt64, {1, C});
+  ids_step_ = HostTensor(DType::kInt64, {1, 1});
+  pos_chunk_ = HostTensor(DType::kInt64, {1, C});
+  pos_step_ = HostTensor(DType::kInt64, {1, 1});
+  hidden_chunk_ = HostTensor(DType::kFloat32, {1, C, H});
+  hidden_step_ = HostTensor(DType::kFloat32, {1, 1, H});
+  out_chunk_ = HostTensor(DType::kFloat32, {1, C, H});
+  out_step_ = HostTensor(DType::kFloat32, {1, 1, H});
+  head_in_ = HostTensor(DType::kFloat32, {1, 1, H});
+  logits_ = HostTensor(DType::kFloat32, {1, 1, c.vocab_size});
+  for (int64_t l = 0; l < L; ++l) {
+    new_k_chunk_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, C, D});
+    new_v_chunk_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, C, D});
+    new_k_step_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, 1, D});
+    new_v_step_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, 1, D});
+  }
+
+  const auto& g = stage.graphs;
+  OE_ASSIGN_OR_RETURN(embed_chunk_, LoadGraph(backends, g.at("embed"), "chunk", "embed_chunk"));
+  OE_ASSIGN_OR_RETURN(embed_step_, LoadGraph(backends, g.at("embed"), "step", "embed_step"));
+  OE_ASSIGN_OR_RETURN(head_, LoadGraph(backends, g.at("lm_head"), "step", "lm_head"));
+  OE_RETURN_IF_ERROR(Expect(*embed_chunk_, "embed_chunk", {ids_chunk_.view()}, {hidden_chunk_.view()}));
+  OE_RETURN_IF_ERROR(Expect(*embed_step_, "embed_step", {ids_step_.view()}, {hidden_step_.view()}));
+  OE_RETURN_IF_ERROR(Expect(*head_, "lm_head", {head_in_.view()}, {logits_.view()}));
+  OE_RETURN_IF_ERROR(embed_chunk_->Bind({ids_chunk_.view()}, {hidden_chunk_.view()}));
+  OE_RETURN_IF_ERROR(embed_step_->Bind({ids_step_.view()}, {hidden_step_.view()}));
+  OE_RETURN_IF_ERROR(head_->Bind({head_in_.view()}, {logits_.view()}));
+
+  const std::vector<int64_t> caches = c.kv.mode == "full" ? c.kv.buckets : std::vector<int64_t>{c.kv.window};
+  for (int64_t cache : caches) {
+    Body body;
+    body.cache = cache;
+    const std::string key = std::to_string(cache);
+    OE_ASSIGN_OR_RETURN(body.prefill, LoadGraph(backends, g.at("prefill"), key, "prefill_s" + key));
+    OE_ASSIGN_OR_RETURN(body.decode, LoadGraph(backends, g.at("decode"), key, "decode_s" + key));
+    bodies_.push_back(std::move(body));
+  }
+  if (c.kv.mode == "ring") window_ = c.kv.window;
+  return Activate(0, /*keep_contents=*/false);
+}
+
+Status LlmEngine::Activate(size_t index, bool keep_contents) {
+  const LlmConfig& c = config_;
+  const int64_t C = c.prefill_chunk, KV = c.num_kv_heads, D = c.head_dim, S = bodies_[index].cache;
+  const int64_t old_cache = cache_;
+  std::vector<HostTensor> keys, values;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    keys.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, S, D});
+    values.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, S, D});
+    if (keep_contents && !keys_.empty()) {
+      // State migration to a larger bucket: the one copy of a growing full cache.
+      for (int64_t h = 0; h < KV; ++h) {
+        std::memcpy(keys.back().data<float>() + h * S * D, keys_[size_t(l)].data<float>() + h * old_cache * D,
+                    size_t(old_cache * D) * sizeof(float));
+        std::memcpy(values.back().data<float>() + h * S * D, values_[size_t(l)].data<float>() + h * old_cache * D,
+                    size_t(old_cache * D) * sizeof(float));
+      }
+    }
+  }
+  keys_ = std::move(keys);
+  values_ = std::move(values);
+  if (!keep_contents) {
+    slot_position_.assign(size_t(S), -1);
+  } else {
+    slot_position_.resize(size_t(S), -1);
+  }
+  mask_chunk_ = HostTensor(DType::kFloat32, {1, 1, C, S + C});
+  mask_step_ = HostTensor(DType::kFloat32, {1, 1, 1, S + 1});
+  active_ = index;
+  cache_ = S;
+
+  Body& body = bodies_[index];
+  std::vector<TensorView> in_chunk = {hidden_chunk_.view(), pos_chunk_.view(), mask_chunk_.view()};
+  std::vector<TensorView> in_step = {hidden_step_.view(), pos_step_.view(), mask_step_.view()};
+  std::vector<TensorView> out_chunk = {out_chunk_.view()}, out_step = {out_step_.view()};
+  for (const auto* kv : {&keys_, &values_}) {
+    for (const auto& t : *kv) {
+      in_chunk.push_back(t.view());
+      in_step.push_back(t.view());
+    }
+  }
+  for (const auto* list : {&new_k_chunk_, &new_v_chunk_}) {
+    for (const auto& t : *list) out_chunk.push_back(t.view());
+  }
+  for (const auto* list : {&new_k_step_, &new_v_step_}) {
+    for (const auto& t : *list) out_step.push_back(t.view());
+  }
+  const std::string tag = "_s" + std::to_string(S);
+  OE_RETURN_IF_ERROR(Expect(*body.prefill, "prefill" + tag, in_chunk, out_chunk));
+  OE_RETURN_IF_ERROR(Expect(*body.decode, "decode" + tag, in_step, out_step));
+  OE_RETURN_IF_ERROR(body.prefill->Bind(in_chunk, out_chunk));
+  return body.decode->Bind(in_step, out_step);
+}
+
+Status LlmEngine::EnsureCapacity(int64_t end_position) {
+  if (window_ > 0 || end_position <= cache_) return Status::Ok();
+  for (size_t i = active_ + 1; i < bodies_.size(); ++i) {
+    if (end_position <= bodies_[i].cache) return Activate(i, /*keep_contents=*/true);
+  }
+  const int64_t largest = bodies_.back().cache;
+  if (config_.kv.overflow == "ring") {
+    // Declared in the plan: past the last bucket, slide a window of `largest` positions.
+    if (active_ + 1 < bodies_.size()) OE_RETURN_IF_ERROR(Activate(bodies_.size() - 1, /*keep_contents=*/true));
+    window_ = largest;
+    return Status::Ok();
+  }
+  return Status::Error("context_overflow", "the context needs " + std::to_string(end_position) +
+                                               " positions but the largest KV bucket holds " + std::to_string(largest) +
+                                               " (plan: kv.overflow = refuse)");
+}
+
+void LlmEngine::FillMask(float* mask, int64_t rows, int64_t n_valid) const {
+  const int64_t S = cache_, width = S + rows;
+  const float hidden = config_.mask_value;
+  for (int64_t t = 0; t < rows; ++t) {
+    const int64_t q = position_ + t;
+    float* row = mask + t * width;
+    for (int64_t j = 0; j < S; ++j) {
+      const int64_t p = slot_position_[size_t(j)];
+      row[j] = (p >= 0 && (window_ == 0 || p > q - window_)) ? 0.0f : hidden;
+    }
+    for (int64_t u = 0; u < rows; ++u) {
+      const bool visible = u <= t && (window_ == 0 || position_ + u > q - window_);
+      row[S + u] = visible ? 0.0f : hidden;
+    }
+  }
+  (void)n_valid;  // padded rows only see themselves and earlier rows; their outputs are dropped
+}
+
+Status LlmEngine::RunGraph(Graph& g) {
+  const auto start = std::chrono::steady_clock::now();
+  Status st = g.Run();
+  backend_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++graph_runs_;
+  return st;
+}
+
+Status LlmEngine::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
+  const int64_t rows = chunk ? config_.prefill_chunk : 1;
+  OE_RETURN_IF_ERROR(EnsureCapacity(position_ + n_valid));
+  HostTensor& ids = chunk ? ids_chunk_ : ids_step_;
+  HostTensor& pos = chunk ? pos_chunk_ : pos_step_;
+  for (int64_t t = 0; t < rows; ++t) {
+    ids.data<int64_t>()[t] = t < n_valid ? tokens[t] : 0;  // padding rows are computed and dropped
+    pos.data<int64_t>()[t] = position_ + t;
+  }
+  FillMask((chunk ? mask_chunk_ : mask_step_).data<float>(), rows, n_valid);
+  Body& body = bodies_[active_];
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_));
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode));
+
+  // Write the new keys/values into their slots in place.
+  const int64_t KV = config_.num_kv_heads, D = config_.head_dim, S = cache_;
+  const auto& new_k = chunk ? new_k_chunk_ : new_k_step_;
+  const auto& new_v = chunk ? new_v_chunk_ : new_v_step_;
+  for (int64_t t = 0; t < n_valid; ++t) {
+    const int64_t slot = SlotOf(position_ + t);
+    for (size_t l = 0; l < keys_.size(); ++l) {
+      for (int64_t h = 0; h < KV; ++h) {
+        std::memcpy(keys_[l].data<float>() + (h * S + slot) * D, new_k[l].data<float>() + (h * rows + t) * D,
+                    size_t(D) * sizeof(float));
+        std::memcpy(values_[l].data<float>() + (h * S + slot) * D, new_v[l].data<float>() + (h * rows + t) * D,
+                    size_t(D) * sizeof(float));
+      }
+    }
+    slot_position_[size_t(slot)] = position_ + t;
+  }
+  position_ += n_valid;
+  const int64_t H = config_.hidden_size;
+  std::memcpy(head_in_.data<float>(), (chunk ? out_chunk_ : out_step_).data<float>() + (n_valid - 1) * H,
+              size_t(H) * sizeof(float));
+  return Status::Ok();
+}
+
+Result<const float*> LlmEngine::Feed(const std::vector<TokenId>& tokens) {
+  if (tokens.empty()) return Status::Error("invalid_argument", "no tokens to feed");
+  for (TokenId t : tokens) {
+    if (t < 0 || t >= config_.vocab_size) {
+      return Status::Error("invalid_argument", "token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  const int64_t C = config_.prefill_chunk;
+  for (size_t i = 0; i < tokens.size();) {
+    const int64_t remaining = int64_t(tokens.size() - i);
+    const bool chunk = remaining > 1;
+    const int64_t n = chunk ? std::min(remaining, C) : 1;
+    OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk));
+    i += size_t(n);
+  }
+  OE_RETURN_IF_ERROR(RunGraph(*head_));
+  return static_cast<const float*>(logits_.data<float>());
+}
+
+Status LlmEngine::Reset() {
+  position_ = 0;
+  window_ = config_.kv.mode == "ring" ? config_.kv.window : 0;
+  return Activate(0, /*keep_contents=*/false);
+}
+
+std::vector<Placement> LlmEngine::placements() const {
+  std::vector<Placement> out = {embed_chunk_->placement(), embed_step_->placement()};
+  for (const auto& b : bodies_) {
+    out.push_back(b.prefill->placement());
+    out.push_back(b.decode->placement());
+  }
+  out.push_back(head_->placement());
+  return out;
+}
+
+}  // namespace omni_edge::llm

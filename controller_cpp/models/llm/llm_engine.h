@@ -1,0 +1,74 @@
+// The text model as graphs: embedding -> body (prefill AR-N or decode AR-1, one graph per
+// KV cache size) -> LM head. The engine owns the resident KV cache: new keys/values come out
+// of the body for the new tokens only and are written into their slots in place (position p
+// goes to slot p, or p mod W in a ring), an additive mask hides empty and out-of-window slots,
+// and a full cache moves to the next context bucket (one copy) when it grows. Past the last
+// bucket it refuses or rings, as the plan declares.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "models/llm/tokenizer.h"
+#include "runtime/backend_pool.h"
+#include "runtime/graph.h"
+#include "runtime/plan.h"
+#include "runtime/tensor.h"
+
+namespace omni_edge::llm {
+
+class LlmEngine {
+ public:
+  static Result<std::unique_ptr<LlmEngine>> Create(const StagePlan& stage, BackendPool& backends);
+
+  // Runs `tokens` at positions [position(), position() + n) and returns the logits of the last
+  // one (vocab_size floats, valid until the next call).
+  Result<const float*> Feed(const std::vector<TokenId>& tokens);
+  // Forget every position; the cache shrinks back to the first bucket.
+  Status Reset();
+
+  int64_t position() const { return position_; }
+  int64_t cache_slots() const { return cache_; }
+  bool ringing() const { return window_ > 0; }
+  const LlmConfig& config() const { return config_; }
+  std::vector<Placement> placements() const;
+  // Wall time spent inside graph runs, and how many runs.
+  double backend_seconds() const { return backend_seconds_; }
+  int64_t graph_runs() const { return graph_runs_; }
+
+ private:
+  struct Body {
+    int64_t cache = 0;
+    std::unique_ptr<Graph> prefill, decode;
+  };
+
+  explicit LlmEngine(LlmConfig config) : config_(std::move(config)) {}
+  Status Load(const StagePlan& stage, BackendPool& backends);
+  Status Activate(size_t body_index, bool keep_contents);
+  Status EnsureCapacity(int64_t end_position);
+  Status Step(const TokenId* tokens, int64_t n_valid, bool chunk);
+  int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
+  void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
+  Status RunGraph(Graph& g);
+
+  LlmConfig config_;
+  std::unique_ptr<Graph> embed_chunk_, embed_step_, head_;
+  std::vector<Body> bodies_;
+  size_t active_ = 0;
+  int64_t cache_ = 0;     // slots of the active cache
+  int64_t window_ = 0;    // > 0: ring of `cache_` slots, attention window of `cache_` positions
+  int64_t position_ = 0;  // tokens in the cache
+  std::vector<int64_t> slot_position_;  // position held by each slot, -1 if empty
+
+  HostTensor ids_chunk_, ids_step_, pos_chunk_, pos_step_;
+  HostTensor hidden_chunk_, hidden_step_, out_chunk_, out_step_;
+  HostTensor mask_chunk_, mask_step_;
+  std::vector<HostTensor> keys_, values_;                // [1, kv_heads, cache, head_dim] per layer
+  std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
+  HostTensor head_in_, logits_;
+  double backend_seconds_ = 0;
+  int64_t graph_runs_ = 0;
+};
+
+}  // namespace omni_edge::llm

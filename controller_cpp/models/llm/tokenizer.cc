@@ -1,0 +1,300 @@
+#include "models/llm/tokenizer.h"
+
+#include <algorithm>
+#include <fstream>
+#include <queue>
+#include <sstream>
+
+#include "base/unicode/unicode.h"
+
+namespace omni_edge::llm {
+namespace {
+
+Status Unsupported(const std::string& what) { return Status::Error("unsupported_tokenizer", "tokenizer.json: " + what); }
+Status Invalid(const std::string& what) { return Status::Error("invalid_tokenizer", "tokenizer.json: " + what); }
+
+uint64_t PairKey(TokenId a, TokenId b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
+
+// GPT-2's reversible byte <-> printable character map.
+std::vector<char32_t> ByteLevelAlphabet() {
+  std::vector<char32_t> map(256, 0);
+  std::vector<bool> direct(256, false);
+  for (int b = '!'; b <= '~'; ++b) direct[b] = true;
+  for (int b = 0xA1; b <= 0xAC; ++b) direct[b] = true;
+  for (int b = 0xAE; b <= 0xFF; ++b) direct[b] = true;
+  int next = 0;
+  for (int b = 0; b < 256; ++b) map[b] = direct[b] ? char32_t(b) : char32_t(256 + next++);
+  return map;
+}
+
+// Reads the normalizer: null, NFC, or a Sequence of those.
+Status ReadNormalizer(const Json& n, bool* nfc) {
+  if (n.is_null()) return Status::Ok();
+  if (!n.is_object() || !n.contains("type")) return Invalid("normalizer must be an object with a type");
+  const std::string type = n["type"].is_string() ? n["type"].get<std::string>() : "";
+  if (type == "NFC") {
+    *nfc = true;
+    return Status::Ok();
+  }
+  if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
+    for (const auto& item : n["normalizers"]) OE_RETURN_IF_ERROR(ReadNormalizer(item, nfc));
+    return Status::Ok();
+  }
+  return Unsupported("normalizer '" + type + "'");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error("file_missing", path + ": cannot open tokenizer");
+  std::ostringstream text;
+  text << in.rdbuf();
+  OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), path));
+  return FromJson(j);
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(const Json& j) {
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return Invalid("missing model");
+  const Json& model = j["model"];
+  if (model.value("type", "") != "BPE") return Unsupported("model type must be BPE");
+  if (model.value("byte_fallback", false)) return Unsupported("byte_fallback BPE");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (model.contains(key) && !model[key].is_null() && model[key] != "") return Unsupported(std::string(key));
+  }
+  t->ignore_merges_ = model.value("ignore_merges", false);
+
+  if (!model.contains("vocab") || !model["vocab"].is_object()) return Invalid("model.vocab must be an object");
+  TokenId max_id = -1;
+  for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > 10'000'000) {
+      return Invalid("vocab id of '" + it.key() + "' is not a valid id");
+    }
+    const auto id = TokenId(it.value().get<int64_t>());
+    t->vocab_[it.key()] = id;
+    max_id = std::max(max_id, id);
+  }
+  std::vector<const Json*> added_json;
+  if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
+    for (const auto& a : j["added_tokens"]) {
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+          !a["content"].is_string() || a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() > 10'000'000) {
+        return Invalid("added_tokens entries need an id and content");
+      }
+      max_id = std::max(max_id, TokenId(a["id"].get<int64_t>()));
+      added_json.push_back(&a);
+    }
+  }
+  t->id_to_token_.assign(size_t(max_id) + 1, "");
+  t->added_kind_.assign(size_t(max_id) + 1, 0);
+  for (const auto& [token, id] : t->vocab_) t->id_to_token_[size_t(id)] = token;
+  for (const Json* a : added_json) {
+    AddedToken added{(*a)["content"].get<std::string>(), TokenId((*a)["id"].get<int64_t>()), a->value("special", false)};
+    if (added.content.empty()) return Invalid("an added token has empty content");
+    t->id_to_token_[size_t(added.id)] = added.content;
+    t->added_kind_[size_t(added.id)] = added.special ? 2 : 1;
+    t->added_.push_back(std::move(added));
+  }
+  std::stable_sort(t->added_.begin(), t->added_.end(),
+                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+
+  if (!model.contains("merges") || !model["merges"].is_array()) return Invalid("model.merges must be an array");
+  int32_t rank = 0;
+  for (const auto& m : model["merges"]) {
+    std::string left, right;
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) return Invalid("merge '" + s + "'");
+      left = s.substr(0, space), right = s.substr(space + 1);
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      left = m[0].get<std::string>(), right = m[1].get<std::string>();
+    } else {
+      return Invalid("merges must be 'a b' strings or [a, b] pairs");
+    }
+    auto l = t->vocab_.find(left), r = t->vocab_.find(right), lr = t->vocab_.find(left + right);
+    if (l == t->vocab_.end() || r == t->vocab_.end() || lr == t->vocab_.end()) {
+      return Invalid("merge '" + left + " " + right + "' uses tokens missing from the vocab");
+    }
+    t->merges_.emplace(PairKey(l->second, r->second), std::make_pair(rank++, lr->second));
+  }
+
+  OE_RETURN_IF_ERROR(ReadNormalizer(j.value("normalizer", Json()), &t->nfc_));
+
+  // Pre-tokenizer: ByteLevel, or Sequence[Split(regex, Isolated), ByteLevel(use_regex=false)].
+  const Json pre = j.value("pre_tokenizer", Json());
+  std::vector<Json> steps;
+  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers")) {
+    for (const auto& s : pre["pretokenizers"]) steps.push_back(s);
+  } else if (pre.is_object()) {
+    steps.push_back(pre);
+  }
+  bool byte_level = false;
+  for (const auto& s : steps) {
+    const std::string type = s.value("type", "");
+    if (type == "Split") {
+      if (t->pretokenizer_) return Unsupported("more than one Split pre-tokenizer");
+      if (s.value("behavior", "") != "Isolated" || s.value("invert", false)) {
+        return Unsupported("Split pre-tokenizer must be Isolated and not inverted");
+      }
+      if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") ||
+          !s["pattern"]["Regex"].is_string()) {
+        return Unsupported("Split pre-tokenizer without a Regex pattern");
+      }
+      OE_ASSIGN_OR_RETURN(t->pretokenizer_, PretokenizerForPattern(s["pattern"]["Regex"].get<std::string>()));
+    } else if (type == "ByteLevel") {
+      byte_level = true;
+      t->add_prefix_space_ = s.value("add_prefix_space", false);
+      t->byte_level_regex_ = s.value("use_regex", true);
+    } else {
+      return Unsupported("pre-tokenizer '" + type + "'");
+    }
+  }
+  if (!byte_level) return Unsupported("only byte-level BPE is supported (no ByteLevel pre-tokenizer)");
+  if (t->byte_level_regex_ && t->pretokenizer_) return Unsupported("Split followed by ByteLevel(use_regex=true)");
+  if (t->byte_level_regex_) t->pretokenizer_ = PretokenizerKind::kGpt2;
+
+  const auto alphabet = ByteLevelAlphabet();
+  for (int b = 0; b < 256; ++b) {
+    std::string utf8;
+    unicode::AppendUtf8(alphabet[b], &utf8);
+    if (t->vocab_.count(utf8) == 0) return Invalid("byte-level alphabet incomplete: no token for byte " + std::to_string(b));
+    t->byte_to_char_[b] = utf8;
+    t->char_to_byte_[alphabet[b]] = uint8_t(b);
+  }
+  return t;
+}
+
+std::optional<TokenId> Tokenizer::Find(std::string_view token) const {
+  for (const auto& a : added_) {
+    if (a.content == token) return a.id;
+  }
+  auto it = vocab_.find(std::string(token));
+  return it == vocab_.end() ? std::nullopt : std::optional<TokenId>(it->second);
+}
+
+bool Tokenizer::IsSpecial(TokenId id) const {
+  return id >= 0 && size_t(id) < added_kind_.size() && added_kind_[size_t(id)] == 2;
+}
+
+void Tokenizer::EncodeWord(const std::string& word, std::vector<TokenId>* out) const {
+  if (ignore_merges_) {
+    auto whole = vocab_.find(word);
+    if (whole != vocab_.end()) {
+      out->push_back(whole->second);
+      return;
+    }
+  }
+  // Symbols as a linked list over the word's byte-level characters.
+  struct Symbol {
+    TokenId id;
+    int prev, next;
+  };
+  std::vector<Symbol> symbols;
+  for (size_t i = 0; i < word.size();) {
+    size_t len = 1;
+    const auto b = uint8_t(word[i]);
+    if (b >= 0xF0) len = 4;
+    else if (b >= 0xE0) len = 3;
+    else if (b >= 0xC0) len = 2;
+    symbols.push_back({vocab_.at(word.substr(i, len)), int(symbols.size()) - 1, int(symbols.size()) + 1});
+    i += len;
+  }
+  if (symbols.empty()) return;
+  symbols.back().next = -1;
+  // Lowest rank first; among equal ranks the leftmost (as `tokenizers` does).
+  using Candidate = std::tuple<int32_t, int, TokenId, TokenId>;  // rank, left position, left id, right id
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  auto push = [&](int left) {
+    const int right = symbols[size_t(left)].next;
+    if (right < 0) return;
+    auto it = merges_.find(PairKey(symbols[size_t(left)].id, symbols[size_t(right)].id));
+    if (it != merges_.end()) queue.emplace(it->second.first, left, symbols[size_t(left)].id, symbols[size_t(right)].id);
+  };
+  for (int i = 0; i + 1 < int(symbols.size()); ++i) push(i);
+  std::vector<bool> removed(symbols.size(), false);
+  while (!queue.empty()) {
+    auto [rank, left, left_id, right_id] = queue.top();
+    queue.pop();
+    const int right = symbols[size_t(left)].next;
+    // Skip candidates made stale by an earlier merge.
+    if (removed[size_t(left)] || right < 0 || symbols[size_t(left)].id != left_id || symbols[size_t(right)].id != right_id) {
+      continue;
+    }
+    symbols[size_t(left)].id = merges_.at(PairKey(left_id, right_id)).second;
+    removed[size_t(right)] = true;
+    symbols[size_t(left)].next = symbols[size_t(right)].next;
+    if (symbols[size_t(left)].next >= 0) symbols[size_t(symbols[size_t(left)].next)].prev = left;
+    if (symbols[size_t(left)].prev >= 0) push(symbols[size_t(left)].prev);
+    push(left);
+  }
+  for (int i = 0; i >= 0; i = symbols[size_t(i)].next) out->push_back(symbols[size_t(i)].id);
+}
+
+void Tokenizer::EncodeSegment(std::string_view text, std::vector<TokenId>* out) const {
+  // `text` is valid UTF-8 (checked by Encode).
+  std::u32string cps = unicode::DecodeUtf8(text).value();
+  if (nfc_) cps = unicode::Nfc(cps);
+  if (add_prefix_space_ && !cps.empty() && cps[0] != U' ') cps.insert(cps.begin(), U' ');
+  std::vector<std::u32string_view> pieces;
+  if (pretokenizer_) {
+    pieces = Pretokenize(cps, *pretokenizer_);
+  } else {
+    pieces.push_back(cps);
+  }
+  std::string word;
+  for (auto piece : pieces) {
+    word.clear();
+    for (uint8_t byte : unicode::EncodeUtf8(piece)) word += byte_to_char_[byte];
+    EncodeWord(word, out);
+  }
+}
+
+Result<std::vector<TokenId>> Tokenizer::Encode(std::string_view text) const {
+  OE_RETURN_IF_ERROR(unicode::DecodeUtf8(text).status());
+  std::vector<TokenId> ids;
+  size_t start = 0, i = 0;
+  while (i < text.size()) {
+    const AddedToken* hit = nullptr;
+    for (const auto& a : added_) {
+      if (text.compare(i, a.content.size(), a.content) == 0) {
+        hit = &a;
+        break;
+      }
+    }
+    if (hit == nullptr) {
+      ++i;
+      continue;
+    }
+    if (i > start) EncodeSegment(text.substr(start, i - start), &ids);
+    ids.push_back(hit->id);
+    i += hit->content.size();
+    start = i;
+  }
+  if (start < text.size()) EncodeSegment(text.substr(start), &ids);
+  return ids;
+}
+
+std::string Tokenizer::TokenBytes(TokenId id, bool skip_special) const {
+  if (id < 0 || size_t(id) >= id_to_token_.size()) return "";
+  const int8_t kind = added_kind_[size_t(id)];
+  if (kind == 2 && skip_special) return "";
+  if (kind != 0) return id_to_token_[size_t(id)];
+  std::string bytes;
+  auto cps = unicode::DecodeUtf8(id_to_token_[size_t(id)]);
+  if (!cps.ok()) return "";
+  for (char32_t c : cps.value()) {
+    auto it = char_to_byte_.find(c);
+    if (it != char_to_byte_.end()) bytes.push_back(char(it->second));
+  }
+  return bytes;
+}
+
+std::string Tokenizer::Decode(const std::vector<TokenId>& ids, bool skip_special) const {
+  std::string out;
+  for (TokenId id : ids) out += TokenBytes(id, skip_special);
+  return out;
+}
+
+}  // namespace omni_edge::llm

@@ -1,0 +1,16 @@
+// Before anything is loaded: re-hash the stage's artifact, check that every file the plan
+// uses is covered by its manifest, and (unless explicitly allowed) that it is qualified.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "contract/manifest.h"
+#include "runtime/plan.h"
+
+namespace omni_edge {
+
+Result<contract::VerifiedManifest> VerifyStageArtifact(const StagePlan& stage, bool require_qualified);
+
+}  // namespace omni_edge

@@ -1,0 +1,65 @@
+// The backend interface: a Backend loads Graphs (one compiled graph / method each) from
+// artifact files; a Graph is bound once to caller-owned buffers and then run. Backends
+// report where each graph actually executes; a graph declared on the NPU that cannot run
+// there entirely is a load error, never a silent CPU run.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/tensor.h"
+
+namespace omni_edge {
+
+struct GraphIo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+};
+
+struct Placement {
+  std::string graph;    // e.g. "decode_s512"
+  std::string backend;  // onnxruntime | executorch
+  std::string device;   // cpu | npu | gpu, as declared
+  std::string engine;   // what actually ran it, e.g. CPUExecutionProvider, QNNExecutionProvider, XnnpackBackend
+  int64_t nodes_on_engine = 0;
+  int64_t nodes_elsewhere = 0;  // nodes on a fallback engine (CPU kernels); 0 for an NPU graph
+  std::string detail;
+};
+
+struct GraphSpec {
+  std::string name;    // logical name for reports
+  std::string path;    // graph file
+  std::string method;  // method inside a multi-method program (ExecuTorch), else empty
+  std::string device = "cpu";
+  std::map<std::string, std::string> options;  // backend options (threads, qnn backend path, ...)
+};
+
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  virtual const std::vector<GraphIo>& inputs() const = 0;
+  virtual const std::vector<GraphIo>& outputs() const = 0;
+  // Buffers in the order of inputs() / outputs(); they must outlive the binding.
+  virtual Status Bind(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) = 0;
+  virtual Status Run() = 0;
+  virtual Placement placement() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual std::string version() const = 0;
+  virtual Result<std::unique_ptr<Graph>> Load(const GraphSpec& spec) = 0;
+};
+
+// Creates the backend registered under `name` ("onnxruntime", "executorch"); `options`
+// configure it (e.g. threads, library paths). Refuses names not built into this binary.
+Result<std::unique_ptr<Backend>> CreateBackend(const std::string& name, const std::map<std::string, std::string>& options);
+std::vector<std::string> AvailableBackends();
+
+}  // namespace omni_edge

@@ -1,0 +1,263 @@
+#include "runtime/plan.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace omni_edge {
+namespace fs = std::filesystem;
+namespace {
+
+Status PlanError(const std::string& what) { return Status::Error("invalid_plan", what); }
+
+std::string Resolve(const std::string& base, const std::string& rel) {
+  fs::path p(rel);
+  return (p.is_absolute() ? p : fs::path(base) / p).lexically_normal().string();
+}
+
+Result<std::vector<int64_t>> IntList(const Json* list, const std::string& where, int64_t minimum) {
+  std::vector<int64_t> out;
+  if (list == nullptr) return out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    int64_t v = 0;
+    OE_RETURN_IF_ERROR(CheckInt((*list)[i], where + "[" + std::to_string(i) + "]", minimum, &v));
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<GraphRef> ParseGraphRef(const Json& j, const std::string& where, const std::string& artifact) {
+  GraphRef ref;
+  if (j.is_string()) {
+    ref.file = j.get<std::string>();
+  } else {
+    FieldReader r(j, where);
+    ref.file = r.String("file");
+    ref.method = r.String("method", false, true);
+    OE_RETURN_IF_ERROR(r.Done());
+  }
+  if (ref.file.empty()) return PlanError(where + ": empty graph file");
+  ref.file = Resolve(artifact, ref.file);
+  if (!fs::is_regular_file(ref.file)) return Status::Error("file_missing", where + ": " + ref.file + " does not exist");
+  return ref;
+}
+
+Result<GraphGroup> ParseGroup(const Json& j, const std::string& where, const std::string& artifact) {
+  FieldReader r(j, where);
+  GraphGroup g;
+  g.backend = r.String("backend");
+  g.device = r.String("device");
+  const Json* options = r.Object("options", false);
+  const Json* graphs = r.Object("graphs");
+  OE_RETURN_IF_ERROR(r.Done());
+  if (g.device != "cpu" && g.device != "gpu" && g.device != "npu") {
+    return PlanError(where + ".device: must be cpu, gpu or npu, got '" + g.device + "'");
+  }
+  if (options != nullptr) {
+    for (auto it = options->begin(); it != options->end(); ++it) {
+      if (!it.value().is_string()) return PlanError(where + ".options." + it.key() + ": expected a string");
+      g.options[it.key()] = it.value().get<std::string>();
+    }
+  }
+  if (graphs->empty()) return PlanError(where + ".graphs: at least one graph");
+  for (auto it = graphs->begin(); it != graphs->end(); ++it) {
+    OE_ASSIGN_OR_RETURN(g.graphs[it.key()], ParseGraphRef(it.value(), where + ".graphs." + it.key(), artifact));
+  }
+  return g;
+}
+
+Result<llm::SamplingParams> ParseSampling(const Json* j, const std::string& where) {
+  llm::SamplingParams p;
+  if (j == nullptr) return p;
+  FieldReader r(*j, where);
+  p.temperature = float(r.Number("temperature", false, 0.0));
+  p.top_k = int32_t(r.Int("top_k", false, 0, 0));
+  p.top_p = float(r.Number("top_p", false, 1.0));
+  p.min_p = float(r.Number("min_p", false, 0.0));
+  p.repetition_penalty = float(r.Number("repetition_penalty", false, 1.0));
+  p.seed = uint64_t(r.Int("seed", false, 0, 0));
+  OE_RETURN_IF_ERROR(r.Done());
+  OE_RETURN_IF_ERROR(llm::Validate(p));
+  return p;
+}
+
+Result<LlmConfig> ParseLlm(const Json& j, const std::string& where, const std::string& artifact) {
+  FieldReader r(j, where);
+  LlmConfig c;
+  c.tokenizer = Resolve(artifact, r.String("tokenizer"));
+  c.chat_format = r.String("chat_format");
+  const Json* stops = r.Array("stop_tokens");
+  c.hidden_size = r.Int("hidden_size", true, 1);
+  c.num_layers = r.Int("num_layers", true, 1);
+  c.num_kv_heads = r.Int("num_kv_heads", true, 1);
+  c.head_dim = r.Int("head_dim", true, 1);
+  c.vocab_size = r.Int("vocab_size", true, 1);
+  c.prefill_chunk = r.Int("prefill_chunk", true, 1);
+  c.mask_value = float(r.Number("mask_value"));
+  const Json* kv = r.Object("kv");
+  const Json* sampling = r.Object("sampling", false);
+  c.max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  for (size_t i = 0; i < stops->size(); ++i) {
+    if (!(*stops)[i].is_string()) return PlanError(where + ".stop_tokens[" + std::to_string(i) + "]: expected a string");
+    c.stop_tokens.push_back((*stops)[i].get<std::string>());
+  }
+  if (c.chat_format != "chatml" && c.chat_format != "none") {
+    return PlanError(where + ".chat_format: must be chatml or none, got '" + c.chat_format + "'");
+  }
+  if (!(c.mask_value < 0) || c.mask_value < -1e30f) {
+    return PlanError(where + ".mask_value: must be a finite negative number (never -inf)");
+  }
+  if (!fs::is_regular_file(c.tokenizer)) return Status::Error("file_missing", where + ".tokenizer: " + c.tokenizer);
+
+  FieldReader k(*kv, where + ".kv");
+  c.kv.mode = k.String("mode");
+  const Json* buckets = k.Array("buckets", false);
+  c.kv.overflow = k.String("overflow", false, true, "refuse");
+  c.kv.window = k.Int("window", false, 1, 0);
+  OE_RETURN_IF_ERROR(k.Done());
+  OE_ASSIGN_OR_RETURN(c.kv.buckets, IntList(buckets, where + ".kv.buckets", 1));
+  if (c.kv.mode == "full") {
+    if (c.kv.buckets.empty()) return PlanError(where + ".kv.buckets: full KV needs at least one context bucket");
+    if (!std::is_sorted(c.kv.buckets.begin(), c.kv.buckets.end()) ||
+        std::adjacent_find(c.kv.buckets.begin(), c.kv.buckets.end()) != c.kv.buckets.end()) {
+      return PlanError(where + ".kv.buckets: must be strictly ascending");
+    }
+    if (c.kv.buckets.front() < c.prefill_chunk) return PlanError(where + ".kv.buckets: smaller than the prefill chunk");
+    if (c.kv.overflow != "refuse" && c.kv.overflow != "ring") {
+      return PlanError(where + ".kv.overflow: must be refuse or ring, got '" + c.kv.overflow + "'");
+    }
+  } else if (c.kv.mode == "ring") {
+    if (c.kv.window < c.prefill_chunk) return PlanError(where + ".kv.window: ring needs a window >= the prefill chunk");
+    if (!c.kv.buckets.empty()) return PlanError(where + ".kv.buckets: a ring has one cache of `window` slots");
+  } else {
+    return PlanError(where + ".kv.mode: must be full or ring, got '" + c.kv.mode + "'");
+  }
+  OE_ASSIGN_OR_RETURN(c.sampling, ParseSampling(sampling, where + ".sampling"));
+  return c;
+}
+
+Status CheckLlmGraphs(const StagePlan& s, const std::string& where) {
+  const LlmConfig& c = *s.llm;
+  for (const char* role : {"embed", "prefill", "decode", "lm_head"}) {
+    if (s.graphs.count(role) == 0) return PlanError(where + ".graphs." + role + ": required for an llm_ar stage");
+  }
+  for (const char* key : {"chunk", "step"}) {
+    if (s.graphs.at("embed").graphs.count(key) == 0) return PlanError(where + ".graphs.embed.graphs." + key + ": missing");
+  }
+  if (s.graphs.at("lm_head").graphs.count("step") == 0) return PlanError(where + ".graphs.lm_head.graphs.step: missing");
+  std::vector<int64_t> caches = c.kv.mode == "full" ? c.kv.buckets : std::vector<int64_t>{c.kv.window};
+  for (const char* role : {"prefill", "decode"}) {
+    for (int64_t cache : caches) {
+      if (s.graphs.at(role).graphs.count(std::to_string(cache)) == 0) {
+        return PlanError(where + ".graphs." + role + ".graphs." + std::to_string(cache) +
+                         ": no graph for a cache of " + std::to_string(cache) + " slots");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<StagePlan> ParseStage(const Json& j, const std::string& where, const std::string& base) {
+  FieldReader r(j, where);
+  StagePlan s;
+  s.stage_id = r.Int("stage_id", true, 0);
+  s.model_stage = r.String("model_stage");
+  s.execution_type = r.String("execution_type");
+  const Json* sources = r.Array("input_sources");
+  s.final_output = r.Bool("final_output", false, false);
+  s.final_output_type = r.String("final_output_type", false, false);
+  s.engine_output_type = r.String("engine_output_type", false, false);
+  s.artifact = Resolve(base, r.String("artifact"));
+  const Json* llm = r.Object("llm", false);
+  const Json* graphs = r.Object("graphs");
+  OE_RETURN_IF_ERROR(r.Done());
+  OE_ASSIGN_OR_RETURN(s.input_sources, IntList(sources, where + ".input_sources", 0));
+  if (s.execution_type != "llm_ar" && s.execution_type != "llm_generation") {
+    return PlanError(where + ".execution_type: must be llm_ar or llm_generation, got '" + s.execution_type + "'");
+  }
+  if (s.final_output && s.final_output_type.empty()) return PlanError(where + ".final_output_type: required for a final output");
+  if (!fs::is_directory(s.artifact)) return Status::Error("file_missing", where + ".artifact: " + s.artifact + " is not a directory");
+  for (auto it = graphs->begin(); it != graphs->end(); ++it) {
+    OE_ASSIGN_OR_RETURN(s.graphs[it.key()], ParseGroup(it.value(), where + ".graphs." + it.key(), s.artifact));
+  }
+  if (llm != nullptr) {
+    OE_ASSIGN_OR_RETURN(s.llm, ParseLlm(*llm, where + ".llm", s.artifact));
+    OE_RETURN_IF_ERROR(CheckLlmGraphs(s, where));
+  } else if (s.execution_type == "llm_ar") {
+    return PlanError(where + ".llm: required for an llm_ar stage");
+  }
+  return s;
+}
+
+// The Omni pipeline rules.
+Status CheckTopology(const Plan& plan) {
+  std::set<int64_t> ids;
+  for (const auto& s : plan.stages) {
+    if (!ids.insert(s.stage_id).second) return PlanError("stage_id " + std::to_string(s.stage_id) + " is used twice");
+  }
+  bool entry = false, final_output = false;
+  for (const auto& s : plan.stages) {
+    for (int64_t src : s.input_sources) {
+      if (src == s.stage_id) return PlanError("stage " + std::to_string(s.stage_id) + " lists itself as an input source");
+      if (ids.count(src) == 0) {
+        return PlanError("stage " + std::to_string(s.stage_id) + " reads from stage " + std::to_string(src) +
+                         ", which does not exist");
+      }
+    }
+    entry |= s.input_sources.empty();
+    final_output |= s.final_output;
+  }
+  if (!entry) return PlanError("no entry stage (a stage without input sources)");
+  if (!final_output) return PlanError("no final-output stage: every request would hang");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Plan> ParsePlan(const Json& j, const std::string& base_dir) {
+  FieldReader r(j, "plan");
+  const int64_t version = r.Int("plan_version");
+  Plan plan;
+  plan.name = r.String("name", false, true, "");
+  const Json* stages = r.Array("stages");
+  const Json* limits = r.Object("stream_limits", false);
+  const Json* budget = r.Raw("memory_budget_mb");
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  if (version != 1) return PlanError("plan.plan_version: must be 1, got " + std::to_string(version));
+  if (stages->empty()) return PlanError("plan.stages: at least one stage");
+  for (size_t i = 0; i < stages->size(); ++i) {
+    OE_ASSIGN_OR_RETURN(StagePlan s, ParseStage((*stages)[i], "plan.stages[" + std::to_string(i) + "]", base_dir));
+    plan.stages.push_back(std::move(s));
+  }
+  if (limits != nullptr) {
+    FieldReader l(*limits, "plan.stream_limits");
+    plan.stream_limits.max_events = l.Int("max_events", true, 1);
+    plan.stream_limits.max_bytes = l.Int("max_bytes", true, 1);
+    OE_RETURN_IF_ERROR(l.Done());
+  }
+  if (budget != nullptr && !budget->is_null()) {
+    int64_t mb = 0;
+    OE_RETURN_IF_ERROR(CheckInt(*budget, "plan.memory_budget_mb", 1, &mb));
+    plan.memory_budget_mb = mb;
+  }
+  OE_RETURN_IF_ERROR(CheckTopology(plan));
+  return plan;
+}
+
+Result<Plan> LoadPlan(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error("file_missing", path + ": cannot open plan");
+  std::stringstream text;
+  text << in.rdbuf();
+  OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), path));
+  OE_ASSIGN_OR_RETURN(Plan plan, ParsePlan(j, fs::absolute(path).parent_path().string()));
+  plan.path = fs::absolute(path).string();
+  return plan;
+}
+
+}  // namespace omni_edge

@@ -1,0 +1,79 @@
+// The execution plan: stages in the Omni pipeline vocabulary (stage_id, model_stage,
+// execution_type, input_sources, final_output, ...), each with its artifact directory and,
+// per graph role, the backend and device it runs on. Parsing is strict (unknown fields and
+// wrong types are refused, naming the field) and the Omni topology rules are enforced: unique
+// stage ids, sources that exist and are not the stage itself, at least one entry stage and at
+// least one final-output stage.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/json_fields.h"
+#include "base/status.h"
+#include "contract/event_stream.h"
+#include "models/llm/sampler.h"
+
+namespace omni_edge {
+
+struct GraphRef {
+  std::string file;    // absolute path
+  std::string method;  // for multi-method programs
+};
+
+// How one graph role (embed, prefill, decode, lm_head, ...) of a stage runs.
+struct GraphGroup {
+  std::string backend;
+  std::string device;
+  std::map<std::string, std::string> options;
+  std::map<std::string, GraphRef> graphs;  // key: role variant ("chunk", "step", or a cache size)
+};
+
+struct KvConfig {
+  std::string mode;              // full | ring
+  std::vector<int64_t> buckets;  // full: context buckets, ascending
+  std::string overflow;          // full: refuse | ring (slide over the largest bucket)
+  int64_t window = 0;            // ring: slots = the model's sliding window
+};
+
+struct LlmConfig {
+  std::string tokenizer;  // absolute path of tokenizer.json
+  std::string chat_format;
+  std::vector<std::string> stop_tokens;
+  int64_t hidden_size = 0, num_layers = 0, num_kv_heads = 0, head_dim = 0, vocab_size = 0;
+  int64_t prefill_chunk = 0;
+  float mask_value = -10000.0f;
+  KvConfig kv;
+  llm::SamplingParams sampling;
+  int64_t max_new_tokens = 256;
+};
+
+struct StagePlan {
+  int64_t stage_id = 0;
+  std::string model_stage;
+  std::string execution_type;  // llm_ar | llm_generation
+  std::vector<int64_t> input_sources;
+  bool final_output = false;
+  std::string final_output_type;
+  std::string engine_output_type;
+  std::string artifact;  // absolute path of the artifact directory
+  std::optional<LlmConfig> llm;
+  std::map<std::string, GraphGroup> graphs;
+};
+
+struct Plan {
+  std::string path;
+  std::string name;
+  std::vector<StagePlan> stages;
+  contract::StreamLimits stream_limits;
+  std::optional<int64_t> memory_budget_mb;
+};
+
+Result<Plan> LoadPlan(const std::string& path);
+// `base_dir` resolves the relative paths in the plan.
+Result<Plan> ParsePlan(const Json& j, const std::string& base_dir);
+
+}  // namespace omni_edge

@@ -1,0 +1,55 @@
+#include "runtime/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace omni_edge {
+
+size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kFloat32: case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
+    case DType::kFloat16: case DType::kUint16: case DType::kInt16: return 2;
+    case DType::kUint8: case DType::kInt8: return 1;
+  }
+  return 1;
+}
+
+const char* DTypeName(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat16: return "float16";
+    case DType::kInt64: return "int64";
+    case DType::kInt32: return "int32";
+    case DType::kUint16: return "uint16";
+    case DType::kInt16: return "int16";
+    case DType::kUint8: return "uint8";
+    case DType::kInt8: return "int8";
+  }
+  return "?";
+}
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void HostTensor::Free::operator()(void* p) const { std::free(p); }
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  const size_t bytes = (std::max<size_t>(nbytes(), 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) throw std::bad_alloc();  // allocation failure is fatal, as for any container
+  std::memset(p, 0, bytes);
+  data_.reset(p);
+}
+
+}  // namespace omni_edge
