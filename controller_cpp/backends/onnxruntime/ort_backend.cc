@@ -1,0 +1,513 @@
+#include "backends/onnxruntime/ort_backend.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <onnxruntime_c_api.h>
+
+#include "base/json_fields.h"
+
+#ifndef OMNI_EDGE_ORT_LIBRARY
+#define OMNI_EDGE_ORT_LIBRARY "libonnxruntime.so.1"
+#endif
+#ifndef OMNI_EDGE_QNN_EP_LIBRARY
+#define OMNI_EDGE_QNN_EP_LIBRARY "libonnxruntime_providers_qnn.so"
+#endif
+#ifndef OMNI_EDGE_QNN_BACKEND
+#define OMNI_EDGE_QNN_BACKEND "libQnnHtp.so"
+#endif
+
+namespace omni_edge::ort {
+namespace fs = std::filesystem;
+namespace {
+
+std::string Option(const std::map<std::string, std::string>& options, const std::string& key, const char* env,
+                   const std::string& fallback) {
+  auto it = options.find(key);
+  if (it != options.end() && !it->second.empty()) return it->second;
+  if (env != nullptr) {
+    if (const char* v = std::getenv(env); v != nullptr && *v != '\0') return v;
+  }
+  return fallback;
+}
+
+// The process-wide ONNX Runtime: one library, one API table, one environment. ORT allows one
+// environment per process, so this is created once and kept for the life of the process.
+class OrtProcess {
+ public:
+  static Result<OrtProcess*> Get(const std::string& library_path) {
+    static std::mutex mu;
+    static OrtProcess* instance = nullptr;
+    std::lock_guard<std::mutex> lock(mu);
+    if (instance != nullptr) return instance;
+    void* lib = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      return Status::Error("backend_unavailable", "cannot load ONNX Runtime '" + library_path + "': " + dlerror() +
+                                                      " (set OMNI_EDGE_ONNXRUNTIME_LIB)");
+    }
+    using GetApiBase = const OrtApiBase* (*)();
+    auto get_base = reinterpret_cast<GetApiBase>(dlsym(lib, "OrtGetApiBase"));
+    if (get_base == nullptr) return Status::Error("backend_unavailable", library_path + " has no OrtGetApiBase");
+    const OrtApiBase* base = get_base();
+    const OrtApi* api = base->GetApi(ORT_API_VERSION);
+    if (api == nullptr) {
+      return Status::Error("backend_unavailable", std::string("ONNX Runtime ") + base->GetVersionString() +
+                                                      " does not offer C API version " + std::to_string(ORT_API_VERSION));
+    }
+    std::unique_ptr<OrtProcess> p(new OrtProcess(api, base->GetVersionString()));
+    OrtEnv* env = nullptr;
+    if (OrtStatus* st = api->CreateEnvWithCustomLogger(&OrtProcess::Log, p.get(), ORT_LOGGING_LEVEL_WARNING, "omni-edge", &env)) {
+      std::string msg = api->GetErrorMessage(st);
+      api->ReleaseStatus(st);
+      return Status::Error("backend_unavailable", "ONNX Runtime environment: " + msg);
+    }
+    p->env_ = env;
+    instance = p.release();
+    return instance;
+  }
+
+  const OrtApi* api() const { return api_; }
+  OrtEnv* env() const { return env_; }
+  const std::string& version() const { return version_; }
+
+  // Collects warnings while a session is created (QNN lists the ops it cannot run this way).
+  void BeginCapture() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    capturing_ = true;
+    captured_.clear();
+  }
+  std::vector<std::string> EndCapture() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    capturing_ = false;
+    return std::move(captured_);
+  }
+
+  std::mutex& create_mutex() { return create_mu_; }
+
+  // Registers the QNN plugin EP library once and returns its EP device.
+  Result<const OrtEpDevice*> QnnDevice(const std::string& ep_library) {
+    std::lock_guard<std::mutex> lock(create_mu_);
+    if (!qnn_registered_) {
+      if (OrtStatus* st = api_->RegisterExecutionProviderLibrary(env_, "QNNExecutionProvider", ep_library.c_str())) {
+        std::string msg = api_->GetErrorMessage(st);
+        api_->ReleaseStatus(st);
+        return Status::Error("backend_unavailable", "cannot register the QNN EP library '" + ep_library + "': " + msg);
+      }
+      qnn_registered_ = true;
+    }
+    const OrtEpDevice* const* devices = nullptr;
+    size_t count = 0;
+    if (OrtStatus* st = api_->GetEpDevices(env_, &devices, &count)) {
+      std::string msg = api_->GetErrorMessage(st);
+      api_->ReleaseStatus(st);
+      return Status::Error("backend_unavailable", "GetEpDevices: " + msg);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (std::strcmp(api_->EpDevice_EpName(devices[i]), "QNNExecutionProvider") == 0) return devices[i];
+    }
+    return Status::Error("device_unavailable", "the QNN EP offers no device on this machine");
+  }
+
+ private:
+  OrtProcess(const OrtApi* api, std::string version) : api_(api), version_(std::move(version)) {}
+
+  static void ORT_API_CALL Log(void* param, OrtLoggingLevel severity, const char* category, const char* logid,
+                               const char* code_location, const char* message) {
+    auto* self = static_cast<OrtProcess*>(param);
+    std::lock_guard<std::mutex> lock(self->log_mu_);
+    if (self->capturing_) {
+      self->captured_.emplace_back(message);
+    } else if (severity >= ORT_LOGGING_LEVEL_ERROR) {
+      std::fprintf(stderr, "[onnxruntime] %s\n", message);
+    }
+  }
+
+  const OrtApi* api_;
+  OrtEnv* env_ = nullptr;
+  std::string version_;
+  std::mutex log_mu_;
+  bool capturing_ = false;
+  std::vector<std::string> captured_;
+  std::mutex create_mu_;
+  bool qnn_registered_ = false;
+};
+
+Status FromOrt(const OrtApi* api, OrtStatus* st, const std::string& what) {
+  if (st == nullptr) return Status::Ok();
+  std::string msg = what + ": " + api->GetErrorMessage(st);
+  api->ReleaseStatus(st);
+  return Status::Error("backend_error", msg);
+}
+
+Result<DType> FromOrtType(ONNXTensorElementDataType t) {
+  switch (t) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return DType::kFloat32;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: return DType::kFloat16;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64: return DType::kInt64;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: return DType::kInt32;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16: return DType::kUint16;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16: return DType::kInt16;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: return DType::kUint8;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: return DType::kInt8;
+    default: return Status::Error("unsupported_graph", "graph I/O element type " + std::to_string(int(t)));
+  }
+}
+
+ONNXTensorElementDataType ToOrtType(DType t) {
+  switch (t) {
+    case DType::kFloat32: return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+    case DType::kFloat16: return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+    case DType::kInt64: return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+    case DType::kInt32: return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
+    case DType::kUint16: return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16;
+    case DType::kInt16: return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16;
+    case DType::kUint8: return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+    case DType::kInt8: return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8;
+  }
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+
+// Weights shared by every graph of one artifact: `weights.bin` mapped once, one OrtValue per
+// tensor over the mapping (never copied), and one prepacked-weights container.
+class WeightStore {
+ public:
+  static Result<std::shared_ptr<WeightStore>> Open(OrtProcess* ort, const fs::path& index_path) {
+    std::ifstream in(index_path, std::ios::binary);
+    if (!in) return Status::Error("file_missing", index_path.string() + ": cannot open");
+    std::stringstream text;
+    text << in.rdbuf();
+    OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), index_path.string()));
+    FieldReader r(j, "weights.json");
+    const std::string file = r.String("file");
+    const Json* tensors = r.Array("tensors");
+    const Json* graphs = r.Object("graphs");
+    r.Raw("alignment");
+    OE_RETURN_IF_ERROR(r.Done());
+
+    auto store = std::shared_ptr<WeightStore>(new WeightStore(ort));
+    const fs::path data_path = index_path.parent_path() / file;
+    store->fd_ = ::open(data_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (store->fd_ < 0) return Status::Error("file_missing", data_path.string() + ": cannot open");
+    struct stat st {};
+    if (fstat(store->fd_, &st) != 0) return Status::Error("io_error", data_path.string() + ": stat failed");
+    store->size_ = size_t(st.st_size);
+    if (store->size_ > 0) {
+      store->map_ = mmap(nullptr, store->size_, PROT_READ, MAP_SHARED, store->fd_, 0);
+      if (store->map_ == MAP_FAILED) {
+        store->map_ = nullptr;
+        return Status::Error("io_error", data_path.string() + ": mmap failed");
+      }
+    }
+    const OrtApi* api = ort->api();
+    OE_RETURN_IF_ERROR(FromOrt(api, api->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &store->cpu_), "memory info"));
+    for (size_t i = 0; i < tensors->size(); ++i) {
+      FieldReader t((*tensors)[i], "weights.json.tensors[" + std::to_string(i) + "]");
+      const std::string name = t.String("name");
+      const std::string dtype = t.String("dtype");
+      const Json* shape_json = t.Array("shape");
+      const int64_t offset = t.Int("offset", true, 0);
+      const int64_t nbytes = t.Int("nbytes", true, 0);
+      OE_RETURN_IF_ERROR(t.Done());
+      std::vector<int64_t> shape;
+      for (const auto& d : *shape_json) {
+        int64_t v = 0;
+        OE_RETURN_IF_ERROR(CheckInt(d, "weights.json shape", 0, &v));
+        shape.push_back(v);
+      }
+      if (dtype != "float32") return Status::Error("unsupported_graph", "weights.json: shared weights must be float32");
+      if (uint64_t(offset) + uint64_t(nbytes) > store->size_ || int64_t(NumElements(shape)) * 4 != nbytes) {
+        return Status::Error("invalid_artifact", "weights.json: tensor '" + name + "' lies outside weights.bin");
+      }
+      OrtValue* value = nullptr;
+      OE_RETURN_IF_ERROR(FromOrt(api, api->CreateTensorWithDataAsOrtValue(
+                                           store->cpu_, static_cast<char*>(store->map_) + offset, size_t(nbytes),
+                                           shape.data(), shape.size(), ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &value),
+                                 "weight " + name));
+      store->values_[name] = value;
+    }
+    for (auto it = graphs->begin(); it != graphs->end(); ++it) {
+      for (const auto& n : it.value()) store->graph_weights_[it.key()].push_back(n.get<std::string>());
+    }
+    OE_RETURN_IF_ERROR(FromOrt(api, api->CreatePrepackedWeightsContainer(&store->prepacked_), "prepacked container"));
+    return store;
+  }
+
+  ~WeightStore() {
+    const OrtApi* api = ort_->api();
+    for (auto& [name, v] : values_) api->ReleaseValue(v);
+    if (prepacked_ != nullptr) api->ReleasePrepackedWeightsContainer(prepacked_);
+    if (cpu_ != nullptr) api->ReleaseMemoryInfo(cpu_);
+    if (map_ != nullptr) munmap(map_, size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // Adds the graph's shared weights to its session options.
+  Status AddTo(OrtSessionOptions* so, const std::string& graph_file) const {
+    auto it = graph_weights_.find(graph_file);
+    if (it == graph_weights_.end()) return Status::Ok();
+    for (const auto& name : it->second) {
+      auto v = values_.find(name);
+      if (v == values_.end()) return Status::Error("invalid_artifact", "weights.json: unknown weight '" + name + "'");
+      OE_RETURN_IF_ERROR(FromOrt(ort_->api(), ort_->api()->AddInitializer(so, name.c_str(), v->second), "AddInitializer"));
+    }
+    return Status::Ok();
+  }
+  OrtPrepackedWeightsContainer* prepacked() const { return prepacked_; }
+
+ private:
+  explicit WeightStore(OrtProcess* ort) : ort_(ort) {}
+  OrtProcess* ort_;
+  int fd_ = -1;
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  OrtMemoryInfo* cpu_ = nullptr;
+  OrtPrepackedWeightsContainer* prepacked_ = nullptr;
+  std::map<std::string, OrtValue*> values_;
+  std::map<std::string, std::vector<std::string>> graph_weights_;
+};
+
+class OrtGraph : public Graph {
+ public:
+  OrtGraph(OrtProcess* ort, OrtSession* session, std::shared_ptr<WeightStore> weights, Placement placement)
+      : ort_(ort), session_(session), weights_(std::move(weights)), placement_(std::move(placement)) {}
+
+  ~OrtGraph() override {
+    ReleaseBound();
+    if (cpu_ != nullptr) ort_->api()->ReleaseMemoryInfo(cpu_);
+    ort_->api()->ReleaseSession(session_);
+  }
+
+  Status Init() {
+    const OrtApi* api = ort_->api();
+    OE_RETURN_IF_ERROR(FromOrt(api, api->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &cpu_), "memory info"));
+    OrtAllocator* allocator = nullptr;
+    OE_RETURN_IF_ERROR(FromOrt(api, api->GetAllocatorWithDefaultOptions(&allocator), "allocator"));
+    for (bool is_input : {true, false}) {
+      size_t count = 0;
+      OE_RETURN_IF_ERROR(FromOrt(api, is_input ? api->SessionGetInputCount(session_, &count)
+                                               : api->SessionGetOutputCount(session_, &count), "I/O count"));
+      for (size_t i = 0; i < count; ++i) {
+        char* name = nullptr;
+        OrtTypeInfo* type_info = nullptr;
+        OE_RETURN_IF_ERROR(FromOrt(api, is_input ? api->SessionGetInputName(session_, i, allocator, &name)
+                                                 : api->SessionGetOutputName(session_, i, allocator, &name), "I/O name"));
+        GraphIo io;
+        io.name = name;
+        allocator->Free(allocator, name);
+        OE_RETURN_IF_ERROR(FromOrt(api, is_input ? api->SessionGetInputTypeInfo(session_, i, &type_info)
+                                                 : api->SessionGetOutputTypeInfo(session_, i, &type_info), "I/O type"));
+        const OrtTensorTypeAndShapeInfo* tensor_info = nullptr;
+        Status st = FromOrt(api, api->CastTypeInfoToTensorInfo(type_info, &tensor_info), "I/O tensor info");
+        ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+        size_t dims = 0;
+        if (st.ok() && tensor_info == nullptr) st = Status::Error("unsupported_graph", io.name + " is not a tensor");
+        if (st.ok()) st = FromOrt(api, api->GetTensorElementType(tensor_info, &elem), "element type");
+        if (st.ok()) st = FromOrt(api, api->GetDimensionsCount(tensor_info, &dims), "rank");
+        if (st.ok()) {
+          io.shape.resize(dims);
+          st = FromOrt(api, api->GetDimensions(tensor_info, io.shape.data(), dims), "dims");
+        }
+        api->ReleaseTypeInfo(type_info);
+        OE_RETURN_IF_ERROR(st);
+        OE_ASSIGN_OR_RETURN(io.dtype, FromOrtType(elem));
+        (is_input ? inputs_ : outputs_).push_back(std::move(io));
+      }
+    }
+    for (const auto& io : inputs_) input_names_.push_back(io.name.c_str());
+    for (const auto& io : outputs_) output_names_.push_back(io.name.c_str());
+    return Status::Ok();
+  }
+
+  const std::vector<GraphIo>& inputs() const override { return inputs_; }
+  const std::vector<GraphIo>& outputs() const override { return outputs_; }
+
+  Status Bind(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) override {
+    if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
+      return Status::Error("invalid_binding", placement_.graph + ": expected " + std::to_string(inputs_.size()) +
+                                                  " inputs and " + std::to_string(outputs_.size()) + " outputs");
+    }
+    ReleaseBound();
+    for (bool is_input : {true, false}) {
+      const auto& views = is_input ? inputs : outputs;
+      const auto& ios = is_input ? inputs_ : outputs_;
+      auto& bound = is_input ? bound_inputs_ : bound_outputs_;
+      for (size_t i = 0; i < views.size(); ++i) {
+        OE_RETURN_IF_ERROR(CheckView(ios[i], views[i]));
+        OrtValue* value = nullptr;
+        OE_RETURN_IF_ERROR(FromOrt(ort_->api(), ort_->api()->CreateTensorWithDataAsOrtValue(
+                                                    cpu_, views[i].data, views[i].nbytes(), views[i].shape.data(),
+                                                    views[i].shape.size(), ToOrtType(views[i].dtype), &value),
+                                   placement_.graph + ": bind " + ios[i].name));
+        bound.push_back(value);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Run() override {
+    if (bound_inputs_.size() != inputs_.size()) return Status::Error("invalid_binding", placement_.graph + ": not bound");
+    return FromOrt(ort_->api(),
+                   ort_->api()->Run(session_, nullptr, input_names_.data(), bound_inputs_.data(), bound_inputs_.size(),
+                                    output_names_.data(), output_names_.size(), bound_outputs_.data()),
+                   placement_.graph);
+  }
+
+  Placement placement() const override { return placement_; }
+
+ private:
+  Status CheckView(const GraphIo& io, const TensorView& view) const {
+    bool ok = io.dtype == view.dtype && io.shape.size() == view.shape.size() && view.data != nullptr;
+    for (size_t d = 0; ok && d < io.shape.size(); ++d) ok = io.shape[d] < 0 || io.shape[d] == view.shape[d];
+    if (ok) return Status::Ok();
+    return Status::Error("invalid_binding", placement_.graph + ": '" + io.name + "' is " + DTypeName(io.dtype) +
+                                                ShapeString(io.shape) + " in the graph but bound as " +
+                                                DTypeName(view.dtype) + ShapeString(view.shape));
+  }
+
+  void ReleaseBound() {
+    for (OrtValue* v : bound_inputs_) ort_->api()->ReleaseValue(v);
+    for (OrtValue* v : bound_outputs_) ort_->api()->ReleaseValue(v);
+    bound_inputs_.clear();
+    bound_outputs_.clear();
+  }
+
+  OrtProcess* ort_;
+  OrtSession* session_;
+  std::shared_ptr<WeightStore> weights_;  // keeps the mapped weights alive while the session lives
+  Placement placement_;
+  OrtMemoryInfo* cpu_ = nullptr;
+  std::vector<GraphIo> inputs_, outputs_;
+  std::vector<const char*> input_names_, output_names_;
+  std::vector<OrtValue*> bound_inputs_, bound_outputs_;
+};
+
+class OrtBackend : public Backend {
+ public:
+  OrtBackend(OrtProcess* ort, std::map<std::string, std::string> options) : ort_(ort), options_(std::move(options)) {}
+
+  std::string name() const override { return "onnxruntime"; }
+  std::string version() const override { return ort_->version(); }
+
+  Result<std::unique_ptr<Graph>> Load(const GraphSpec& spec) override {
+    const OrtApi* api = ort_->api();
+    OrtSessionOptions* so = nullptr;
+    OE_RETURN_IF_ERROR(FromOrt(api, api->CreateSessionOptions(&so), "session options"));
+    std::unique_ptr<OrtSessionOptions, std::function<void(OrtSessionOptions*)>> so_guard(
+        so, [api](OrtSessionOptions* p) { api->ReleaseSessionOptions(p); });
+
+    const std::string threads = Option(options_, "threads", "OMNI_EDGE_THREADS", "0");
+    int n_threads = std::atoi(threads.c_str());
+    if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    OE_RETURN_IF_ERROR(FromOrt(api, api->SetIntraOpNumThreads(so, n_threads), "threads"));
+    OE_RETURN_IF_ERROR(FromOrt(api, api->SetInterOpNumThreads(so, 1), "threads"));
+    OE_RETURN_IF_ERROR(FromOrt(api, api->SetSessionGraphOptimizationLevel(so, ORT_ENABLE_ALL), "optimization level"));
+    OE_RETURN_IF_ERROR(FromOrt(api, api->AddSessionConfigEntry(so, "session.intra_op.allow_spinning",
+                                                               Option(options_, "spinning", nullptr, "1").c_str()), "spinning"));
+
+    Placement placement;
+    placement.graph = spec.name;
+    placement.backend = name();
+    placement.device = spec.device;
+    if (spec.device == "npu") {
+      OE_RETURN_IF_ERROR(AppendQnn(so));
+      placement.engine = "QNNExecutionProvider";
+    } else if (spec.device == "cpu") {
+      placement.engine = "CPUExecutionProvider";
+    } else {
+      return Status::Error("device_unavailable", "onnxruntime backend: device '" + spec.device + "' is not supported");
+    }
+
+    const fs::path graph_path(spec.path);
+    std::shared_ptr<WeightStore> weights;
+    const fs::path index = graph_path.parent_path() / "weights.json";
+    if (fs::exists(index)) {
+      OE_ASSIGN_OR_RETURN(weights, Weights(index));
+      OE_RETURN_IF_ERROR(weights->AddTo(so, graph_path.filename().string()));
+    }
+
+    OrtSession* session = nullptr;
+    std::vector<std::string> log;
+    {
+      std::lock_guard<std::mutex> lock(ort_->create_mutex());
+      ort_->BeginCapture();
+      OrtStatus* st = weights ? api->CreateSessionWithPrepackedWeightsContainer(ort_->env(), spec.path.c_str(), so,
+                                                                               weights->prepacked(), &session)
+                              : api->CreateSession(ort_->env(), spec.path.c_str(), so, &session);
+      log = ort_->EndCapture();
+      if (st != nullptr) {
+        std::string msg = api->GetErrorMessage(st);
+        api->ReleaseStatus(st);
+        for (const auto& line : log) {
+          if (line.find("nsupported") != std::string::npos) msg += " | " + line;
+        }
+        const bool refused = spec.device == "npu" && msg.find("fallback") != std::string::npos;
+        return Status::Error(refused ? "placement_refused" : "backend_error",
+                             spec.name + " (" + spec.path + ") on " + placement.engine + ": " + msg);
+      }
+    }
+    malloc_trim(0);  // return the temporary buffers of weight prepacking to the system
+    placement.nodes_on_engine = -1;  // every node: CPU is the only EP, or CPU fallback is disabled
+    placement.detail = spec.device == "npu" ? "CPU fallback disabled" : "all nodes";
+    auto graph = std::make_unique<OrtGraph>(ort_, session, weights, placement);
+    OE_RETURN_IF_ERROR(graph->Init());
+    return std::unique_ptr<Graph>(std::move(graph));
+  }
+
+ private:
+  Result<std::shared_ptr<WeightStore>> Weights(const fs::path& index) {
+    std::lock_guard<std::mutex> lock(weights_mu_);
+    auto it = weights_.find(index.string());
+    if (it != weights_.end()) return it->second;
+    OE_ASSIGN_OR_RETURN(auto store, WeightStore::Open(ort_, index));
+    weights_[index.string()] = store;
+    return store;
+  }
+
+  Status AppendQnn(OrtSessionOptions* so) {
+    const OrtApi* api = ort_->api();
+    OE_ASSIGN_OR_RETURN(const OrtEpDevice* device,
+                        ort_->QnnDevice(Option(options_, "qnn_ep_library", "OMNI_EDGE_QNN_EP_LIB", OMNI_EDGE_QNN_EP_LIBRARY)));
+    std::vector<std::string> keys = {"backend_path"};
+    std::vector<std::string> values = {Option(options_, "qnn_backend", "OMNI_EDGE_QNN_BACKEND", OMNI_EDGE_QNN_BACKEND)};
+    for (const auto& [k, v] : options_) {
+      if (k.rfind("qnn.", 0) == 0) {
+        keys.push_back(k.substr(4));
+        values.push_back(v);
+      }
+    }
+    std::vector<const char*> k, v;
+    for (size_t i = 0; i < keys.size(); ++i) k.push_back(keys[i].c_str()), v.push_back(values[i].c_str());
+    OE_RETURN_IF_ERROR(FromOrt(api, api->SessionOptionsAppendExecutionProvider_V2(so, ort_->env(), &device, 1, k.data(),
+                                                                                  v.data(), k.size()), "QNN EP"));
+    return FromOrt(api, api->AddSessionConfigEntry(so, "session.disable_cpu_ep_fallback", "1"), "disable fallback");
+  }
+
+  OrtProcess* ort_;
+  std::map<std::string, std::string> options_;
+  std::mutex weights_mu_;
+  std::map<std::string, std::shared_ptr<WeightStore>> weights_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> CreateBackend(const std::map<std::string, std::string>& options) {
+  OE_ASSIGN_OR_RETURN(OrtProcess * ort, OrtProcess::Get(Option(options, "library", "OMNI_EDGE_ONNXRUNTIME_LIB",
+                                                               OMNI_EDGE_ORT_LIBRARY)));
+  return std::unique_ptr<Backend>(new OrtBackend(ort, options));
+}
+
+}  // namespace omni_edge::ort
