@@ -4,6 +4,7 @@
 // ContractError; exceptions exist only here, at the Python boundary.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -20,6 +21,10 @@
 #include "contract/features.h"
 #include "contract/manifest.h"
 #include "contract/stage_controller.h"
+#include "models/llm/llm_engine.h"
+#include "models/llm/llm_session.h"
+#include "models/llm/tokenizer.h"
+#include "runtime/plan.h"
 
 namespace nb = nanobind;
 using namespace omni_edge;
@@ -52,9 +57,9 @@ std::optional<EventStream::Clock::time_point> Deadline(std::optional<double> tim
          std::chrono::duration_cast<EventStream::Clock::duration>(std::chrono::duration<double>(*timeout_s));
 }
 
-std::optional<std::string> EventJson(const std::optional<StageEvent>& event) {
-  if (!event) return std::nullopt;
-  return ToJson(*event).dump();
+std::optional<std::string> EventJson(const std::optional<Delivered>& delivered) {
+  if (!delivered) return std::nullopt;
+  return ToJson(delivered->event).dump();
 }
 
 nb::dict CountersDict(const StreamCounters& c) {
@@ -92,6 +97,79 @@ std::map<int64_t, BackendIdentity> Identities(const std::string& identities_json
   return identities;
 }
 
+// The engine alone, straight from a plan (no manifest check): for export-time validation,
+// which runs before the artifact's reports exist.
+struct EngineHandle {
+  Plan plan;
+  BackendPool backends;
+  std::unique_ptr<llm::LlmEngine> engine;
+};
+
+std::unique_ptr<EngineHandle> OpenEngine(const std::string& plan_path, int threads) {
+  auto handle = std::make_unique<EngineHandle>();
+  handle->plan = Unwrap(LoadPlan(plan_path));
+  for (auto& stage : handle->plan.stages) {
+    if (!stage.llm) continue;
+    if (threads > 0) {
+      for (auto& [role, group] : stage.graphs) group.options["threads"] = std::to_string(threads);
+    }
+    handle->engine = Unwrap(llm::LlmEngine::Create(stage, handle->backends));
+    return handle;
+  }
+  throw StatusError{Status::Error("invalid_plan", plan_path + ": no llm stage")};
+}
+
+nb::dict PlacementDict(const Placement& p) {
+  nb::dict d;
+  d["graph"] = p.graph;
+  d["backend"] = p.backend;
+  d["device"] = p.device;
+  d["engine"] = p.engine;
+  d["nodes_on_engine"] = p.nodes_on_engine;
+  d["nodes_elsewhere"] = p.nodes_elsewhere;
+  d["detail"] = p.detail;
+  return d;
+}
+
+llm::GenerateRequest RequestFromJson(const std::string& text) {
+  const Json j = Parse(text, "request");
+  FieldReader r(j, "generate");
+  llm::GenerateRequest g;
+  g.prompt = r.String("prompt", false, false);
+  g.chat = r.Bool("chat", false);
+  g.system_prompt = r.String("system_prompt", false, false);
+  if (const Json* ids = r.Array("prompt_ids", false)) {
+    for (size_t i = 0; i < ids->size(); ++i) {
+      int64_t v = 0;
+      Check(CheckInt((*ids)[i], "generate.prompt_ids[" + std::to_string(i) + "]", 0, &v));
+      g.prompt_ids.push_back(llm::TokenId(v));
+    }
+  }
+  g.continue_conversation = r.Bool("continue_conversation", false);
+  g.max_new_tokens = r.Int("max_new_tokens", false, 0, 0);
+  if (const Json* sampling = r.Object("sampling", false)) {
+    FieldReader sr(*sampling, "generate.sampling");
+    llm::SamplingParams p;
+    p.temperature = float(sr.Number("temperature", false, 0.0));
+    p.top_k = int32_t(sr.Int("top_k", false, 0, 0));
+    p.top_p = float(sr.Number("top_p", false, 1.0));
+    p.min_p = float(sr.Number("min_p", false, 0.0));
+    p.repetition_penalty = float(sr.Number("repetition_penalty", false, 1.0));
+    p.seed = uint64_t(sr.Int("seed", false, 0, 0));
+    Check(sr.Done());
+    g.sampling = p;
+  }
+  if (const Json* stops = r.Array("stop_strings", false)) {
+    for (const auto& s : *stops) {
+      if (!s.is_string()) throw StatusError{Status::Error("invalid_field", "generate.stop_strings: expected strings")};
+      g.stop_strings.push_back(s.get<std::string>());
+    }
+  }
+  g.ignore_stop_tokens = r.Bool("ignore_stop_tokens", false);
+  Check(r.Done());
+  return g;
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -125,6 +203,86 @@ NB_MODULE(_native, m) {
     return ToJson(Unwrap(ReadManifest(directory))).dump();
   }, nb::arg("directory"));
 
+  m.def("available_backends", &AvailableBackends);
+
+  nb::class_<llm::Tokenizer>(m, "Tokenizer")
+      .def_static("load", [](const std::string& path) { return Unwrap(llm::Tokenizer::Load(path)); }, nb::arg("path"))
+      .def("encode", [](const llm::Tokenizer& t, const std::string& text) { return Unwrap(t.Encode(text)); },
+           nb::arg("text"))
+      .def("decode", [](const llm::Tokenizer& t, const std::vector<llm::TokenId>& ids, bool skip_special) {
+        const std::string bytes = t.Decode(ids, skip_special);
+        return nb::bytes(bytes.data(), bytes.size());
+      }, nb::arg("ids"), nb::arg("skip_special") = true)
+      .def("find", [](const llm::Tokenizer& t, const std::string& token) { return t.Find(token); }, nb::arg("token"))
+      .def_prop_ro("vocab_size", &llm::Tokenizer::vocab_size);
+
+  nb::class_<EngineHandle>(m, "LlmEngine")
+      .def_static("open", &OpenEngine, nb::arg("plan_path"), nb::arg("threads") = 0)
+      .def("feed", [](EngineHandle& h, const std::vector<llm::TokenId>& ids) {
+        const float* logits = nullptr;
+        {
+          nb::gil_scoped_release release;
+          auto r = h.engine->Feed(ids);
+          if (!r.ok()) {
+            nb::gil_scoped_acquire acquire;
+            throw StatusError{r.status()};
+          }
+          logits = r.value();
+        }
+        return nb::bytes(reinterpret_cast<const char*>(logits), size_t(h.engine->config().vocab_size) * sizeof(float));
+      }, nb::arg("ids"), "Feed tokens; returns the last token's logits as float32 bytes.")
+      .def("reset", [](EngineHandle& h) { Check(h.engine->Reset()); })
+      .def_prop_ro("position", [](const EngineHandle& h) { return h.engine->position(); })
+      .def_prop_ro("cache_slots", [](const EngineHandle& h) { return h.engine->cache_slots(); })
+      .def_prop_ro("vocab_size", [](const EngineHandle& h) { return h.engine->config().vocab_size; })
+      .def("placements", [](const EngineHandle& h) {
+        nb::list out;
+        for (const auto& p : h.engine->placements()) out.append(PlacementDict(p));
+        return out;
+      });
+
+  nb::class_<llm::LlmSession>(m, "LlmSession")
+      .def_static("open", [](const std::string& plan_path, bool allow_unqualified, int threads) {
+        llm::SessionOptions options;
+        options.allow_unqualified = allow_unqualified;
+        if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
+        nb::gil_scoped_release release;
+        auto session = llm::LlmSession::Open(plan_path, options);
+        nb::gil_scoped_acquire acquire;
+        return Unwrap(std::move(session));
+      }, nb::arg("plan_path"), nb::arg("allow_unqualified") = false, nb::arg("threads") = 0)
+      .def("generate", [](llm::LlmSession& s, const std::string& request_json, nb::callable on_event) {
+        const llm::GenerateRequest request = RequestFromJson(request_json);
+        Result<llm::Metrics> result = Status::Error("internal", "not run");
+        {
+          nb::gil_scoped_release release;
+          result = s.Generate(request, [&](const llm::OutputEvent& ev) {
+            nb::gil_scoped_acquire acquire;
+            nb::object keep = on_event(ev.ToJson().dump());
+            return keep.is_none() || nb::cast<bool>(keep);
+          });
+        }
+        return Unwrap(std::move(result)).ToJson().dump();
+      }, nb::arg("request_json"), nb::arg("on_event"),
+         "Run one request; on_event(event_json) sees every event and may return False to cancel.")
+      .def("cancel", &llm::LlmSession::Cancel)
+      .def("reset", [](llm::LlmSession& s) { Check(s.Reset()); })
+      .def("context", [](const llm::LlmSession& s) { return s.context(); })
+      .def("pending", [](const llm::LlmSession& s) { return s.pending(); })
+      .def_prop_ro("epoch", &llm::LlmSession::epoch)
+      .def_prop_ro("poisoned", &llm::LlmSession::poisoned)
+      .def("kv_state", [](const llm::LlmSession& s) -> std::optional<std::string> {
+        auto st = s.kv_state();
+        if (!st) return std::nullopt;
+        return ToJson(*st).dump();
+      })
+      .def("tokenize", [](const llm::LlmSession& s, const std::string& text) { return Unwrap(s.tokenizer().Encode(text)); })
+      .def("placements", [](const llm::LlmSession& s) {
+        nb::list out;
+        for (const auto& p : s.placements()) out.append(PlacementDict(p));
+        return out;
+      });
+
   nb::class_<EventStream>(m, "EventStream")
       .def("__init__", [](EventStream* self, const std::string& request_json, int64_t max_events, int64_t max_bytes) {
         StreamLimits limits{max_events, max_bytes};
@@ -139,14 +297,14 @@ NB_MODULE(_native, m) {
         Status status;
         {
           nb::gil_scoped_release release;
-          status = s.Submit(event, Deadline(timeout_s));
+          status = s.Submit(event, {}, Deadline(timeout_s));
         }
         Check(status);
       }, nb::arg("event_json"), nb::arg("timeout_s") = nb::none())
       .def("close", &EventStream::Close)
       .def("try_receive", [](EventStream& s) { return EventJson(s.TryReceive()); })
       .def("receive", [](EventStream& s, std::optional<double> timeout_s) {
-        std::optional<StageEvent> event;
+        std::optional<Delivered> event;
         {
           nb::gil_scoped_release release;
           event = s.Receive(Deadline(timeout_s));

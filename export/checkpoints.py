@@ -1,0 +1,142 @@
+"""Local checkpoints of real architectures: config.json + model.safetensors + tokenizer.json,
+in the standard Hugging Face layout, so every loader that takes them also takes a real one.
+
+Weights are random, and the small presets are briefly trained on offline text so that their
+next-token distributions are peaked (like a real model's) rather than flat."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omni_edge.export.corpus import stdlib_corpus
+from tqdm import tqdm
+
+QWEN2_SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class Preset:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    tokenizer_vocab: int
+    model_vocab: int
+    train_steps: int
+    max_positions: int = 4096
+
+
+PRESETS: dict[str, Preset] = {
+    "tiny": Preset(64, 2, 4, 2, 16, 192, 1024, 1024, 300),
+    "small": Preset(256, 4, 8, 4, 32, 768, 4096, 4096, 300),
+    # Qwen3-0.6B-shaped (hidden 1024, 16/8 heads of 128, vocab 151936) with fewer layers: for benchmarks.
+    "bench": Preset(1024, 4, 16, 8, 128, 3072, 8192, 151936, 0, max_positions=40960),
+}
+
+
+def train_tokenizer(texts: list[str], vocab_size: int) -> Any:
+    """A Qwen2-style byte-level BPE: NFC, the Qwen2 split regex, ByteLevel, ChatML specials."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(SPECIAL_TOKENS), special_tokens=[],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    tok.add_special_tokens(list(SPECIAL_TOKENS))
+    return tok
+
+
+def _config(p: Preset, tokenizer: Any, sliding_window: int | None) -> Any:
+    from transformers import Qwen3Config
+
+    kwargs: dict[str, Any] = dict(
+        vocab_size=p.model_vocab, hidden_size=p.hidden, intermediate_size=p.intermediate, num_hidden_layers=p.layers,
+        num_attention_heads=p.heads, num_key_value_heads=p.kv_heads, head_dim=p.head_dim,
+        max_position_embeddings=p.max_positions, rope_theta=1_000_000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        bos_token_id=tokenizer.token_to_id("<|endoftext|>"), eos_token_id=tokenizer.token_to_id("<|im_end|>"),
+        torch_dtype="float32",
+    )
+    if sliding_window is not None:
+        kwargs.update(use_sliding_window=True, sliding_window=sliding_window, max_window_layers=0,
+                      layer_types=["sliding_attention"] * p.layers)
+    return Qwen3Config(**kwargs)
+
+
+def _train(model: Any, tokenizer: Any, texts: list[str], steps: int, seed: int) -> list[float]:
+    """A few hundred AdamW steps on the corpus: enough to make next-token distributions peaked."""
+    import torch
+
+    ids: list[int] = []
+    for t in texts:
+        ids.extend(tokenizer.encode(t).ids)
+        ids.append(tokenizer.token_to_id("<|endoftext|>"))
+    data = torch.tensor(ids, dtype=torch.long)
+    seq, batch = 128, 16
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps, pct_start=0.1)
+    losses = []
+    model.train()
+    for _ in tqdm(range(steps), desc="training checkpoint", unit="step", leave=False):
+        starts = torch.randint(0, len(data) - seq - 1, (batch,), generator=gen)
+        x = torch.stack([data[s:s + seq] for s in starts])
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(float(loss))
+    model.eval()
+    return losses
+
+
+def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: int = 0,
+                    sliding_window: int | None = None) -> Path:
+    """Write a checkpoint directory: config.json, model.safetensors, tokenizer.json, tokenizer_config.json."""
+    import torch
+    from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
+
+    if arch != "qwen3":
+        raise ValueError(f"unknown architecture {arch!r} (available: qwen3)")
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r} (available: {', '.join(PRESETS)})")
+    p = PRESETS[preset]
+    random.seed(seed)
+    torch.manual_seed(seed)
+    texts = stdlib_corpus()
+    tokenizer = train_tokenizer(texts, p.tokenizer_vocab)
+    model = Qwen3ForCausalLM(_config(p, tokenizer, sliding_window)).to(torch.float32)
+    losses = _train(model, tokenizer, texts, p.train_steps, seed) if p.train_steps else []
+
+    out.mkdir(parents=True, exist_ok=True)
+    model.generation_config.do_sample = False
+    model.save_pretrained(out, safe_serialization=True)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   model_max_length=p.max_positions)
+    fast.chat_template = CHATML_TEMPLATE
+    fast.save_pretrained(out)
+    (out / "omni_edge_checkpoint.json").write_text(json.dumps({
+        "arch": arch, "preset": preset, "seed": seed, "sliding_window": sliding_window,
+        "train_steps": p.train_steps, "final_loss": losses[-1] if losses else None,
+    }, indent=2) + "\n")
+    return out

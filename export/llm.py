@@ -1,0 +1,203 @@
+"""`omni-edge export llm`: a Qwen3 checkpoint into per-stage, static-shape graphs per context
+bucket (embedding, prefill AR-N, decode AR-1, LM head), for ONNX Runtime and/or ExecuTorch,
+each format one artifact component with a hashed manifest v2, validation reports measured
+against transformers through the native engine, and a plan.
+
+Layout of OUT:
+    plan.json                   the first format's plan (plan.onnx.json / plan.pte.json: each)
+    thinker-onnx/  manifest.json, *.onnx, weights.bin, weights.json, tokenizer files, reports/
+    thinker-pte/   manifest.json, model.pte, placement.json, tokenizer files, reports/
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from omni_edge import __version__
+from omni_edge.artifacts import write_manifest, write_report
+from omni_edge.contracts import ArtifactMetadata, ValidationRef
+from omni_edge.export import onnx_target
+from omni_edge.export.qwen3 import BodyGraph, EmbedGraph, HeadGraph, Qwen3Shape, body_example, body_io_names
+from omni_edge.export.validation import validate_llm
+from tqdm import tqdm
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json", "generation_config.json")
+FP32_MASK_VALUE = -10000.0
+
+
+@dataclass
+class LlmExportOptions:
+    formats: tuple[str, ...] = ("onnx",)
+    prefill_chunk: int = 32
+    buckets: tuple[int, ...] = (512, 1024)
+    kv: str = "full"            # full | ring
+    window: int | None = None   # ring: defaults to the checkpoint's sliding window
+    overflow: str = "refuse"    # full: refuse | ring
+    validate: bool = True
+    max_new_tokens: int = 256
+    threads: int = 0
+    extra_metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _caches(shape: Qwen3Shape, opts: LlmExportOptions) -> list[int]:
+    if opts.kv == "full":
+        if shape.sliding_window is not None:
+            raise ValueError(f"this checkpoint uses sliding-window attention (window {shape.sliding_window}): "
+                             "export it with --kv ring so the runtime keeps exactly that window")
+        caches = sorted(set(opts.buckets))
+        if not caches or caches[0] < opts.prefill_chunk:
+            raise ValueError("every context bucket must hold at least one prefill chunk")
+        return caches
+    if opts.kv == "ring":
+        window = opts.window or shape.sliding_window
+        if window is None:
+            raise ValueError("--kv ring needs --window, or a checkpoint with a sliding window")
+        if shape.sliding_window is not None and window != shape.sliding_window:
+            raise ValueError(f"--window {window} differs from the checkpoint's sliding window {shape.sliding_window}")
+        if window < opts.prefill_chunk:
+            raise ValueError("the ring window must hold at least one prefill chunk")
+        return [window]
+    raise ValueError(f"unknown KV mode {opts.kv!r} (full or ring)")
+
+
+def _llm_section(shape: Qwen3Shape, opts: LlmExportOptions, caches: list[int]) -> dict[str, Any]:
+    kv: dict[str, Any] = ({"mode": "full", "buckets": caches, "overflow": opts.overflow} if opts.kv == "full"
+                          else {"mode": "ring", "window": caches[0]})
+    return {
+        "tokenizer": "tokenizer.json", "chat_format": "chatml", "stop_tokens": ["<|im_end|>", "<|endoftext|>"],
+        "hidden_size": shape.hidden, "num_layers": shape.layers, "num_kv_heads": shape.kv_heads,
+        "head_dim": shape.head_dim, "vocab_size": shape.vocab, "prefill_chunk": opts.prefill_chunk,
+        "mask_value": FP32_MASK_VALUE, "kv": kv, "max_new_tokens": opts.max_new_tokens,
+        "sampling": {"temperature": 0.0},
+    }
+
+
+def _stage(component: str, llm: dict[str, Any], graphs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "stage_id": 0, "model_stage": "thinker", "execution_type": "llm_ar", "input_sources": [],
+        "final_output": True, "final_output_type": "text", "engine_output_type": "text",
+        "artifact": component, "llm": llm, "graphs": graphs,
+    }
+
+
+def _write_plan(out: Path, name: str, stage: dict[str, Any]) -> Path:
+    plan = {"plan_version": 1, "name": name, "stages": [stage],
+            "stream_limits": {"max_events": 64, "max_bytes": 1 << 20}}
+    path = out / f"plan.{stage['artifact'].split('-')[-1]}.json"
+    path.write_text(json.dumps(plan, indent=2) + "\n")
+    return path
+
+
+def _export_onnx(component_dir: Path, model: Any, shape: Qwen3Shape, opts: LlmExportOptions,
+                 caches: list[int], progress: tqdm) -> dict[str, Any]:
+    C = opts.prefill_chunk
+    embed, body, head = EmbedGraph(model).eval(), BodyGraph(model, shape).eval(), HeadGraph(model, shape).eval()
+    files: list[str] = []
+
+    def graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], ins: list[str], outs: list[str], name: str) -> str:
+        progress.set_postfix_str(name)
+        onnx_target.export_graph(module, example, ins, outs, component_dir / name)
+        files.append(name)
+        progress.update()
+        return name
+
+    body_in, body_out = body_io_names(shape.layers)
+    groups: dict[str, Any] = {
+        "embed": {"chunk": graph(embed, (torch.zeros(1, C, dtype=torch.int64),), ["input_ids"], ["hidden"], f"embed_n{C}.onnx"),
+                  "step": graph(embed, (torch.zeros(1, 1, dtype=torch.int64),), ["input_ids"], ["hidden"], "embed_n1.onnx")},
+        "prefill": {}, "decode": {},
+        "lm_head": {"step": graph(head, (torch.zeros(1, 1, shape.hidden),), ["hidden"], ["logits"], "lm_head.onnx")},
+    }
+    for cache in caches:
+        groups["prefill"][str(cache)] = graph(body, body_example(shape, C, cache), body_in, body_out, f"prefill_s{cache}.onnx")
+        groups["decode"][str(cache)] = graph(body, body_example(shape, 1, cache), body_in, body_out, f"decode_s{cache}.onnx")
+    progress.set_postfix_str("sharing weights")
+    onnx_target.share_weights(component_dir, files)
+    return {role: {"backend": "onnxruntime", "device": "cpu", "graphs": g} for role, g in groups.items()}
+
+
+def _export_pte(component_dir: Path, model: Any, shape: Qwen3Shape, opts: LlmExportOptions,
+                caches: list[int], progress: tqdm) -> dict[str, Any]:
+    from omni_edge.export import executorch_target
+
+    C = opts.prefill_chunk
+    embed, body, head = EmbedGraph(model).eval(), BodyGraph(model, shape).eval(), HeadGraph(model, shape).eval()
+    methods: dict[str, tuple[torch.nn.Module, tuple[torch.Tensor, ...]]] = {
+        "embed_chunk": (embed, (torch.zeros(1, C, dtype=torch.int64),)),
+        "embed_step": (embed, (torch.zeros(1, 1, dtype=torch.int64),)),
+        "lm_head": (head, (torch.zeros(1, 1, shape.hidden),)),
+    }
+    for cache in caches:
+        methods[f"prefill_s{cache}"] = (body, body_example(shape, C, cache))
+        methods[f"decode_s{cache}"] = (body, body_example(shape, 1, cache))
+    executorch_target.export_program(methods, component_dir / "model.pte", progress)
+
+    def ref(method: str) -> dict[str, str]:
+        return {"file": "model.pte", "method": method}
+
+    groups = {
+        "embed": {"chunk": ref("embed_chunk"), "step": ref("embed_step")},
+        "prefill": {str(c): ref(f"prefill_s{c}") for c in caches},
+        "decode": {str(c): ref(f"decode_s{c}") for c in caches},
+        "lm_head": {"step": ref("lm_head")},
+    }
+    return {role: {"backend": "executorch", "device": "cpu", "graphs": g} for role, g in groups.items()}
+
+
+def _runtime_version(fmt: str) -> tuple[str, str]:
+    import importlib.metadata as md
+
+    return ("onnxruntime", md.version("onnxruntime")) if fmt == "onnx" else ("executorch", md.version("executorch"))
+
+
+def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
+    """Export every requested format; returns the plan paths (the first is also OUT/plan.json)."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32).eval()
+    if model.config.model_type != "qwen3":
+        raise ValueError(f"{checkpoint}: model_type {model.config.model_type!r} is not supported (qwen3)")
+    shape = Qwen3Shape.from_config(model.config)
+    caches = _caches(shape, opts)
+    out.mkdir(parents=True, exist_ok=True)
+    revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
+    plans: list[Path] = []
+    n_graphs = 3 + 2 * len(caches)
+    for fmt in opts.formats:
+        if fmt not in ("onnx", "pte"):
+            raise ValueError(f"unknown format {fmt!r} (onnx, pte)")
+        component = f"thinker-{fmt}"
+        cdir = out / component
+        if cdir.exists():
+            shutil.rmtree(cdir)
+        cdir.mkdir()
+        for name in TOKENIZER_FILES:
+            if (checkpoint / name).exists():
+                shutil.copy2(checkpoint / name, cdir / name)
+        with tqdm(total=n_graphs, desc=f"export {fmt}", unit="graph", leave=False) as progress:
+            graphs = (_export_onnx if fmt == "onnx" else _export_pte)(cdir, model, shape, opts, caches, progress)
+        stage = _stage(component, _llm_section(shape, opts, caches), graphs)
+        plan_path = _write_plan(out, f"{checkpoint.name} ({fmt}, {opts.kv} KV)", stage)
+        runtime, runtime_version = _runtime_version(fmt)
+        bucket = "ring" + str(caches[0]) if opts.kv == "ring" else "ctx" + "-".join(map(str, caches))
+        identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",
+                        shape_bucket=f"{bucket}-n{opts.prefill_chunk}", target_abi="x86_64-linux")
+        numerical, task = validate_llm(model, plan_path, cdir / "tokenizer.json", identity, opts.validate,
+                                       threads=opts.threads)
+        write_report(cdir / "reports" / "numerical.json", numerical)
+        write_report(cdir / "reports" / "task.json", task)
+        write_manifest(cdir, component, ArtifactMetadata(
+            **identity, runtime=runtime, runtime_version=runtime_version, adapter_version="1",
+            exporter_version=__version__, compiler_version=f"torch-{torch.__version__}", state_layout_version=1,
+            numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
+            task_validation=ValidationRef("reports/task.json", task.passed)),
+            extra_metadata={"llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk,
+                                    "format": fmt}, **opts.extra_metadata})
+        plans.append(plan_path)
+    shutil.copy2(plans[0], out / "plan.json")
+    return plans

@@ -1,0 +1,75 @@
+"""ONNX graphs for ONNX Runtime: one file per graph, all weights in one shared `weights.bin`.
+
+Identical weight tensors (the same bytes, whatever graph or name they come from) are stored
+once and given one content-derived name, and `weights.json` indexes them, so the runtime maps
+the file once and hands the same memory to every session (prefill, decode, every bucket)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import onnx
+import torch
+from onnx import numpy_helper
+
+OPSET = 17
+SHARED_MIN_BYTES = 1024
+ALIGNMENT = 64
+
+
+def export_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], input_names: Sequence[str],
+                 output_names: Sequence[str], path: Path) -> None:
+    """Static shapes, standard ONNX ops (the TorchScript exporter; its graphs are what the HTP takes)."""
+    with torch.no_grad():
+        torch.onnx.export(module, example, str(path), input_names=list(input_names), output_names=list(output_names),
+                          dynamo=False, opset_version=OPSET, do_constant_folding=True)
+
+
+def share_weights(directory: Path, graph_files: Sequence[str], weights_file: str = "weights.bin") -> dict[str, Any]:
+    """Move every initializer of at least SHARED_MIN_BYTES into one deduplicated external file."""
+    index: dict[str, Any] = {"file": weights_file, "alignment": ALIGNMENT, "tensors": [], "graphs": {}}
+    offsets: dict[str, tuple[int, int]] = {}
+    with (directory / weights_file).open("wb") as out:
+        for name in graph_files:
+            model = onnx.load(str(directory / name), load_external_data=False)
+            renames: dict[str, str] = {}
+            used: list[str] = []
+            for init in model.graph.initializer:
+                array = numpy_helper.to_array(init)
+                raw = array.tobytes()
+                if len(raw) < SHARED_MIN_BYTES:
+                    continue
+                if array.dtype.name != "float32":
+                    raise ValueError(f"{name}: shared weight {init.name} is {array.dtype}, expected float32")
+                digest = hashlib.sha256(f"{array.dtype}{array.shape}".encode() + raw).hexdigest()[:20]
+                shared = f"w_{digest}"
+                if shared not in offsets:
+                    pad = (-out.tell()) % ALIGNMENT
+                    out.write(b"\0" * pad)
+                    offsets[shared] = (out.tell(), len(raw))
+                    out.write(raw)
+                    index["tensors"].append({"name": shared, "dtype": "float32", "shape": list(array.shape),
+                                             "offset": offsets[shared][0], "nbytes": len(raw)})
+                offset, length = offsets[shared]
+                renames[init.name] = shared
+                used.append(shared)
+                init.name = shared
+                init.ClearField("raw_data")
+                init.ClearField("float_data")
+                init.data_location = onnx.TensorProto.EXTERNAL
+                del init.external_data[:]
+                for key, value in (("location", weights_file), ("offset", str(offset)), ("length", str(length))):
+                    entry = init.external_data.add()
+                    entry.key, entry.value = key, value
+            for node in model.graph.node:
+                for i, inp in enumerate(node.input):
+                    if inp in renames:
+                        node.input[i] = renames[inp]
+            onnx.save(model, str(directory / name))
+            index["graphs"][name] = sorted(set(used))
+    (directory / "weights.json").write_text(json.dumps(index, indent=1) + "\n")
+    return index

@@ -1,0 +1,139 @@
+"""Validation of exported text-model graphs against transformers, run through the native
+engine (the code that runs on the device), written as manifest v2 validation reports.
+
+Numerical report: logits of the exported graphs vs the PyTorch model on held-out prompts, at
+the end of chunked prefill and over teacher-forced decode steps (which cross a context bucket
+when the plan has more than one): SQNR, max |diff|, top-1 agreement.
+Task report: greedy generation of 64 tokens vs transformers' generate (prefix agreement) and
+the perplexity of held-out text under both."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omni_edge.contracts import ReportCheck, ValidationReport
+
+# fp32 graphs: only summation order differs from PyTorch.
+FP32_LIMITS = {"logit_sqnr_db": 60.0, "top1_agreement": 0.99, "greedy_prefix_agreement_64": 0.95,
+               "perplexity_rel_delta": 0.001}
+HELD_OUT = (
+    "The controller streams tokens to the consumer, which acknowledges each event before more credit is granted.",
+    "Numbers such as 3.14159 and 2026 are split into digits; 東京 and emoji like 🚀 become byte-level tokens.",
+    "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n",
+)
+
+
+def _sqnr_db(ref: np.ndarray, got: np.ndarray) -> float:
+    noise = float(np.sum((ref.astype(np.float64) - got) ** 2))
+    signal = float(np.sum(ref.astype(np.float64) ** 2))
+    return 200.0 if noise == 0 else 10.0 * math.log10(signal / noise)
+
+
+class _Engine:
+    def __init__(self, plan: Path, threads: int) -> None:
+        from omni_edge import _native
+
+        self._e = _native.LlmEngine.open(str(plan), threads)
+        self.cache_slots = int(self._e.cache_slots)
+
+    def reset(self) -> None:
+        self._e.reset()
+
+    def feed(self, ids: list[int]) -> np.ndarray:
+        return np.frombuffer(self._e.feed(ids), dtype=np.float32).copy()
+
+
+def _prompt_ids(tokenizer: Any, text: str, length: int) -> list[int]:
+    ids: list[int] = []
+    while len(ids) < length:
+        ids += tokenizer.encode(text).ids
+    return ids[:length]
+
+
+def _numerical(model: Any, engine: _Engine, prompts: list[list[int]], decode_steps: int) -> dict[str, float]:
+    refs, gots = [], []
+    for ids in prompts:
+        with torch.no_grad():
+            greedy = model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=decode_steps,
+                                    eos_token_id=None, pad_token_id=0)[0].tolist()
+            full = model(torch.tensor([greedy])).logits[0].numpy()
+        engine.reset()
+        got = engine.feed(ids)
+        refs.append(full[len(ids) - 1])
+        gots.append(got)
+        for step in range(decode_steps - 1):
+            pos = len(ids) + step
+            got = engine.feed([greedy[pos]])
+            refs.append(full[pos])
+            gots.append(got)
+    ref, got = np.stack(refs), np.stack(gots)
+    return {
+        "logit_sqnr_db": min(_sqnr_db(r, g) for r, g in zip(ref, got, strict=True)),
+        "logit_max_abs_diff": float(np.max(np.abs(ref - got))),
+        "top1_agreement": float(np.mean(ref.argmax(-1) == got.argmax(-1))),
+        "positions_compared": float(len(refs)),
+    }
+
+
+def _task(model: Any, engine: _Engine, prompt: list[int], text_ids: list[int]) -> dict[str, float]:
+    n = 64
+    with torch.no_grad():
+        ref = model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=n, eos_token_id=None,
+                             pad_token_id=0)[0, len(prompt):].tolist()
+    engine.reset()
+    logits = engine.feed(prompt)
+    got: list[int] = []
+    for _ in range(n):
+        token = int(np.argmax(logits))
+        got.append(token)
+        logits = engine.feed([token])
+    prefix = next((i for i, (a, b) in enumerate(zip(ref, got, strict=True)) if a != b), n)
+    # Perplexity of held-out text, teacher-forced through both.
+    with torch.no_grad():
+        ref_logits = model(torch.tensor([text_ids])).logits[0].double()
+    ref_nll = torch.nn.functional.cross_entropy(ref_logits[:-1], torch.tensor(text_ids[1:])).item()
+    engine.reset()
+    nll = 0.0
+    logits = engine.feed(text_ids[:1])
+    for target in text_ids[1:]:
+        lp = torch.log_softmax(torch.from_numpy(logits).double(), -1)
+        nll -= float(lp[target])
+        logits = engine.feed([target])
+    got_nll = nll / (len(text_ids) - 1)
+    ref_ppl, got_ppl = math.exp(ref_nll), math.exp(got_nll)
+    return {"greedy_prefix_agreement_64": prefix / n, "perplexity_reference": ref_ppl, "perplexity": got_ppl,
+            "perplexity_rel_delta": abs(got_ppl - ref_ppl) / ref_ppl}
+
+
+def validate_llm(model: Any, plan: Path, tokenizer_json: Path, identity: dict[str, str], enabled: bool, threads: int = 0,
+                 limits: dict[str, float] | None = None) -> tuple[ValidationReport, ValidationReport]:
+    limits = limits or FP32_LIMITS
+    if not enabled:
+        skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
+        return (ValidationReport("numerical", **identity, checks=skipped), ValidationReport("task", **identity, checks=skipped))
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_json))
+    engine = _Engine(plan, threads)
+    chunk_len = 40
+    prompts = [_prompt_ids(tokenizer, HELD_OUT[0], chunk_len), _prompt_ids(tokenizer, HELD_OUT[1], 7)]
+    # A prompt that ends just before the first cache fills, so teacher-forced decode crosses it.
+    prompts.append(_prompt_ids(tokenizer, HELD_OUT[2], max(8, engine.cache_slots - 6)))
+    num = _numerical(model, engine, prompts, decode_steps=12)
+    task = _task(model, engine, prompts[0][:24], _prompt_ids(tokenizer, HELD_OUT[2], 96))
+    numerical = ValidationReport("numerical", **identity, checks=(
+        ReportCheck("logit_sqnr_db", num["logit_sqnr_db"], limits["logit_sqnr_db"], ">="),
+        ReportCheck("top1_agreement", num["top1_agreement"], limits["top1_agreement"], ">="),
+        ReportCheck("logit_max_abs_diff", num["logit_max_abs_diff"], 1e9, "<="),
+        ReportCheck("positions_compared", num["positions_compared"], 1.0, ">="),
+    ))
+    task_report = ValidationReport("task", **identity, checks=(
+        ReportCheck("greedy_prefix_agreement_64", task["greedy_prefix_agreement_64"], limits["greedy_prefix_agreement_64"], ">="),
+        ReportCheck("perplexity_rel_delta", task["perplexity_rel_delta"], limits["perplexity_rel_delta"], "<="),
+        ReportCheck("perplexity", task["perplexity"], 1e12, "<="),
+    ))
+    return numerical, task_report
