@@ -1,14 +1,50 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from omni_edge import implementations
 
 FIXTURES = Path(__file__).parent / "fixtures"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(params=["python", "native"])
 def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
     """The same test runs against the Python reference and the native controller."""
     return implementations.get(request.param)
+
+
+# ---- checkpoints and artifacts, built once per test session -------------------------------
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.checkpoints import make_checkpoint
+
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tiny", preset="tiny", seed=0)
+
+
+@pytest.fixture(scope="session")
+def ring_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.checkpoints import make_checkpoint
+
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tiny-swa16", preset="tiny", seed=1, sliding_window=16)
+
+
+@pytest.fixture(scope="session")
+def tiny_artifact(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both formats, full KV over buckets 128 and 256, prefill chunks of 16."""
+    from omni_edge.export.llm import LlmExportOptions, export_llm
+
+    out = tmp_path_factory.mktemp("artifact") / "tiny"
+    export_llm(tiny_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=16, buckets=(128, 256)))
+    return out
+
+
+@pytest.fixture(scope="session")
+def ring_artifact(ring_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.llm import LlmExportOptions, export_llm
+
+    out = tmp_path_factory.mktemp("artifact") / "ring"
+    export_llm(ring_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=8, kv="ring"))
+    return out

@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from omni_edge import __version__
 
@@ -47,6 +48,103 @@ def _verify(args: argparse.Namespace) -> int:
     return code
 
 
+def _make_checkpoint(args: argparse.Namespace) -> int:
+    from omni_edge.export.checkpoints import make_checkpoint
+
+    out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed, sliding_window=args.sliding_window)
+    print(f"wrote {args.arch} {args.preset} checkpoint to {out}")
+    return 0
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError("expected positive integers")
+    return values
+
+
+def _export_llm(args: argparse.Namespace) -> int:
+    from omni_edge.export.llm import LlmExportOptions, export_llm
+
+    formats = ("onnx", "pte") if args.format == "both" else (args.format,)
+    opts = LlmExportOptions(formats=formats, prefill_chunk=args.prefill_chunk, buckets=args.buckets, kv=args.kv,
+                            window=args.window, overflow=args.overflow, validate=not args.no_validate, threads=args.threads)
+    for plan in export_llm(args.checkpoint, args.out, opts):
+        print(f"wrote {plan}")
+    print(f"default plan: {args.out / 'plan.json'}")
+    return 0
+
+
+def _print_event(event: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(event, ensure_ascii=False), flush=True)
+    elif event["kind"] == "token":
+        print(event["text"], end="", flush=True)
+    else:
+        error = f", error: {event['error']}" if event.get("error") else ""
+        print(f"\n[{event['kind']}: {event['finish_reason']}] prompt {event['n_prompt_tokens']} tok, generated "
+              f"{event['n_generated_tokens']} tok, TTFT {event['ttft_ms']:.1f} ms, prefill {event['prefill_tok_s']:.1f} tok/s, "
+              f"decode {event['decode_tok_s']:.2f} tok/s, peak RSS {event['peak_rss_mb']:.0f} MB{error}", file=sys.stderr)
+
+
+def _sampling(args: argparse.Namespace) -> dict[str, Any] | None:
+    fields = {"temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p, "min_p": args.min_p,
+              "repetition_penalty": args.repetition_penalty, "seed": args.seed}
+    chosen = {k: v for k, v in fields.items() if v is not None}
+    return chosen or None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from omni_edge.contracts import ContractError
+    from omni_edge.runtime import Session
+
+    prompt = args.prompt if args.prompt is not None else args.prompt_file.read_text() if args.prompt_file else ""
+    try:
+        session = Session.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
+        if args.info:
+            print(json.dumps({"placements": session.placements()}, indent=1), file=sys.stderr)
+        terminal: dict[str, Any] = {}
+
+        def on_event(event: dict[str, Any]) -> bool:
+            _print_event(event, args.json)
+            if event["kind"] != "token":
+                terminal.update(event)
+            return True
+
+        session.run(prompt, on_event=on_event, chat=args.chat, system_prompt=args.system or "",
+                    prompt_ids=args.prompt_ids or (), max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
+                    stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens)
+    except ContractError as exc:
+        print(f"omni-edge run: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 1 if terminal.get("kind") == "error" else 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from omni_edge.export.checkpoints import make_checkpoint
+    from omni_edge.export.llm import LlmExportOptions, export_llm
+
+    work = args.workdir
+    checkpoint = work / "checkpoint-qwen3-tiny"
+    if not (checkpoint / "model.safetensors").exists():
+        print(f"[demo] making the default checkpoint (Qwen3 architecture, tiny preset) in {checkpoint}", file=sys.stderr)
+        make_checkpoint(checkpoint, preset="tiny")
+    artifact = work / "artifact"
+    if not (artifact / "plan.json").exists():
+        print(f"[demo] exporting it (ONNX Runtime + ExecuTorch, KV buckets 256/512) to {artifact}", file=sys.stderr)
+        export_llm(checkpoint, artifact, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=32, buckets=(256, 512)))
+    plan = artifact / "plan.json"
+    print(f"[demo] streaming a reply through the native controller ({plan})", file=sys.stderr)
+    run_args = build_parser().parse_args(["run", "--plan", str(plan), "--chat", "--prompt", args.prompt,
+                                          "--max-new-tokens", str(args.max_new_tokens)])
+    return _run(run_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="omni-edge", description="On-device Omni-style multi-stage model serving.")
     parser.add_argument("--version", action="version", version=f"omni-edge {__version__}")
@@ -63,6 +161,58 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impl", choices=["python", "native", "both"], default="both")
     p.add_argument("--json", action="store_true", help="also print the manifest")
     p.set_defaults(func=_verify)
+
+    p = sub.add_parser("make-checkpoint", help="write a local checkpoint of a real architecture (random/briefly trained)")
+    p.add_argument("--arch", default="qwen3", choices=["qwen3"])
+    p.add_argument("--preset", default="tiny", choices=["tiny", "small", "bench"])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sliding-window", type=int, default=None, help="make every layer sliding-window attention")
+    p.set_defaults(func=_make_checkpoint)
+
+    p = sub.add_parser("export", help="export a checkpoint into per-stage artifacts")
+    export_sub = p.add_subparsers(dest="family", required=True)
+    e = export_sub.add_parser("llm", help="a text LLM (Qwen3): embedding, prefill, decode, LM head")
+    e.add_argument("--checkpoint", type=Path, required=True)
+    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--format", choices=["onnx", "pte", "both"], default="onnx")
+    e.add_argument("--prefill-chunk", type=int, default=32)
+    e.add_argument("--buckets", type=_int_list, default=(512, 1024), help="context buckets, e.g. 512,1024")
+    e.add_argument("--kv", choices=["full", "ring"], default="full")
+    e.add_argument("--window", type=int, default=None, help="ring width (default: the checkpoint's sliding window)")
+    e.add_argument("--overflow", choices=["refuse", "ring"], default="refuse", help="full KV past the last bucket")
+    e.add_argument("--no-validate", action="store_true", help="skip validation (the artifact will not qualify)")
+    e.add_argument("--threads", type=int, default=0)
+    e.set_defaults(func=_export_llm)
+
+    p = sub.add_parser("run", help="stream a generation through the native controller")
+    p.add_argument("--plan", type=Path, required=True)
+    prompt = p.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt")
+    prompt.add_argument("--prompt-file", type=Path)
+    prompt.add_argument("--prompt-ids", type=lambda t: [int(v) for v in t.split(",")], help="exact token ids: 1,2,3")
+    p.add_argument("--chat", action="store_true", help="format the prompt as a ChatML user turn")
+    p.add_argument("--system", default=None)
+    p.add_argument("--max-new-tokens", type=int, default=None)
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--min-p", type=float, default=None)
+    p.add_argument("--repetition-penalty", type=float, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--stop", action="append", help="a stop string (repeatable)")
+    p.add_argument("--ignore-stop-tokens", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object per event line")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--allow-unqualified", action="store_true")
+    p.add_argument("--info", action="store_true", help="print where each graph runs")
+    p.set_defaults(func=_run)
+
+    p = sub.add_parser("demo", help="make the default checkpoint, export it and stream a reply (the README's main job)")
+    p.add_argument("--workdir", type=Path, default=Path("work/demo"))
+    p.add_argument("--prompt", default="What does a context manager do in Python?")
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.set_defaults(func=_demo)
     return parser
 
 

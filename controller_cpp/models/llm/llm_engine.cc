@@ -253,6 +253,24 @@ Status LlmEngine::Reset() {
   return Activate(0, /*keep_contents=*/false);
 }
 
+Status LlmEngine::Rewind(int64_t position, const std::vector<TokenId>& context) {
+  if (position < 0 || position > position_ || int64_t(context.size()) < position) {
+    return Status::Error("invalid_argument", "cannot rewind to position " + std::to_string(position));
+  }
+  if (position == position_) return Status::Ok();
+  if (window_ == 0) {
+    for (auto& p : slot_position_) {
+      if (p >= position) p = -1;  // slot == position: the earlier slots are untouched
+    }
+    position_ = position;
+    return Status::Ok();
+  }
+  // In a ring the dropped positions overwrote slots the window still needs: replay.
+  OE_RETURN_IF_ERROR(Reset());
+  if (position == 0) return Status::Ok();
+  return Feed(std::vector<TokenId>(context.begin(), context.begin() + position)).status();
+}
+
 std::vector<Placement> LlmEngine::placements() const {
   std::vector<Placement> out = {embed_chunk_->placement(), embed_step_->placement()};
   for (const auto& b : bodies_) {

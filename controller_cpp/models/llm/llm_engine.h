@@ -27,6 +27,9 @@ class LlmEngine {
   Result<const float*> Feed(const std::vector<TokenId>& tokens);
   // Forget every position; the cache shrinks back to the first bucket.
   Status Reset();
+  // Forget the positions from `position` on. `context` holds the tokens of every position
+  // (a ring whose slots were overwritten is rebuilt by replaying them).
+  Status Rewind(int64_t position, const std::vector<TokenId>& context);
 
   int64_t position() const { return position_; }
   int64_t cache_slots() const { return cache_; }

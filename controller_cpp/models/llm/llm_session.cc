@@ -85,9 +85,66 @@ struct LlmSession::Run {
   bool ignore_stop_tokens = false;
   Clock::time_point start;
   int64_t seq = 0;
+  std::vector<TokenId> generated;  // every sampled token, in order
   Metrics metrics;
   Status error;
 };
+
+OutputEvent LlmSession::DecodeEvent(const contract::Delivered& delivered) {
+  OutputEvent out;
+  const contract::StageEvent& ev = delivered.event;
+  out.kind = ev.kind;
+  out.seq = ev.seq;
+  out.error = ev.error.value_or("");
+  out.state = ev.state;
+  if (ev.kind == "token" && delivered.data.size() == 2) {
+    const std::string& ids = delivered.data[0];
+    for (size_t i = 0; i + 4 <= ids.size(); i += 4) {
+      int32_t v = 0;
+      std::memcpy(&v, ids.data() + i, 4);
+      out.token_ids.push_back(v);
+    }
+    out.text = delivered.data[1];
+  } else if (ev.terminal && !delivered.data.empty()) {
+    auto body = ParseJson(delivered.data[0], "metrics");
+    if (body.ok()) {
+      const Json& j = body.value();
+      out.finish_reason = j.value("finish_reason", "");
+      Metrics& m = out.metrics;
+      m.n_prompt_tokens = j.value("n_prompt_tokens", int64_t(0));
+      m.n_generated_tokens = j.value("n_generated_tokens", int64_t(0));
+      m.context_tokens = j.value("context_tokens", int64_t(0));
+      m.ttft_ms = j.value("ttft_ms", 0.0);
+      m.prefill_ms = j.value("prefill_ms", 0.0);
+      m.decode_ms = j.value("decode_ms", 0.0);
+      m.total_ms = j.value("total_ms", 0.0);
+      m.prefill_tok_s = j.value("prefill_tok_s", 0.0);
+      m.decode_tok_s = j.value("decode_tok_s", 0.0);
+      m.backend_ms = j.value("backend_ms", 0.0);
+      m.controller_ms_per_token = j.value("controller_ms_per_token", 0.0);
+      m.peak_rss_mb = j.value("peak_rss_mb", 0.0);
+    }
+  }
+  return out;
+}
+
+Status LlmSession::RewindTo(const std::vector<TokenId>& generated, int64_t shown) {
+  // generated[0..k-1) were fed back, generated[k-1] is pending; keep what the consumer saw.
+  const int64_t k = int64_t(generated.size());
+  if (shown >= k) return Status::Ok();
+  const int64_t fed = pending_.empty() ? k : k - 1;
+  const int64_t keep_fed = std::max<int64_t>(0, shown - 1);
+  const int64_t length = int64_t(context_.size()) - (fed - keep_fed);
+  Status st = engine_->Rewind(length, context_);
+  if (!st.ok()) {
+    poisoned_ = true;
+    return st;
+  }
+  context_.resize(size_t(length));
+  pending_.clear();
+  if (shown > 0) pending_.push_back(generated[size_t(shown - 1)]);
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<LlmSession>> LlmSession::Open(const std::string& plan_path, const SessionOptions& options) {
   std::unique_ptr<LlmSession> s(new LlmSession());
@@ -253,6 +310,7 @@ void LlmSession::Produce(Run& run) {
     }
     const TokenId token = sampler.Sample(logits.value(), vocab, context_);
     pending_ = {token};
+    run.generated.push_back(token);
     ++m.n_generated_tokens;
     const bool is_stop = !run.ignore_stop_tokens &&
                          std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end();
@@ -373,48 +431,28 @@ Result<Metrics> LlmSession::Generate(const GenerateRequest& r, const std::functi
     Produce(run);
     (void)controller_->Finish(run.request);
   });
+  // Once a cancel is requested, token events still queued are withheld from the consumer and
+  // the context is rewound to what it saw: cancellation takes effect at the next token it sees.
   std::optional<OutputEvent> last;
+  int64_t shown = 0;
+  bool withholding = false;
   while (auto delivered = stream->Receive()) {
-    OutputEvent out;
     const contract::StageEvent& ev = delivered->event;
-    out.kind = ev.kind;
-    out.seq = ev.seq;
-    out.error = ev.error.value_or("");
-    out.state = ev.state;
-    if (ev.kind == "token" && delivered->data.size() == 2) {
-      const std::string& ids = delivered->data[0];
-      for (size_t i = 0; i + 4 <= ids.size(); i += 4) {
-        int32_t v = 0;
-        std::memcpy(&v, ids.data() + i, 4);
-        out.token_ids.push_back(v);
-      }
-      out.text = delivered->data[1];
-    } else if (ev.terminal && !delivered->data.empty()) {
-      auto body = ParseJson(delivered->data[0], "metrics");
-      if (body.ok()) {
-        const Json& j = body.value();
-        out.finish_reason = j.value("finish_reason", "");
-        Metrics& m = out.metrics;
-        m.n_prompt_tokens = j.value("n_prompt_tokens", int64_t(0));
-        m.n_generated_tokens = j.value("n_generated_tokens", int64_t(0));
-        m.context_tokens = j.value("context_tokens", int64_t(0));
-        m.ttft_ms = j.value("ttft_ms", 0.0);
-        m.prefill_ms = j.value("prefill_ms", 0.0);
-        m.decode_ms = j.value("decode_ms", 0.0);
-        m.total_ms = j.value("total_ms", 0.0);
-        m.prefill_tok_s = j.value("prefill_tok_s", 0.0);
-        m.decode_tok_s = j.value("decode_tok_s", 0.0);
-        m.backend_ms = j.value("backend_ms", 0.0);
-        m.controller_ms_per_token = j.value("controller_ms_per_token", 0.0);
-        m.peak_rss_mb = j.value("peak_rss_mb", 0.0);
-      }
+    OutputEvent out = DecodeEvent(*delivered);
+    withholding = withholding || cancel_;
+    if (ev.kind == "token" && withholding) {
+      stream->Acknowledge(ev.release_token);
+      continue;
     }
+    if (ev.terminal && withholding) out.metrics.n_generated_tokens = shown;
+    shown += int64_t(out.token_ids.size());
     const bool keep_going = on_event(out);
     stream->Acknowledge(ev.release_token);
     if (!keep_going) Cancel();
     if (ev.terminal) last = std::move(out);
   }
   producer.join();
+  if (withholding && run.error.ok()) OE_RETURN_IF_ERROR(RewindTo(run.generated, shown));
   if (!run.error.ok()) return run.error;
   if (!last) return Status::Error("internal", "the request ended without a terminal event");
   return last->metrics;

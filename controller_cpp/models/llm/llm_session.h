@@ -100,6 +100,8 @@ class LlmSession {
   Result<std::vector<TokenId>> PromptTokens(const GenerateRequest& request) const;
   Status ReleaseState();
   void Produce(Run& run);
+  static OutputEvent DecodeEvent(const contract::Delivered& delivered);
+  Status RewindTo(const std::vector<TokenId>& generated, int64_t shown);
 
   Plan plan_;
   const StagePlan* stage_ = nullptr;

@@ -152,8 +152,6 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(const Json& j) {
     }
   }
   if (!byte_level) return Unsupported("only byte-level BPE is supported (no ByteLevel pre-tokenizer)");
-  if (t->byte_level_regex_ && t->pretokenizer_) return Unsupported("Split followed by ByteLevel(use_regex=true)");
-  if (t->byte_level_regex_) t->pretokenizer_ = PretokenizerKind::kGpt2;
 
   const auto alphabet = ByteLevelAlphabet();
   for (int b = 0; b < 256; ++b) {
@@ -236,7 +234,8 @@ void Tokenizer::EncodeSegment(std::string_view text, std::vector<TokenId>* out) 
   // `text` is valid UTF-8 (checked by Encode).
   std::u32string cps = unicode::DecodeUtf8(text).value();
   if (nfc_) cps = unicode::Nfc(cps);
-  if (add_prefix_space_ && !cps.empty() && cps[0] != U' ') cps.insert(cps.begin(), U' ');
+  // As `tokenizers` does: the Split regex first, then ByteLevel on every piece (which adds a
+  // prefix space to each piece when asked, then splits it with the GPT-2 regex when asked).
   std::vector<std::u32string_view> pieces;
   if (pretokenizer_) {
     pieces = Pretokenize(cps, *pretokenizer_);
@@ -244,10 +243,24 @@ void Tokenizer::EncodeSegment(std::string_view text, std::vector<TokenId>* out) 
     pieces.push_back(cps);
   }
   std::string word;
+  std::u32string prefixed;
   for (auto piece : pieces) {
-    word.clear();
-    for (uint8_t byte : unicode::EncodeUtf8(piece)) word += byte_to_char_[byte];
-    EncodeWord(word, out);
+    if (add_prefix_space_ && (piece.empty() || piece[0] != U' ')) {
+      prefixed = U" ";
+      prefixed += piece;
+      piece = prefixed;
+    }
+    std::vector<std::u32string_view> words;
+    if (byte_level_regex_) {
+      words = Pretokenize(piece, PretokenizerKind::kGpt2);
+    } else {
+      words.push_back(piece);
+    }
+    for (auto w : words) {
+      word.clear();
+      for (uint8_t byte : unicode::EncodeUtf8(w)) word += byte_to_char_[byte];
+      EncodeWord(word, out);
+    }
   }
 }
 

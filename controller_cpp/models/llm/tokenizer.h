@@ -55,8 +55,8 @@ class Tokenizer {
   std::vector<int8_t> added_kind_;                                    // per id: 0 = regular, 1 = added, 2 = special
   std::string byte_to_char_[256];                                     // byte -> UTF-8 of its byte-level char
   std::unordered_map<char32_t, uint8_t> char_to_byte_;
-  std::optional<PretokenizerKind> pretokenizer_;
-  bool byte_level_regex_ = false;  // ByteLevel(use_regex=true) splits with the GPT-2 pattern
+  std::optional<PretokenizerKind> pretokenizer_;  // a Split regex before ByteLevel
+  bool byte_level_regex_ = false;  // ByteLevel(use_regex=true) splits each piece with the GPT-2 pattern
   bool add_prefix_space_ = false;
   bool nfc_ = false;
   bool ignore_merges_ = false;

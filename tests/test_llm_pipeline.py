@@ -1,0 +1,176 @@
+"""The text pipeline end to end against transformers: greedy ids on both backends, full KV
+across a bucket boundary and ring KV equal to the checkpoint's sliding window; continuation,
+cancellation, sampling, streaming text."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_reference import corpus_ids, greedy_ids
+from omni_edge.runtime import Session
+
+RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
+PLANS = ["plan.onnx.json", "plan.pte.json"]
+
+
+def _session_ids(plan: Path, prompt_ids: list[int], n: int, **options: Any) -> tuple[list[int], dict[str, Any]]:
+    ids: list[int] = []
+    terminal: dict[str, Any] = {}
+    session = Session.open(plan)
+
+    def on_event(e: dict[str, Any]) -> bool:
+        if e["kind"] == "token":
+            ids.extend(e["token_ids"])
+        else:
+            terminal.update(e)
+        return True
+
+    session.run(prompt_ids=prompt_ids, max_new_tokens=n, ignore_stop_tokens=True, on_event=on_event, **options)
+    return ids, terminal
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_greedy_ids_equal_transformers_across_a_bucket(tiny_checkpoint: Path, tiny_artifact: Path, plan: str) -> None:
+    prompt = corpus_ids(tiny_checkpoint, 45)
+    expected = greedy_ids(tiny_checkpoint, prompt, 170)  # 45 + 170 positions cross the 128-slot bucket
+    got, terminal = _session_ids(tiny_artifact / plan, prompt, 170)
+    assert got == expected
+    assert terminal["kind"] == "done" and terminal["finish_reason"] == "length"
+    assert terminal["n_generated_tokens"] == 170 and terminal["context_tokens"] == 45 + 169
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_ring_equals_sliding_window_attention(ring_checkpoint: Path, ring_artifact: Path, plan: str) -> None:
+    config = json.loads((ring_checkpoint / "config.json").read_text())
+    assert config["sliding_window"] == 16 and set(config["layer_types"]) == {"sliding_attention"}
+    prompt = corpus_ids(ring_checkpoint, 37)
+    expected = greedy_ids(ring_checkpoint, prompt, 160)
+    got, _ = _session_ids(ring_artifact / plan, prompt, 160)
+    assert got == expected
+
+
+def test_native_cli_prints_the_same_json_lines(tiny_checkpoint: Path, tiny_artifact: Path) -> None:
+    prompt = corpus_ids(tiny_checkpoint, 20, offset=3)
+    expected = greedy_ids(tiny_checkpoint, prompt, 40)
+    cmd = [str(RUN), "--plan", str(tiny_artifact / "plan.json"), "--prompt-ids", ",".join(map(str, prompt)),
+           "--max-new-tokens", "40", "--ignore-stop-tokens", "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()
+    events = [json.loads(line) for line in out]
+    tokens = [t for e in events if e["kind"] == "token" for t in e["token_ids"]]
+    assert tokens == expected
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    done = events[-1]
+    assert done["kind"] == "done" and done["finish_reason"] == "length"
+    for key in ("ttft_ms", "prefill_tok_s", "decode_tok_s", "n_prompt_tokens", "n_generated_tokens", "peak_rss_mb"):
+        assert key in done
+    assert done["state"]["state_id"] and done["state"]["epoch"] == 0
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_continuation_equals_one_shot(tiny_checkpoint: Path, tiny_artifact: Path, plan: str) -> None:
+    first, second = corpus_ids(tiny_checkpoint, 30, offset=1), corpus_ids(tiny_checkpoint, 12, offset=2)
+    session = Session.open(tiny_artifact / plan)
+    turn1: list[int] = []
+    turn2: list[int] = []
+    session.run(prompt_ids=first, max_new_tokens=25, ignore_stop_tokens=True,
+                on_event=lambda e: turn1.extend(e.get("token_ids", [])))
+    state1 = session.kv_state()
+    history = session.context() + session.pending()
+    assert history == first + turn1
+    session.run(prompt_ids=second, max_new_tokens=25, ignore_stop_tokens=True, continue_conversation=True,
+                on_event=lambda e: turn2.extend(e.get("token_ids", [])))
+    assert session.kv_state() == state1, "the same resident state continues"
+    one_shot, _ = _session_ids(tiny_artifact / plan, history + second, 25)
+    assert turn2 == one_shot == greedy_ids(tiny_checkpoint, history + second, 25)
+
+
+def test_chat_continuation_formats_chatml(tiny_artifact: Path) -> None:
+    session = Session.open(tiny_artifact / "plan.json")
+    session.run("Hello there", chat=True, max_new_tokens=5, on_event=lambda e: True)
+    history = session.context() + session.pending()
+    expected_prompt = session.tokenize("<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n")
+    assert history[:len(expected_prompt)] == expected_prompt
+    session.run("And then?", chat=True, continue_conversation=True, max_new_tokens=5, on_event=lambda e: True)
+    closing = [] if history[-1] == session.tokenize("<|im_end|>")[0] else session.tokenize("<|im_end|>")
+    turn = session.tokenize("\n<|im_start|>user\nAnd then?<|im_end|>\n<|im_start|>assistant\n")
+    assert session.context()[:len(history) + len(closing) + len(turn)] == history + closing + turn
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_cancel_at_the_next_token_leaves_the_session_usable(tiny_checkpoint: Path, tiny_artifact: Path, plan: str) -> None:
+    prompt = corpus_ids(tiny_checkpoint, 20, offset=4)
+    session = Session.open(tiny_artifact / plan)
+    events: list[dict[str, Any]] = []
+
+    def stop_after_five(e: dict[str, Any]) -> bool:
+        events.append(e)
+        return len(events) < 5
+
+    metrics = session.run(prompt_ids=prompt, max_new_tokens=100, ignore_stop_tokens=True, on_event=stop_after_five)
+    assert [e["kind"] for e in events] == ["token"] * 5 + ["cancelled"], "nothing after the cancel but its terminal event"
+    assert events[-1]["finish_reason"] == "cancelled" and events[-1]["state"]
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(set(seqs)), "delivered in order, never twice"
+    shown = [t for e in events for t in e.get("token_ids", [])]
+    assert metrics["n_generated_tokens"] == 5
+    assert session.context() + session.pending() == prompt + shown, "the context is what the consumer saw"
+    again, done = _session_ids(tiny_artifact / plan, prompt, 30)
+    fresh = [t for t in greedy_ids(tiny_checkpoint, prompt, 30)]
+    assert again == fresh and done["kind"] == "done"
+    events.clear()
+    session.run(prompt_ids=prompt, max_new_tokens=30, ignore_stop_tokens=True, on_event=lambda e: events.append(e) or True)
+    assert [t for e in events if e["kind"] == "token" for t in e["token_ids"]] == fresh
+
+
+def test_sampling_is_seeded_and_deterministic(tiny_artifact: Path) -> None:
+    session = Session.open(tiny_artifact / "plan.json")
+
+    def sample(seed: int, **kw: Any) -> list[int]:
+        out: list[int] = []
+        session.run("The", max_new_tokens=40, ignore_stop_tokens=True, on_event=lambda e: out.extend(e.get("token_ids", [])),
+                    sampling={"temperature": 0.9, "top_k": 50, "top_p": 0.95, "seed": seed, **kw})
+        return out
+
+    a, b, c = sample(1), sample(1), sample(2)
+    assert a == b and a != c
+    greedy: list[int] = []
+    session.run("The", max_new_tokens=40, ignore_stop_tokens=True, on_event=lambda e: greedy.extend(e.get("token_ids", [])))
+    assert sample(3, top_k=1) == greedy
+    assert sample(4, min_p=0.999) == greedy
+    with pytest.raises(Exception, match="invalid_sampling"):
+        sample(5, top_p=0.0)
+
+
+def test_streamed_text_is_whole_utf8_and_stops_at_stop_strings(tiny_artifact: Path) -> None:
+    session = Session.open(tiny_artifact / "plan.json")
+    deltas: list[str] = []
+    ids: list[int] = []
+
+    def collect(e: dict[str, Any]) -> bool:
+        if e["kind"] == "token":
+            deltas.append(e["text"])
+            ids.extend(e["token_ids"])
+        return True
+
+    session.run("東京 🚀 naïve", max_new_tokens=60, ignore_stop_tokens=True, on_event=collect,
+                sampling={"temperature": 1.5, "seed": 11})
+    for d in deltas:
+        d.encode("utf-8")  # every delta is a whole string (no surrogates, no split characters)
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(tiny_artifact / "thinker-onnx" / "tokenizer.json"))
+    assert "".join(deltas) == tok.decode(ids, skip_special_tokens=True)
+
+    text = "".join(deltas)
+    stop = next((text[i:i + 3] for i in range(len(text) // 2, len(text) - 3) if text[i:i + 3].strip()), None)
+    if stop:
+        deltas.clear()
+        terminal: dict[str, Any] = {}
+        session.run("東京 🚀 naïve", max_new_tokens=60, ignore_stop_tokens=True, stop_strings=[stop],
+                    on_event=lambda e: collect(e) if e["kind"] == "token" else terminal.update(e) or True,
+                    sampling={"temperature": 1.5, "seed": 11})
+        assert terminal["finish_reason"] == "stop_string"
+        assert stop not in "".join(deltas) and text.startswith("".join(deltas))

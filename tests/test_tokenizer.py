@@ -1,0 +1,105 @@
+"""The native byte-level BPE tokenizer gives the same ids as Hugging Face `tokenizers`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from omni_edge import _native
+from omni_edge.contracts import ContractError
+from omni_edge.export.checkpoints import QWEN2_SPLIT_PATTERN, SPECIAL_TOKENS
+from omni_edge.export.corpus import MULTILINGUAL, stdlib_corpus
+
+LLAMA3_PATTERN = QWEN2_SPLIT_PATTERN.replace(r"\p{N}|", r"\p{N}{1,3}|")
+TRICKY = [
+    "", " ", "  ", "\n", "\n\n\n", "\r\n", " \r\n  x", "\t\tindented\n", "trailing   ", "a  b   c    d",
+    "Hello, world!", "don't I'LL we'Ve it's", "\u017fs 's 'S", "numbers 1234567 3.14159 -42 1e-9", "٣٤٥ ⅷ ½",
+    "東京タワーは333メートルです。", "한국어 텍스트", "Ελληνικά και кириллица", "naïve café résumé",
+    "e\u0301 a\u0308 \u1100\u1161\u11a8 Å Ω", "emoji 😀👍🏽🇯🇵 family 👨‍👩‍👧", "tabs\tand\u00a0nbsp\u3000ideographic",
+    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", "x<|endoftext|>y", "<|im_start", "(){}[]!!!...???",
+    "    def f(x):\n        return x  # comment\n", "a\u2028b\u2029c\u0085d", "\u200b\u200d zero width",
+]
+
+
+def _train(tmp: Path, name: str, pre: Any, normalizer: Any = None) -> Path:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    tok.pre_tokenizer = pre
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(stdlib_corpus()[:300] + list(MULTILINGUAL), trainer=trainer)
+    tok.add_special_tokens(list(SPECIAL_TOKENS))
+    path = tmp / f"{name}.json"
+    tok.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path) -> dict[str, Path]:
+    from tokenizers import Regex, normalizers, pre_tokenizers
+
+    tmp = tmp_path_factory.mktemp("tokenizers")
+    split = pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False)
+    return {
+        "qwen3-checkpoint": tiny_checkpoint / "tokenizer.json",
+        "gpt2": _train(tmp, "gpt2", pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)),
+        "gpt2-prefix-space": _train(tmp, "gpt2ps", pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)),
+        "llama3": _train(tmp, "llama3", pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(use_regex=False)])),
+        "llama3-nfc": _train(tmp, "llama3nfc", pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(use_regex=False)]),
+                             normalizers.NFC()),
+    }
+
+
+def _pair(path: Path) -> tuple[Any, Any]:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path)), _native.Tokenizer.load(str(path))
+
+
+@pytest.mark.parametrize("name", ["qwen3-checkpoint", "gpt2", "gpt2-prefix-space", "llama3", "llama3-nfc"])
+def test_same_ids_as_hf_tokenizers(tokenizers: dict[str, Path], name: str) -> None:
+    hf, native = _pair(tokenizers[name])
+    texts = TRICKY + list(MULTILINGUAL) + stdlib_corpus()[::53]
+    for text in texts:
+        assert native.encode(text) == hf.encode(text).ids, repr(text)
+
+
+def test_decode_round_trips_bytes(tokenizers: dict[str, Path]) -> None:
+    hf, native = _pair(tokenizers["qwen3-checkpoint"])
+    for text in TRICKY:
+        ids = native.encode(text)
+        assert native.decode(ids, False).decode() == hf.decode(ids, skip_special_tokens=False)
+
+
+_unicode = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cn", "Co")), max_size=40)
+_mixed = st.lists(st.one_of(_unicode, st.sampled_from(TRICKY + [" ", "  ", "\n", "'s", "'LL", "123", "<|im_end|>"])),
+                  max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_mixed)
+def test_random_text_same_ids(tokenizers: dict[str, Path], text: str) -> None:
+    for name in ("qwen3-checkpoint", "gpt2", "llama3-nfc"):
+        hf, native = _pair(tokenizers[name])
+        assert native.encode(text) == hf.encode(text).ids, (name, text)
+
+
+def test_unsupported_and_broken_tokenizers_are_refused(tmp_path: Path, tokenizers: dict[str, Path]) -> None:
+    spec = json.loads(tokenizers["gpt2"].read_text())
+    spec["pre_tokenizer"] = {"type": "Whitespace"}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(spec))
+    with pytest.raises(ContractError, match="unsupported_tokenizer|pre-tokenizer"):
+        _native.Tokenizer.load(str(bad))
+    bad.write_text("{not json")
+    with pytest.raises(ContractError, match="invalid_json"):
+        _native.Tokenizer.load(str(bad))
+    with pytest.raises(ContractError, match="file_missing"):
+        _native.Tokenizer.load(str(tmp_path / "absent.json"))
