@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 export PATH="$PWD/.venv/bin:$PATH"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DOMNI_EDGE_BUILD_TESTS=OFF -DOMNI_EDGE_BUILD_FUZZERS=ON -DOMNI_EDGE_SANITIZE=address,undefined >/dev/null
+  -DOMNI_EDGE_BUILD_TESTS=OFF -DOMNI_EDGE_BUILD_FUZZERS=ON -DOMNI_EDGE_SANITIZE=address,undefined \
+  -DOMNI_EDGE_WITH_ONNXRUNTIME=OFF -DOMNI_EDGE_WITH_EXECUTORCH=OFF >/dev/null
 cmake --build build/fuzz -j2 --target contract_json_fuzzer
 corpus=build/fuzz/corpus
 mkdir -p "$corpus"
@@ -32,6 +33,11 @@ from conformance import DEFAULT_ARTIFACT, default_report  # noqa: E402
 seed(5, {"schema_version": 2, "component": "llm.decode", "files": {"numerical.json": "0" * 64, "task.json": "1" * 64},
          "metadata": {"artifact": DEFAULT_ARTIFACT, "qnn": {"htp_arch": "v79"}}})
 seed(6, default_report("numerical"))
+for text in ["Hello, world! the the", "東京 🚀 naïve e\u0301 <|im_end|>x", "  \n\n\tindent 123 'll"]:
+    data = bytes([10]) + text.encode()
+    (out / hashlib.sha1(data).hexdigest()).write_bytes(data)
+seed(9, {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
+         "pre_tokenizer": {"type": "ByteLevel", "use_regex": True}})
 seed(6, default_report("task"))
 PY
 echo "fuzzing the contract JSON decoders for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"

@@ -79,7 +79,7 @@ def test_decode_round_trips_bytes(tokenizers: dict[str, Path]) -> None:
 
 
 _unicode = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cn", "Co")), max_size=40)
-_mixed = st.lists(st.one_of(_unicode, st.sampled_from(TRICKY + [" ", "  ", "\n", "'s", "'LL", "123", "<|im_end|>"])),
+_mixed = st.lists(st.one_of(_unicode, st.sampled_from([*TRICKY, " ", "  ", "\n", "'s", "'LL", "123", "<|im_end|>"])),
                   max_size=8).map("".join)
 
 
@@ -96,7 +96,7 @@ def test_unsupported_and_broken_tokenizers_are_refused(tmp_path: Path, tokenizer
     spec["pre_tokenizer"] = {"type": "Whitespace"}
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(spec))
-    with pytest.raises(ContractError, match="unsupported_tokenizer|pre-tokenizer"):
+    with pytest.raises(ContractError, match=r"unsupported_tokenizer"):
         _native.Tokenizer.load(str(bad))
     bad.write_text("{not json")
     with pytest.raises(ContractError, match="invalid_json"):

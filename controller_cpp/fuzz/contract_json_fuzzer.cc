@@ -1,18 +1,22 @@
-// libFuzzer target: the native JSON decoding of every contract type and of manifests and
-// validation reports must refuse bad input with a Status, never crash or leak. The first
-// byte picks the decoder so one corpus covers them all.
+// libFuzzer target: every native parser of untrusted input — the contract types, manifests and
+// validation reports, plans, tokenizer.json, and text through the tokenizer — must refuse bad
+// input with a Status, never crash or leak. The first byte picks the parser, so one corpus
+// covers them all.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "base/unicode/unicode.h"
 #include "contract/codec.h"
 #include "contract/features.h"
 #include "contract/manifest.h"
+#include "models/llm/tokenizer.h"
+#include "runtime/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static const char* const kTypes[] = {"buffer", "state", "request", "event", "device"};
-  const uint8_t selector = data[0] % 8;
+  const uint8_t selector = data[0] % 11;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   if (selector < 5) {
     auto canonical = omni_edge::contract::CanonicalJson(kTypes[selector], text);
@@ -23,6 +27,49 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
+  if (selector == 10) {
+    // Arbitrary text through a byte-level tokenizer with a few merges.
+    static const auto tokenizer = [] {
+      omni_edge::Json vocab = omni_edge::Json::object();
+      int next = 0;
+      for (int b = 0; b < 256; ++b) {
+        const bool direct = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        std::string utf8;
+        omni_edge::unicode::AppendUtf8(direct ? char32_t(b) : char32_t(256 + next++), &utf8);
+        vocab[utf8] = b;
+      }
+      vocab["th"] = 256;
+      vocab["the"] = 257;
+      vocab["\xc4\xa0the"] = 258;
+      vocab["\xc4\xa0"] = 32;
+      omni_edge::Json j = {
+          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"t h", "th e", "\xc4\xa0 the"}}}},
+          {"normalizer", {{"type", "NFC"}}},
+          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+          {"added_tokens", {{{"id", 259}, {"content", "<|im_end|>"}, {"special", true}}}}};
+      return omni_edge::llm::Tokenizer::FromJson(j);
+    }();
+    if (tokenizer.ok()) {
+      auto ids = tokenizer.value()->Encode(text);
+      if (ids.ok()) {
+        // Byte-level BPE is lossless: decoding gives back the NFC form of each segment
+        // between added tokens.
+        std::string expected;
+        const std::string special = "<|im_end|>";
+        size_t start = 0;
+        while (true) {
+          const size_t hit = text.find(special, start);
+          const std::string segment = text.substr(start, hit == std::string::npos ? std::string::npos : hit - start);
+          expected += omni_edge::unicode::EncodeUtf8(omni_edge::unicode::Nfc(omni_edge::unicode::DecodeUtf8(segment).value()));
+          if (hit == std::string::npos) break;
+          expected += special;
+          start = hit + special.size();
+        }
+        if (tokenizer.value()->Decode(ids.value(), /*skip_special=*/false) != expected) __builtin_trap();
+      }
+    }
+    return 0;
+  }
   auto parsed = omni_edge::ParseJson(text, "fuzz");
   if (!parsed.ok()) return 0;
   const auto& j = parsed.value();
@@ -30,8 +77,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)omni_edge::contract::ArtifactManifestFromJson(j);
   } else if (selector == 6) {
     (void)omni_edge::contract::ValidationReportFromJson(j);
-  } else if (j.is_object() && j.contains("protocol_version") && j.contains("required_features")) {
-    (void)omni_edge::contract::Negotiate(j["protocol_version"], j["required_features"]);
+  } else if (selector == 7) {
+    if (j.is_object() && j.contains("protocol_version") && j.contains("required_features")) {
+      (void)omni_edge::contract::Negotiate(j["protocol_version"], j["required_features"]);
+    }
+  } else if (selector == 8) {
+    (void)omni_edge::ParsePlan(j, "/nonexistent-fuzz-base");
+  } else if (selector == 9) {
+    auto tokenizer = omni_edge::llm::Tokenizer::FromJson(j);
+    if (tokenizer.ok()) (void)tokenizer.value()->Encode("Hello, world! 東京 🚀 'll 123\n\n  x");
   }
   return 0;
 }
