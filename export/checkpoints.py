@@ -125,14 +125,16 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
     torch.manual_seed(seed)
     texts = stdlib_corpus()
     tokenizer = train_tokenizer(texts, p.tokenizer_vocab)
-    model = Qwen3ForCausalLM(_config(p, tokenizer, sliding_window)).to(torch.float32)
+    model: Any = Qwen3ForCausalLM(_config(p, tokenizer, sliding_window))
+    model.float()
     losses = _train(model, tokenizer, texts, p.train_steps, seed) if p.train_steps else []
 
     out.mkdir(parents=True, exist_ok=True)
     model.generation_config.do_sample = False
     model.save_pretrained(out, safe_serialization=True)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   model_max_length=p.max_positions)
+    fast_class: Any = PreTrainedTokenizerFast
+    fast = fast_class(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                      model_max_length=p.max_positions)
     fast.chat_template = CHATML_TEMPLATE
     fast.save_pretrained(out)
     (out / "omni_edge_checkpoint.json").write_text(json.dumps({

@@ -29,6 +29,10 @@ def export_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], inp
                           dynamo=False, opset_version=OPSET, do_constant_folding=True)
 
 
+def _digest(array: Any) -> str:
+    return "w_" + hashlib.sha256(f"{array.dtype}{array.shape}".encode() + array.tobytes()).hexdigest()[:20]
+
+
 def share_weights(directory: Path, graph_files: Sequence[str], weights_file: str = "weights.bin") -> dict[str, Any]:
     """Move every initializer of at least SHARED_MIN_BYTES into one deduplicated external file."""
     index: dict[str, Any] = {"file": weights_file, "alignment": ALIGNMENT, "tensors": [], "graphs": {}}
@@ -45,8 +49,7 @@ def share_weights(directory: Path, graph_files: Sequence[str], weights_file: str
                     continue
                 if array.dtype.name != "float32":
                     raise ValueError(f"{name}: shared weight {init.name} is {array.dtype}, expected float32")
-                digest = hashlib.sha256(f"{array.dtype}{array.shape}".encode() + raw).hexdigest()[:20]
-                shared = f"w_{digest}"
+                shared = _digest(array)
                 if shared not in offsets:
                     pad = (-out.tell()) % ALIGNMENT
                     out.write(b"\0" * pad)

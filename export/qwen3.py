@@ -1,13 +1,15 @@
 """Qwen3 as per-stage graphs with static shapes, built from a transformers model's weights.
 
 Stages: embedding (ids -> hidden), body (hidden -> hidden, all decoder layers) and LM head
-(final norm + lm_head, one position). The body reads the KV cache as explicit inputs
-`past_key_i` / `past_value_i` [1, kv_heads, S, head_dim] and returns only the keys/values of its
-N new tokens; the runtime writes those into their slots in place (ring or full cache), so no
-step copies the cache. Attention is split into a past part and a current part whose scores
-share one softmax, with an additive mask [1, 1, N, S + N] that the runtime builds (finite
-negative values only). RoPE positions are absolute inputs, so a ring of width W gives exactly
-the model's sliding-window attention of width W.
+(final norm + lm_head, one position). The body reads the KV cache as explicit inputs, keys
+transposed `past_key_i` [1, kv_heads, head_dim, S] and values `past_value_i` [1, kv_heads, S,
+head_dim], so both attention products are plain batched matmuls over the cache as it lies (no
+runtime transposes or copies it); it returns only the keys/values of its N new tokens
+[1, kv_heads, N, head_dim], which the runtime writes into their slots in place. Attention is
+split into a past part and a current part whose scores share one softmax, with an additive
+mask [1, 1, N, S + N] that the runtime builds (finite negative values only). RoPE positions
+are absolute inputs, so a ring of width W gives exactly the model's sliding-window attention
+of width W.
 """
 
 from __future__ import annotations
@@ -46,21 +48,35 @@ class Qwen3Shape:
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, weight: torch.Tensor, eps: float) -> None:
+    mean_vector: torch.Tensor
+
+    """`reduce="mean"` exports ReduceMean, which ONNX Runtime and the HTP fuse into one norm op;
+    `reduce="matmul"` computes the mean of squares as a product with a constant 1/n vector,
+    which XNNPACK runs (it does not take a last-axis mean), keeping ExecuTorch bodies in one
+    delegate instead of splitting them at every norm."""
+
+    def __init__(self, weight: torch.Tensor, eps: float, reduce: str = "mean") -> None:
         super().__init__()
         self.weight = nn.Parameter(weight.detach().clone(), requires_grad=False)
         self.eps = eps
+        self.reduce = reduce
+        if reduce == "matmul":
+            n = weight.shape[0]
+            self.register_buffer("mean_vector", torch.full((n, 1), 1.0 / n), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        variance = x.pow(2).mean(-1, keepdim=True)
+        squares = x * x
+        variance = squares @ self.mean_vector if self.reduce == "matmul" else squares.mean(-1, keepdim=True)
         return self.weight * (x * torch.rsqrt(variance + self.eps))
 
 
-def _linear(src: nn.Linear) -> nn.Linear:
-    out = nn.Linear(src.in_features, src.out_features, bias=src.bias is not None)
-    out.weight = nn.Parameter(src.weight.detach().clone(), requires_grad=False)
-    if src.bias is not None:
-        out.bias = nn.Parameter(src.bias.detach().clone(), requires_grad=False)
+def _linear(*sources: nn.Linear) -> nn.Linear:
+    """One projection computing the given ones side by side (fused QKV, fused gate/up)."""
+    weight = torch.cat([src.weight.detach() for src in sources], dim=0)
+    out = nn.Linear(weight.shape[1], weight.shape[0], bias=sources[0].bias is not None)
+    out.weight = nn.Parameter(weight.clone(), requires_grad=False)
+    if sources[0].bias is not None:
+        out.bias = nn.Parameter(torch.cat([src.bias.detach() for src in sources]).clone(), requires_grad=False)
     return out
 
 
@@ -70,60 +86,90 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, layer: Any, s: Qwen3Shape) -> None:
+    def __init__(self, layer: Any, s: Qwen3Shape, reduce: str) -> None:
         super().__init__()
         att = layer.self_attn
-        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (_linear(att.q_proj), _linear(att.k_proj),
-                                                              _linear(att.v_proj), _linear(att.o_proj))
-        self.q_norm, self.k_norm = RMSNorm(att.q_norm.weight, s.eps), RMSNorm(att.k_norm.weight, s.eps)
-        self.input_norm = RMSNorm(layer.input_layernorm.weight, s.eps)
-        self.post_norm = RMSNorm(layer.post_attention_layernorm.weight, s.eps)
+        self.qkv = _linear(att.q_proj, att.k_proj, att.v_proj)
+        self.o_proj = _linear(att.o_proj)
+        # The attention scale 1/sqrt(head_dim) is folded into q_norm's weight (RoPE is linear).
+        self.q_norm = RMSNorm(att.q_norm.weight * s.head_dim ** -0.5, s.eps, reduce)
+        self.k_norm = RMSNorm(att.k_norm.weight, s.eps, reduce)
+        self.input_norm = RMSNorm(layer.input_layernorm.weight, s.eps, reduce)
+        self.post_norm = RMSNorm(layer.post_attention_layernorm.weight, s.eps, reduce)
         mlp = layer.mlp
-        self.gate, self.up, self.down = _linear(mlp.gate_proj), _linear(mlp.up_proj), _linear(mlp.down_proj)
+        self.gate_up, self.down = _linear(mlp.gate_proj, mlp.up_proj), _linear(mlp.down_proj)
+        self.intermediate = mlp.gate_proj.out_features
         self.s = s
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor,
                 past_k: torch.Tensor, past_v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`mask` is already grouped: [1, G*N, S+N]."""
         s = self.s
         n = x.shape[1]
         group = s.heads // s.kv_heads
+        kv, d = s.kv_heads, s.head_dim
         h = self.input_norm(x)
-        q = self.q_norm(self.q_proj(h).view(1, n, s.heads, s.head_dim)).transpose(1, 2)      # [1, Hq, N, D]
-        k = self.k_norm(self.k_proj(h).view(1, n, s.kv_heads, s.head_dim)).transpose(1, 2)   # [1, Hkv, N, D]
-        v = self.v_proj(h).view(1, n, s.kv_heads, s.head_dim).transpose(1, 2)
+        qkv = self.qkv(h)  # static slices (not split): XNNPACK takes them without a copy op
+        q, k, v = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d], qkv[..., (s.heads + kv) * d:]
+        q = self.q_norm(q.view(1, n, s.heads, d)).transpose(1, 2)      # [1, Hq, N, D]
+        k = self.k_norm(k.view(1, n, kv, d)).transpose(1, 2)           # [1, Hkv, N, D]
+        v = v.view(1, n, kv, d).transpose(1, 2)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
-        # Query heads grouped under their KV head: [1, Hkv, G*N, D]; no KV head is repeated.
-        qg = q.reshape(1, s.kv_heads, group * n, s.head_dim) * (s.head_dim ** -0.5)
-        scores = torch.cat([qg @ past_k.transpose(-1, -2), qg @ k.transpose(-1, -2)], dim=-1)  # [1, Hkv, G*N, S+N]
-        probs = torch.softmax(scores + mask.repeat(1, 1, group, 1), dim=-1)
-        past_len = past_k.shape[2]
-        out = probs[..., :past_len] @ past_v + probs[..., past_len:] @ v                        # [1, Hkv, G*N, D]
-        out = out.reshape(1, s.heads, n, s.head_dim).transpose(1, 2).reshape(1, n, s.heads * s.head_dim)
+        # Query heads grouped under their KV head, batched over KV heads: [Hkv, G*N, D]; no KV
+        # head is repeated and every product is a 3-D bmm over the cache as stored.
+        past_len = past_v.shape[2]
+        qg = q.reshape(kv, group * n, d)
+        scores = torch.cat([torch.bmm(qg, past_k.reshape(kv, d, past_len)),
+                            torch.bmm(qg, k.reshape(kv, n, d).transpose(1, 2))], dim=-1)       # [Hkv, G*N, S+N]
+        probs = torch.softmax(scores + mask, dim=-1)
+        out = (torch.bmm(probs[..., :past_len], past_v.reshape(kv, past_len, d))
+               + torch.bmm(probs[..., past_len:], v.reshape(kv, n, d)))                        # [Hkv, G*N, D]
+        out = out.reshape(1, s.heads, n, d).transpose(1, 2).reshape(1, n, s.heads * d)
         x = x + self.o_proj(out)
         h = self.post_norm(x)
-        x = x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+        gate_up = self.gate_up(h)
+        gate, up = gate_up[..., :self.intermediate], gate_up[..., self.intermediate:]
+        x = x + self.down(torch.nn.functional.silu(gate) * up)
         return x, k, v
 
 
+def tied_embeddings(model: Any) -> bool:
+    return bool(model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr())
+
+
+def head_weight(model: Any) -> torch.Tensor:
+    """The LM head as [hidden, vocab]: a matrix-vector product streams it once, in order (the
+    fastest decode head we measured); a tied embedding table is stored only in this layout."""
+    weight: torch.Tensor = model.lm_head.weight.detach().t().contiguous()
+    return weight
+
+
 class EmbedGraph(nn.Module):
-    """input_ids [1, N] int64 -> hidden [1, N, hidden]."""
+    """input_ids [1, N] int64 -> hidden [1, N, hidden]. With tied embeddings the rows are
+    gathered from the columns of the LM head's [hidden, vocab] table, so one copy serves both."""
 
     def __init__(self, model: Any) -> None:
         super().__init__()
-        self.weight = nn.Parameter(model.model.embed_tokens.weight.detach().clone(), requires_grad=False)
+        self.tied = tied_embeddings(model)
+        table = head_weight(model) if self.tied else model.model.embed_tokens.weight.detach().clone()
+        self.table = nn.Parameter(table, requires_grad=False)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.embedding(input_ids, self.weight)
+        if self.tied:
+            return self.table[:, input_ids[0]].t()[None]
+        return torch.nn.functional.embedding(input_ids, self.table)
 
 
 class BodyGraph(nn.Module):
     """(hidden, position_ids, attention_mask, past_key_i..., past_value_i...) -> (hidden, new_key_i..., new_value_i...)."""
 
-    def __init__(self, model: Any, s: Qwen3Shape) -> None:
+    inv_freq: torch.Tensor
+
+    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean") -> None:
         super().__init__()
         self.s = s
-        self.layers = nn.ModuleList(DecoderLayer(layer, s) for layer in model.model.layers)
+        self.layers = nn.ModuleList(DecoderLayer(layer, s, reduce) for layer in model.model.layers)
         inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
@@ -133,30 +179,28 @@ class BodyGraph(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)[:, None]                         # [1, 1, N, D]
         cos, sin = emb.cos(), emb.sin()
         n_layers = len(self.layers)
+        grouped_mask = attention_mask[0].repeat(1, self.s.heads // self.s.kv_heads, 1)   # [1, G*N, S+N], once per step
         new_k, new_v = [], []
         for i, layer in enumerate(self.layers):
-            hidden, k, v = layer(hidden, cos, sin, attention_mask, past[i], past[n_layers + i])
+            hidden, k, v = layer(hidden, cos, sin, grouped_mask, past[i], past[n_layers + i])
             new_k.append(k)
             new_v.append(v)
         return (hidden, *new_k, *new_v)
 
 
 class HeadGraph(nn.Module):
-    """hidden [1, 1, hidden] -> logits [1, 1, vocab] (final RMSNorm + lm_head).
+    """hidden [1, 1, hidden] -> logits [1, 1, vocab] (final RMSNorm + lm_head over [hidden, vocab])."""
 
-    The projection runs on a 2-D view so that it exports as Gemm(transB=1) over the weight in
-    its stored [vocab, hidden] layout: with tied embeddings those are the embedding table's
-    bytes, and the artifact stores them once."""
-
-    def __init__(self, model: Any, s: Qwen3Shape) -> None:
+    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean") -> None:
         super().__init__()
-        self.norm = RMSNorm(model.model.norm.weight, s.eps)
-        self.weight = nn.Parameter(model.lm_head.weight.detach().clone(), requires_grad=False)
+        self.norm = RMSNorm(model.model.norm.weight, s.eps, reduce)
+        self.weight = nn.Parameter(head_weight(model), requires_grad=False)
         self.s = s
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         h = self.norm(hidden).reshape(1, self.s.hidden)
-        return torch.nn.functional.linear(h, self.weight).reshape(1, 1, -1)
+        logits: torch.Tensor = (h @ self.weight).reshape(1, 1, -1)
+        return logits
 
 
 def body_io_names(layers: int) -> tuple[list[str], list[str]]:
@@ -168,5 +212,7 @@ def body_io_names(layers: int) -> tuple[list[str], list[str]]:
 
 def body_example(s: Qwen3Shape, n: int, cache: int) -> tuple[torch.Tensor, ...]:
     """Example inputs of a body graph with N new tokens over a cache of `cache` slots."""
-    past = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(2 * s.layers)]
+    keys = [torch.zeros(1, s.kv_heads, s.head_dim, cache) for _ in range(s.layers)]
+    values = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(s.layers)]
+    past = keys + values
     return (torch.zeros(1, n, s.hidden), torch.arange(n, dtype=torch.int64)[None], torch.zeros(1, 1, n, cache + n), *past)

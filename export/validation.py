@@ -109,12 +109,17 @@ def _task(model: Any, engine: _Engine, prompt: list[int], text_ids: list[int]) -
             "perplexity_rel_delta": abs(got_ppl - ref_ppl) / ref_ppl}
 
 
+def _report(kind: str, identity: dict[str, str], checks: tuple[ReportCheck, ...]) -> ValidationReport:
+    return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
+                            identity["shape_bucket"], identity["target_abi"], checks)
+
+
 def validate_llm(model: Any, plan: Path, tokenizer_json: Path, identity: dict[str, str], enabled: bool, threads: int = 0,
                  limits: dict[str, float] | None = None) -> tuple[ValidationReport, ValidationReport]:
     limits = limits or FP32_LIMITS
     if not enabled:
         skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
-        return (ValidationReport("numerical", **identity, checks=skipped), ValidationReport("task", **identity, checks=skipped))
+        return _report("numerical", identity, skipped), _report("task", identity, skipped)
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(tokenizer_json))
@@ -125,13 +130,13 @@ def validate_llm(model: Any, plan: Path, tokenizer_json: Path, identity: dict[st
     prompts.append(_prompt_ids(tokenizer, HELD_OUT[2], max(8, engine.cache_slots - 6)))
     num = _numerical(model, engine, prompts, decode_steps=12)
     task = _task(model, engine, prompts[0][:24], _prompt_ids(tokenizer, HELD_OUT[2], 96))
-    numerical = ValidationReport("numerical", **identity, checks=(
+    numerical = _report("numerical", identity, (
         ReportCheck("logit_sqnr_db", num["logit_sqnr_db"], limits["logit_sqnr_db"], ">="),
         ReportCheck("top1_agreement", num["top1_agreement"], limits["top1_agreement"], ">="),
         ReportCheck("logit_max_abs_diff", num["logit_max_abs_diff"], 1e9, "<="),
         ReportCheck("positions_compared", num["positions_compared"], 1.0, ">="),
     ))
-    task_report = ValidationReport("task", **identity, checks=(
+    task_report = _report("task", identity, (
         ReportCheck("greedy_prefix_agreement_64", task["greedy_prefix_agreement_64"], limits["greedy_prefix_agreement_64"], ">="),
         ReportCheck("perplexity_rel_delta", task["perplexity_rel_delta"], limits["perplexity_rel_delta"], "<="),
         ReportCheck("perplexity", task["perplexity"], 1e12, "<="),

@@ -239,7 +239,7 @@ NB_MODULE(_native, m) {
         nb::list out;
         for (const auto& p : h.engine->placements()) out.append(PlacementDict(p));
         return out;
-      });
+      }, nb::sig("def placements(self) -> list[dict[str, str | int]]"));
 
   nb::class_<llm::LlmSession>(m, "LlmSession")
       .def_static("open", [](const std::string& plan_path, bool allow_unqualified, int threads) {
@@ -264,6 +264,7 @@ NB_MODULE(_native, m) {
         }
         return Unwrap(std::move(result)).ToJson().dump();
       }, nb::arg("request_json"), nb::arg("on_event"),
+         nb::sig("def generate(self, request_json: str, on_event: typing.Callable[[str], object]) -> str"),
          "Run one request; on_event(event_json) sees every event and may return False to cancel.")
       .def("cancel", &llm::LlmSession::Cancel)
       .def("reset", [](llm::LlmSession& s) { Check(s.Reset()); })
@@ -281,7 +282,7 @@ NB_MODULE(_native, m) {
         nb::list out;
         for (const auto& p : s.placements()) out.append(PlacementDict(p));
         return out;
-      });
+      }, nb::sig("def placements(self) -> list[dict[str, str | int]]"));
 
   nb::class_<EventStream>(m, "EventStream")
       .def("__init__", [](EventStream* self, const std::string& request_json, int64_t max_events, int64_t max_bytes) {

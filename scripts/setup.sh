@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install_system_deps.sh
+scripts/install_ort_headers.sh
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 PIP=".venv/bin/pip"
@@ -16,6 +17,7 @@ $PIP install -q --no-build-isolation -e ".[export,harness,dev]"
 
 echo "setup: .venv ready ($(.venv/bin/omni-edge --version), $(.venv/bin/omni-edge-run --version))"
 if [ "${OMNI_EDGE_SKIP_MAIN_JOB:-0}" != 1 ]; then
-  # The main job on the built-in default: the stage-contract conformance suite, both implementations.
-  .venv/bin/omni-edge conformance tests/fixtures/contract --quiet
+  # The main job on the built-in default: make the tiny Qwen3 checkpoint, export it, stream a
+  # reply through the native controller.
+  .venv/bin/omni-edge demo
 fi

@@ -45,11 +45,13 @@ std::string Option(const std::map<std::string, std::string>& options, const std:
   return fallback;
 }
 
-// The process-wide ONNX Runtime: one library, one API table, one environment. ORT allows one
+// The process-wide ONNX Runtime: one library, one API table, one environment with one
+// intra-op thread pool that every session shares (a session per graph, each with its own
+// spinning pool, would fight over the cores between the runs of a token). ORT allows one
 // environment per process, so this is created once and kept for the life of the process.
 class OrtProcess {
  public:
-  static Result<OrtProcess*> Get(const std::string& library_path) {
+  static Result<OrtProcess*> Get(const std::string& library_path, int threads, bool spinning) {
     static std::mutex mu;
     static OrtProcess* instance = nullptr;
     std::lock_guard<std::mutex> lock(mu);
@@ -69,13 +71,24 @@ class OrtProcess {
                                                       " does not offer C API version " + std::to_string(ORT_API_VERSION));
     }
     std::unique_ptr<OrtProcess> p(new OrtProcess(api, base->GetVersionString()));
+    OrtThreadingOptions* pool = nullptr;
     OrtEnv* env = nullptr;
-    if (OrtStatus* st = api->CreateEnvWithCustomLogger(&OrtProcess::Log, p.get(), ORT_LOGGING_LEVEL_WARNING, "omni-edge", &env)) {
+    OrtStatus* st = api->CreateThreadingOptions(&pool);
+    if (st == nullptr) st = api->SetGlobalIntraOpNumThreads(pool, threads);
+    if (st == nullptr) st = api->SetGlobalInterOpNumThreads(pool, 1);
+    if (st == nullptr) st = api->SetGlobalSpinControl(pool, spinning ? 1 : 0);
+    if (st == nullptr) {
+      st = api->CreateEnvWithCustomLoggerAndGlobalThreadPools(&OrtProcess::Log, p.get(), ORT_LOGGING_LEVEL_WARNING,
+                                                              "omni-edge", pool, &env);
+    }
+    if (pool != nullptr) api->ReleaseThreadingOptions(pool);
+    if (st != nullptr) {
       std::string msg = api->GetErrorMessage(st);
       api->ReleaseStatus(st);
       return Status::Error("backend_unavailable", "ONNX Runtime environment: " + msg);
     }
     p->env_ = env;
+    p->threads_ = threads;
     instance = p.release();
     return instance;
   }
@@ -83,6 +96,7 @@ class OrtProcess {
   const OrtApi* api() const { return api_; }
   OrtEnv* env() const { return env_; }
   const std::string& version() const { return version_; }
+  int threads() const { return threads_; }
 
   // Collects warnings while a session is created (QNN lists the ops it cannot run this way).
   void BeginCapture() {
@@ -144,6 +158,7 @@ class OrtProcess {
   std::vector<std::string> captured_;
   std::mutex create_mu_;
   bool qnn_registered_ = false;
+  int threads_ = 1;
 };
 
 Status FromOrt(const OrtApi* api, OrtStatus* st, const std::string& what) {
@@ -267,6 +282,12 @@ class WeightStore {
     return Status::Ok();
   }
   OrtPrepackedWeightsContainer* prepacked() const { return prepacked_; }
+  // After a session has prepacked its weights, the mapped originals are only read by the few
+  // ops that use them raw (an embedding gathers rows): drop the resident pages; they fault
+  // back in from the file when touched.
+  void ReleaseResidentPages() const {
+    if (map_ != nullptr) madvise(map_, size_, MADV_DONTNEED);
+  }
 
  private:
   explicit WeightStore(OrtProcess* ort) : ort_(ort) {}
@@ -409,14 +430,13 @@ class OrtBackend : public Backend {
     std::unique_ptr<OrtSessionOptions, std::function<void(OrtSessionOptions*)>> so_guard(
         so, [api](OrtSessionOptions* p) { api->ReleaseSessionOptions(p); });
 
-    const std::string threads = Option(options_, "threads", "OMNI_EDGE_THREADS", "0");
-    int n_threads = std::atoi(threads.c_str());
-    if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-    OE_RETURN_IF_ERROR(FromOrt(api, api->SetIntraOpNumThreads(so, n_threads), "threads"));
-    OE_RETURN_IF_ERROR(FromOrt(api, api->SetInterOpNumThreads(so, 1), "threads"));
+    OE_RETURN_IF_ERROR(FromOrt(api, api->DisablePerSessionThreads(so), "shared thread pool"));
     OE_RETURN_IF_ERROR(FromOrt(api, api->SetSessionGraphOptimizationLevel(so, ORT_ENABLE_ALL), "optimization level"));
-    OE_RETURN_IF_ERROR(FromOrt(api, api->AddSessionConfigEntry(so, "session.intra_op.allow_spinning",
-                                                               Option(options_, "spinning", nullptr, "1").c_str()), "spinning"));
+    for (const auto& [key, value] : spec.options) {
+      if (key.rfind("ort.", 0) == 0) {  // "ort.session.disable_prepacking" -> a session config entry
+        OE_RETURN_IF_ERROR(FromOrt(api, api->AddSessionConfigEntry(so, key.substr(4).c_str(), value.c_str()), key));
+      }
+    }
 
     Placement placement;
     placement.graph = spec.name;
@@ -460,6 +480,7 @@ class OrtBackend : public Backend {
       }
     }
     malloc_trim(0);  // return the temporary buffers of weight prepacking to the system
+    if (weights) weights->ReleaseResidentPages();
     placement.nodes_on_engine = -1;  // every node: CPU is the only EP, or CPU fallback is disabled
     placement.detail = spec.device == "npu" ? "CPU fallback disabled" : "all nodes";
     auto graph = std::make_unique<OrtGraph>(ort_, session, weights, placement);
@@ -505,8 +526,12 @@ class OrtBackend : public Backend {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::map<std::string, std::string>& options) {
+  int threads = std::atoi(Option(options, "threads", "OMNI_EDGE_THREADS", "0").c_str());
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  const bool spinning = Option(options, "spinning", nullptr, "1") != "0";
+  // The first backend of the process sizes the shared pool.
   OE_ASSIGN_OR_RETURN(OrtProcess * ort, OrtProcess::Get(Option(options, "library", "OMNI_EDGE_ONNXRUNTIME_LIB",
-                                                               OMNI_EDGE_ORT_LIBRARY)));
+                                                               OMNI_EDGE_ORT_LIBRARY), threads, spinning));
   return std::unique_ptr<Backend>(new OrtBackend(ort, options));
 }
 

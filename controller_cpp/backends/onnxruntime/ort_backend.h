@@ -15,9 +15,11 @@
 
 namespace omni_edge::ort {
 
-// Options: "library" (path of libonnxruntime), "threads" (intra-op threads, default all
-// cores), "spinning" (0/1), "qnn_ep_library", "qnn_backend" (libQnnHtp.so), and any
-// "qnn.<key>" passed through as a QNN provider option (e.g. qnn.htp_arch).
+// Options: "library" (path of libonnxruntime), "threads" (the shared intra-op pool, default all
+// cores; the first backend of a process sizes it), "spinning" (0/1), "qnn_ep_library",
+// "qnn_backend" (libQnnHtp.so), and any "qnn.<key>" passed through as a QNN provider option
+// (e.g. qnn.htp_arch). Graph-group options "ort.<key>" become session config entries (e.g.
+// "ort.session.disable_prepacking").
 Result<std::unique_ptr<Backend>> CreateBackend(const std::map<std::string, std::string>& options);
 
 }  // namespace omni_edge::ort

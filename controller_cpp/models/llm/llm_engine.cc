@@ -101,13 +101,15 @@ Status LlmEngine::Activate(size_t index, bool keep_contents) {
   const int64_t old_cache = cache_;
   std::vector<HostTensor> keys, values;
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    keys.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, S, D});
+    keys.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, D, S});
     values.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, S, D});
     if (keep_contents && !keys_.empty()) {
       // State migration to a larger bucket: the one copy of a growing full cache.
       for (int64_t h = 0; h < KV; ++h) {
-        std::memcpy(keys.back().data<float>() + h * S * D, keys_[size_t(l)].data<float>() + h * old_cache * D,
-                    size_t(old_cache * D) * sizeof(float));
+        for (int64_t d = 0; d < D; ++d) {
+          std::memcpy(keys.back().data<float>() + (h * D + d) * S, keys_[size_t(l)].data<float>() + (h * D + d) * old_cache,
+                      size_t(old_cache) * sizeof(float));
+        }
         std::memcpy(values.back().data<float>() + h * S * D, values_[size_t(l)].data<float>() + h * old_cache * D,
                     size_t(old_cache * D) * sizeof(float));
       }
@@ -213,8 +215,9 @@ Status LlmEngine::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
     const int64_t slot = SlotOf(position_ + t);
     for (size_t l = 0; l < keys_.size(); ++l) {
       for (int64_t h = 0; h < KV; ++h) {
-        std::memcpy(keys_[l].data<float>() + (h * S + slot) * D, new_k[l].data<float>() + (h * rows + t) * D,
-                    size_t(D) * sizeof(float));
+        const float* k = new_k[l].data<float>() + (h * rows + t) * D;
+        float* key_column = keys_[l].data<float>() + h * D * S + slot;  // keys are stored [D, S]
+        for (int64_t d = 0; d < D; ++d) key_column[d * S] = k[d];
         std::memcpy(values_[l].data<float>() + (h * S + slot) * D, new_v[l].data<float>() + (h * rows + t) * D,
                     size_t(D) * sizeof(float));
       }

@@ -67,7 +67,8 @@ class LlmEngine {
   HostTensor ids_chunk_, ids_step_, pos_chunk_, pos_step_;
   HostTensor hidden_chunk_, hidden_step_, out_chunk_, out_step_;
   HostTensor mask_chunk_, mask_step_;
-  std::vector<HostTensor> keys_, values_;                // [1, kv_heads, cache, head_dim] per layer
+  std::vector<HostTensor> keys_;    // [1, kv_heads, head_dim, cache] per layer (transposed: a plain bmm reads it)
+  std::vector<HostTensor> values_;  // [1, kv_heads, cache, head_dim] per layer
   std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
   HostTensor head_in_, logits_;
   double backend_seconds_ = 0;
