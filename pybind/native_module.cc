@@ -267,6 +267,7 @@ NB_MODULE(_native, m) {
          nb::sig("def generate(self, request_json: str, on_event: typing.Callable[[str], object]) -> str"),
          "Run one request; on_event(event_json) sees every event and may return False to cancel.")
       .def("cancel", &llm::LlmSession::Cancel)
+      .def("abort", &llm::LlmSession::Abort)
       .def("reset", [](llm::LlmSession& s) { Check(s.Reset()); })
       .def("context", [](const llm::LlmSession& s) { return s.context(); })
       .def("pending", [](const llm::LlmSession& s) { return s.pending(); })

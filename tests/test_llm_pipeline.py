@@ -174,3 +174,61 @@ def test_streamed_text_is_whole_utf8_and_stops_at_stop_strings(tiny_artifact: Pa
                     sampling={"temperature": 1.5, "seed": 11})
         assert terminal["finish_reason"] == "stop_string"
         assert stop not in "".join(deltas) and text.startswith("".join(deltas))
+
+
+def test_abort_fences_the_epoch_and_the_next_request_starts_fresh(tiny_checkpoint: Path, tiny_artifact: Path) -> None:
+    import threading
+
+    from omni_edge.contracts import ContractError
+
+    prompt = corpus_ids(tiny_checkpoint, 20, offset=5)
+    session = Session.open(tiny_artifact / "plan.json")
+    session.run(prompt_ids=prompt, max_new_tokens=5, on_event=lambda e: True)
+    assert session.epoch == 0 and session.kv_state()["epoch"] == 0
+    seen: list[dict[str, Any]] = []
+    gate = threading.Event()
+
+    def slow(e: dict[str, Any]) -> bool:
+        seen.append(e)
+        if len(seen) == 3:
+            threading.Thread(target=session.abort).start()
+            gate.wait(2)  # the abort lands while this consumer is still busy
+        return True
+
+    with pytest.raises(ContractError, match="aborted"):
+        session.run(prompt_ids=[7, 8, 9], continue_conversation=True, max_new_tokens=200, ignore_stop_tokens=True,
+                    on_event=slow)
+    assert len(seen) <= 4 and all(e["kind"] == "token" for e in seen), "nothing stale after the fence, no terminal"
+    assert session.epoch == 1 and session.kv_state() is None and session.context() == []
+    with pytest.raises(ContractError, match="no_conversation"):
+        session.run(prompt_ids=[1], continue_conversation=True, on_event=lambda e: True)
+    ids, done = _session_ids(tiny_artifact / "plan.json", prompt, 20)
+    again: list[int] = []
+    session.run(prompt_ids=prompt, max_new_tokens=20, ignore_stop_tokens=True,
+                on_event=lambda e: again.extend(e.get("token_ids", [])) or True)
+    assert again == ids == greedy_ids(tiny_checkpoint, prompt, 20)
+    assert session.kv_state()["epoch"] == 1, "the new conversation's state is bound to the new epoch"
+
+
+def test_full_cache_rings_past_the_last_bucket_when_the_plan_says_so(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """kv.overflow = ring: past the largest bucket (128) the cache slides a window of 128, which is
+    transformers with a 128-token sliding window on the same weights."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from omni_edge.export.llm import LlmExportOptions, export_llm
+
+    artifact = tmp_path / "overflow"
+    export_llm(tiny_checkpoint, artifact, LlmExportOptions(formats=("onnx",), prefill_chunk=16, buckets=(64, 128),
+                                                           overflow="ring"))
+    prompt = corpus_ids(tiny_checkpoint, 40, offset=6)
+    got, done = _session_ids(artifact / "plan.json", prompt, 150)
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_checkpoint), dtype=torch.float32)
+    model.config.use_sliding_window, model.config.sliding_window = True, 128
+    model.config.layer_types = ["sliding_attention"] * model.config.num_hidden_layers
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_checkpoint), config=model.config, dtype=torch.float32).eval()
+    with torch.no_grad():
+        expected = model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=150, eos_token_id=None,
+                                  pad_token_id=0)[0, 40:].tolist()
+    assert done["context_tokens"] == 40 + 149 > 128
+    assert got == expected

@@ -144,6 +144,10 @@ void oe_session_cancel(OeSession* session) {
   if (session != nullptr) session->session->Cancel();
 }
 
+void oe_session_abort(OeSession* session) {
+  if (session != nullptr) session->session->Abort();
+}
+
 OeError* oe_session_reset(OeSession* session) {
   return Guard([&]() -> omni_edge::Status {
     if (session == nullptr) return omni_edge::Status::Error("invalid_argument", "session is required");

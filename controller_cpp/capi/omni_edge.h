@@ -85,6 +85,10 @@ OE_API OeError* oe_session_generate(OeSession* session, const OeGenerateParams* 
                                     void* user_data);
 /* Thread-safe: the running request ends at its next token with a "cancelled" event. */
 OE_API void oe_session_cancel(OeSession* session);
+/* Thread-safe: fences the running request (its consumer is going away): queued events are
+ * dropped, oe_session_generate returns the error "aborted", the next request starts a fresh
+ * conversation at the next epoch. */
+OE_API void oe_session_abort(OeSession* session);
 /* Forgets the conversation and clears an error that poisoned the session. */
 OE_API OeError* oe_session_reset(OeSession* session);
 /* {"plan", "placements": [...], "backends": [...]} */

@@ -60,7 +60,12 @@ class Session:
         thread.join()
 
     def cancel(self) -> None:
+        """End the running request at its next token (a terminal "cancelled" event)."""
         self._s.cancel()
+
+    def abort(self) -> None:
+        """Fence the running request: no more events, the next request starts a new epoch."""
+        self._s.abort()
 
     def reset(self) -> None:
         self._s.reset()

@@ -190,6 +190,14 @@ LlmSession::~LlmSession() = default;
 
 void LlmSession::Cancel() { cancel_ = true; }
 
+void LlmSession::Abort() {
+  std::lock_guard<std::mutex> lock(active_mu_);
+  if (!active_) return;
+  aborted_ = true;
+  cancel_ = true;
+  (void)controller_->Cancel(*active_);
+}
+
 Status LlmSession::ReleaseState() {
   if (!kv_state_) return Status::Ok();
   // The two-step release: ask, the backend frees the cache (engine reset), confirm.
@@ -427,6 +435,11 @@ Result<Metrics> LlmSession::Generate(const GenerateRequest& r, const std::functi
   OE_ASSIGN_OR_RETURN(std::shared_ptr<contract::EventStream> stream, controller_->Begin(req, plan_.stream_limits));
 
   cancel_ = false;
+  {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    active_ = req;
+    aborted_ = false;
+  }
   std::thread producer([this, &run] {
     Produce(run);
     (void)controller_->Finish(run.request);
@@ -452,6 +465,28 @@ Result<Metrics> LlmSession::Generate(const GenerateRequest& r, const std::functi
     if (ev.terminal) last = std::move(out);
   }
   producer.join();
+  bool aborted = false;
+  {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    active_.reset();
+    aborted = aborted_;
+  }
+  if (aborted) {
+    // Fenced: the state handle of this epoch is retired and the context holds tokens nobody
+    // saw. The next request starts fresh at the next epoch.
+    epoch_ = req.epoch + 1;
+    if (kv_state_ && controller_->IsLive(stage_->stage_id, *kv_state_) == false) {
+      // Retired by the fence (a continued state) or never announced (a fresh one): release
+      // what the controller knows of, so its books end clean.
+      auto op = controller_->RequestRelease(stage_->stage_id, *kv_state_);
+      if (op.ok()) (void)controller_->ConfirmRelease(stage_->stage_id, *kv_state_, op.value());
+    }
+    kv_state_.reset();
+    context_.clear();
+    pending_.clear();
+    OE_RETURN_IF_ERROR(engine_->Reset());
+    return Status::Error("aborted", "the request was fenced by its consumer (next epoch " + std::to_string(epoch_) + ")");
+  }
   if (withholding && run.error.ok()) OE_RETURN_IF_ERROR(RewindTo(run.generated, shown));
   if (!run.error.ok()) return run.error;
   if (!last) return Status::Error("internal", "the request ended without a terminal event");

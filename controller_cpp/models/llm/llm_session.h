@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -81,7 +82,14 @@ class LlmSession {
   // Runs one request to its terminal event. `on_event` sees every event in order (it runs on
   // the calling thread); returning false cancels the request at the next token.
   Result<Metrics> Generate(const GenerateRequest& request, const std::function<bool(const OutputEvent&)>& on_event);
+  // Graceful: the request ends at its next token with a terminal "cancelled" event; the
+  // conversation stays resident and can be continued.
   void Cancel();
+  // The stage contract's fence, for a consumer that goes away (an app torn down mid-reply):
+  // queued events are dropped as stale, the producer is woken and stops, no terminal event is
+  // delivered, Generate returns "aborted", the KV state is retired and the next request runs
+  // at the next epoch on a fresh context. Thread-safe.
+  void Abort();
   Status Reset();
 
   const Plan& plan() const { return plan_; }
@@ -121,6 +129,9 @@ class LlmSession {
   std::vector<TokenId> context_;
   std::vector<TokenId> pending_;
   std::atomic<bool> cancel_{false};
+  std::mutex active_mu_;
+  std::optional<contract::StageRequest> active_;  // the request in flight, for Abort()
+  bool aborted_ = false;
   bool poisoned_ = false;
 };
 
