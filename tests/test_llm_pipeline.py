@@ -202,7 +202,7 @@ def test_abort_fences_the_epoch_and_the_next_request_starts_fresh(tiny_checkpoin
     assert session.epoch == 1 and session.kv_state() is None and session.context() == []
     with pytest.raises(ContractError, match="no_conversation"):
         session.run(prompt_ids=[1], continue_conversation=True, on_event=lambda e: True)
-    ids, done = _session_ids(tiny_artifact / "plan.json", prompt, 20)
+    ids, _ = _session_ids(tiny_artifact / "plan.json", prompt, 20)
     again: list[int] = []
     session.run(prompt_ids=prompt, max_new_tokens=20, ignore_stop_tokens=True,
                 on_event=lambda e: again.extend(e.get("token_ids", [])) or True)
@@ -214,9 +214,8 @@ def test_full_cache_rings_past_the_last_bucket_when_the_plan_says_so(tiny_checkp
     """kv.overflow = ring: past the largest bucket (128) the cache slides a window of 128, which is
     transformers with a 128-token sliding window on the same weights."""
     import torch
-    from transformers import AutoModelForCausalLM
-
     from omni_edge.export.llm import LlmExportOptions, export_llm
+    from transformers import AutoModelForCausalLM
 
     artifact = tmp_path / "overflow"
     export_llm(tiny_checkpoint, artifact, LlmExportOptions(formats=("onnx",), prefill_chunk=16, buckets=(64, 128),
