@@ -12,8 +12,16 @@ PIP=".venv/bin/pip"
 $PIP install -q --upgrade pip
 # The CPU build of torch first: a looser requirement alone would fetch a CUDA build.
 $PIP install -q "torch==2.13.0"
-$PIP install -q "scikit-build-core>=0.11" "nanobind>=2.4" "cmake>=3.22" "ninja>=1.11"
-$PIP install -q --no-build-isolation -e ".[export,harness,dev]"
+# Dependencies first: the native build looks up the onnxruntime and executorch wheels (their
+# libraries, headers and CMake package), and pip would build the project before installing them.
+.venv/bin/python - <<'PY' > .venv/omni-edge-requirements.txt
+import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = project["optional-dependencies"]
+print("\n".join(project["dependencies"] + extras["export"] + extras["harness"] + extras["dev"]))
+PY
+$PIP install -q -r .venv/omni-edge-requirements.txt
+$PIP install -q --no-build-isolation --no-deps -e .
 
 echo "setup: .venv ready ($(.venv/bin/omni-edge --version), $(.venv/bin/omni-edge-run --version))"
 if [ "${OMNI_EDGE_SKIP_MAIN_JOB:-0}" != 1 ]; then

@@ -8,7 +8,7 @@ jobs=$(nproc)
 step() { printf '\n== %s\n' "$*"; }
 
 step "rebuild the Python extension (picks up C++ changes)"
-pip install -q --no-build-isolation -e .
+pip install -q --no-build-isolation --no-deps -e .
 
 step "lint"
 scripts/lint.sh

@@ -35,6 +35,8 @@ namespace omni_edge::ort {
 namespace fs = std::filesystem;
 namespace {
 
+// A non-empty option, else a non-empty environment variable, else the fallback (never "":
+// dlopen("") would return the main program).
 std::string Option(const std::map<std::string, std::string>& options, const std::string& key, const char* env,
                    const std::string& fallback) {
   auto it = options.find(key);
@@ -526,12 +528,13 @@ class OrtBackend : public Backend {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::map<std::string, std::string>& options) {
+  std::string library = Option(options, "library", "OMNI_EDGE_ONNXRUNTIME_LIB", OMNI_EDGE_ORT_LIBRARY);
+  if (library.empty()) library = "libonnxruntime.so.1";  // no wheel was found at build time: the system's
   int threads = std::atoi(Option(options, "threads", "OMNI_EDGE_THREADS", "0").c_str());
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   const bool spinning = Option(options, "spinning", nullptr, "1") != "0";
   // The first backend of the process sizes the shared pool.
-  OE_ASSIGN_OR_RETURN(OrtProcess * ort, OrtProcess::Get(Option(options, "library", "OMNI_EDGE_ONNXRUNTIME_LIB",
-                                                               OMNI_EDGE_ORT_LIBRARY), threads, spinning));
+  OE_ASSIGN_OR_RETURN(OrtProcess * ort, OrtProcess::Get(library, threads, spinning));
   return std::unique_ptr<Backend>(new OrtBackend(ort, options));
 }
 
