@@ -99,10 +99,19 @@ std::map<int64_t, BackendIdentity> Identities(const std::string& identities_json
 
 // The engine alone, straight from a plan (no manifest check): for export-time validation,
 // which runs before the artifact's reports exist.
+struct CapturedTensor {
+  std::string bytes;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
 struct EngineHandle {
   Plan plan;
   BackendPool backends;
   std::unique_ptr<llm::LlmEngine> engine;
+  // Graph inputs seen while capturing, at most `capture_limit` samples per graph.
+  std::map<std::string, std::vector<std::vector<CapturedTensor>>> captured;
+  size_t capture_limit = 0;
 };
 
 std::unique_ptr<EngineHandle> OpenEngine(const std::string& plan_path, int threads) {
@@ -232,6 +241,40 @@ NB_MODULE(_native, m) {
         return nb::bytes(reinterpret_cast<const char*>(logits), size_t(h.engine->config().vocab_size) * sizeof(float));
       }, nb::arg("ids"), "Feed tokens; returns the last token's logits as float32 bytes.")
       .def("reset", [](EngineHandle& h) { Check(h.engine->Reset()); })
+      .def("capture", [](EngineHandle& h, size_t max_per_graph) {
+        h.captured.clear();
+        h.capture_limit = max_per_graph;
+        if (max_per_graph == 0) {
+          h.engine->set_observer(nullptr);
+          return;
+        }
+        EngineHandle* handle = &h;
+        h.engine->set_observer([handle](const std::string& graph, const std::vector<TensorView>& inputs) {
+          auto& samples = handle->captured[graph];
+          if (samples.size() >= handle->capture_limit) return;
+          std::vector<CapturedTensor> sample;
+          for (const auto& t : inputs) {
+            sample.push_back({std::string(static_cast<const char*>(t.data), t.nbytes()), t.dtype, t.shape});
+          }
+          samples.push_back(std::move(sample));
+        });
+      }, nb::arg("max_per_graph"), "Capture the inputs of every graph run (0 stops).")
+      .def("take_capture", [](EngineHandle& h) {
+        nb::dict out;
+        for (auto& [graph, samples] : h.captured) {
+          nb::list list;
+          for (auto& sample : samples) {
+            nb::list tensors;
+            for (auto& t : sample) {
+              tensors.append(nb::make_tuple(nb::bytes(t.bytes.data(), t.bytes.size()), DTypeName(t.dtype), t.shape));
+            }
+            list.append(tensors);
+          }
+          out[graph.c_str()] = list;
+        }
+        h.captured.clear();
+        return out;
+      }, nb::sig("def take_capture(self) -> dict[str, list[list[tuple[bytes, str, list[int]]]]]"))
       .def_prop_ro("position", [](const EngineHandle& h) { return h.engine->position(); })
       .def_prop_ro("cache_slots", [](const EngineHandle& h) { return h.engine->cache_slots(); })
       .def_prop_ro("vocab_size", [](const EngineHandle& h) { return h.engine->config().vocab_size; })

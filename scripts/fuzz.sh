@@ -40,7 +40,8 @@ seed(9, {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": 
          "pre_tokenizer": {"type": "ByteLevel", "use_regex": True}})
 seed(6, default_report("task"))
 PY
-echo "fuzzing the contract JSON decoders for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
+cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
+echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
 log=build/fuzz/fuzz.log
 if ! build/fuzz/controller_cpp/contract_json_fuzzer -max_total_time="$seconds" -max_len=4096 -timeout=10 \
     -dict=controller_cpp/fuzz/contract_json.dict -print_final_stats=1 "$corpus" >"$log" 2>&1; then

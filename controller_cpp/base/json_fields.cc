@@ -87,6 +87,38 @@ Status CheckInt(const Json& value, const std::string& path, std::optional<int64_
   return Status::Ok();
 }
 
+namespace {
+
+const Json* Member(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+}  // namespace
+
+Result<std::string> GetString(const Json& object, const char* key, const std::string& fallback, const std::string& where) {
+  const Json* v = Member(object, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) return FieldError(where + "." + key, std::string("expected a string, got ") + JsonTypeName(*v));
+  return v->get<std::string>();
+}
+
+Result<bool> GetBool(const Json& object, const char* key, bool fallback, const std::string& where) {
+  const Json* v = Member(object, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) return FieldError(where + "." + key, std::string("expected a boolean, got ") + JsonTypeName(*v));
+  return v->get<bool>();
+}
+
+Result<int64_t> GetInt(const Json& object, const char* key, int64_t fallback, const std::string& where) {
+  const Json* v = Member(object, key);
+  if (v == nullptr) return fallback;
+  int64_t out = 0;
+  OE_RETURN_IF_ERROR(CheckInt(*v, where + "." + key, std::nullopt, &out));
+  return out;
+}
+
 FieldReader::FieldReader(const Json& data, std::string where) : data_(&data), where_(std::move(where)) {
   if (!data.is_object()) status_ = FieldError(where_, std::string("expected an object, got ") + JsonTypeName(data));
 }

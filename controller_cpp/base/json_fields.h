@@ -27,6 +27,12 @@ const char* JsonTypeName(const Json& value);
 // An int64 or a refusal naming `path`; refuses booleans, floats and values outside int64.
 Status CheckInt(const Json& value, const std::string& path, std::optional<int64_t> minimum, int64_t* out);
 
+// Typed reads of third-party formats (tokenizer.json, ...) that allow unknown fields: a missing
+// or null key gives the fallback, a present key of the wrong type is an error naming it.
+Result<std::string> GetString(const Json& object, const char* key, const std::string& fallback, const std::string& where);
+Result<bool> GetBool(const Json& object, const char* key, bool fallback, const std::string& where);
+Result<int64_t> GetInt(const Json& object, const char* key, int64_t fallback, const std::string& where);
+
 class FieldReader {
  public:
   FieldReader(const Json& data, std::string where);

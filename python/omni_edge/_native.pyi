@@ -38,6 +38,11 @@ class LlmEngine:
 
     def reset(self) -> None: ...
 
+    def capture(self, max_per_graph: int) -> None:
+        """Capture the inputs of every graph run (0 stops)."""
+
+    def take_capture(self) -> dict[str, list[list[tuple[bytes, str, list[int]]]]]: ...
+
     @property
     def position(self) -> int: ...
 

@@ -174,9 +174,13 @@ class EtBackend : public Backend {
     }
     if (placement.engine.empty()) placement.engine = "portable CPU kernels";
     const Json facts = ReadPlacementFacts(spec.path);
-    if (facts.contains(spec.method) && facts[spec.method].is_object()) {
-      placement.nodes_on_engine = facts[spec.method].value("delegate_calls", int64_t(-1));
-      placement.nodes_elsewhere = facts[spec.method].value("cpu_kernel_calls", int64_t(0));
+    auto delegated = facts.contains(spec.method) ? GetInt(facts[spec.method], "delegate_calls", -1, "placement.json")
+                                                 : Result<int64_t>(int64_t(-1));
+    auto on_cpu = facts.contains(spec.method) ? GetInt(facts[spec.method], "cpu_kernel_calls", 0, "placement.json")
+                                              : Result<int64_t>(int64_t(0));
+    if (delegated.ok() && on_cpu.ok() && delegated.value() >= 0) {
+      placement.nodes_on_engine = delegated.value();
+      placement.nodes_elsewhere = on_cpu.value();
       placement.detail = "delegated calls vs ExecuTorch CPU kernel calls, counted in the program";
     } else {
       placement.nodes_on_engine = -1;

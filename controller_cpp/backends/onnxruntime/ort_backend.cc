@@ -257,7 +257,11 @@ class WeightStore {
       store->values_[name] = value;
     }
     for (auto it = graphs->begin(); it != graphs->end(); ++it) {
-      for (const auto& n : it.value()) store->graph_weights_[it.key()].push_back(n.get<std::string>());
+      if (!it.value().is_array()) return Status::Error("invalid_artifact", "weights.json: graphs." + it.key() + " is not a list");
+      for (const auto& n : it.value()) {
+        if (!n.is_string()) return Status::Error("invalid_artifact", "weights.json: graphs." + it.key() + " lists a non-name");
+        store->graph_weights_[it.key()].push_back(n.get<std::string>());
+      }
     }
     OE_RETURN_IF_ERROR(FromOrt(api, api->CreatePrepackedWeightsContainer(&store->prepacked_), "prepacked container"));
     return store;

@@ -147,7 +147,10 @@ Status LlmEngine::Activate(size_t index, bool keep_contents) {
   OE_RETURN_IF_ERROR(Expect(*body.prefill, "prefill" + tag, in_chunk, out_chunk));
   OE_RETURN_IF_ERROR(Expect(*body.decode, "decode" + tag, in_step, out_step));
   OE_RETURN_IF_ERROR(body.prefill->Bind(in_chunk, out_chunk));
-  return body.decode->Bind(in_step, out_step);
+  OE_RETURN_IF_ERROR(body.decode->Bind(in_step, out_step));
+  body_in_chunk_ = std::move(in_chunk);
+  body_in_step_ = std::move(in_step);
+  return Status::Ok();
 }
 
 Status LlmEngine::EnsureCapacity(int64_t end_position) {
@@ -185,7 +188,8 @@ void LlmEngine::FillMask(float* mask, int64_t rows, int64_t n_valid) const {
   (void)n_valid;  // padded rows only see themselves and earlier rows; their outputs are dropped
 }
 
-Status LlmEngine::RunGraph(Graph& g) {
+Status LlmEngine::RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs) {
+  if (observer_) observer_(name, inputs);
   const auto start = std::chrono::steady_clock::now();
   Status st = g.Run();
   backend_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -204,8 +208,10 @@ Status LlmEngine::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
   }
   FillMask((chunk ? mask_chunk_ : mask_step_).data<float>(), rows, n_valid);
   Body& body = bodies_[active_];
-  OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_));
-  OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode));
+  const std::string cache = std::to_string(cache_);
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_, chunk ? "embed:chunk" : "embed:step", {ids.view()}));
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode, (chunk ? "prefill:" : "decode:") + cache,
+                              chunk ? body_in_chunk_ : body_in_step_));
 
   // Write the new keys/values into their slots in place.
   const int64_t KV = config_.num_kv_heads, D = config_.head_dim, S = cache_;
@@ -246,7 +252,7 @@ Result<const float*> LlmEngine::Feed(const std::vector<TokenId>& tokens) {
     OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk));
     i += size_t(n);
   }
-  OE_RETURN_IF_ERROR(RunGraph(*head_));
+  OE_RETURN_IF_ERROR(RunGraph(*head_, "lm_head:step", {head_in_.view()}));
   return static_cast<const float*>(logits_.data<float>());
 }
 

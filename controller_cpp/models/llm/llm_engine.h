@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,6 +32,11 @@ class LlmEngine {
   // (a ring whose slots were overwritten is rebuilt by replaying them).
   Status Rewind(int64_t position, const std::vector<TokenId>& context);
 
+  // Sees the inputs of every graph just before it runs, named "<role>:<key>" as in the plan
+  // ("embed:chunk", "prefill:512", "decode:512", "lm_head:step"): calibration for quantization.
+  using Observer = std::function<void(const std::string& graph, const std::vector<TensorView>& inputs)>;
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
   int64_t position() const { return position_; }
   int64_t cache_slots() const { return cache_; }
   bool ringing() const { return window_ > 0; }
@@ -53,7 +59,7 @@ class LlmEngine {
   Status Step(const TokenId* tokens, int64_t n_valid, bool chunk);
   int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
   void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
-  Status RunGraph(Graph& g);
+  Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
 
   LlmConfig config_;
   std::unique_ptr<Graph> embed_chunk_, embed_step_, head_;
@@ -71,6 +77,8 @@ class LlmEngine {
   std::vector<HostTensor> values_;  // [1, kv_heads, cache, head_dim] per layer
   std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
   HostTensor head_in_, logits_;
+  std::vector<TensorView> body_in_chunk_, body_in_step_;  // the active bucket's bound body inputs
+  Observer observer_;
   double backend_seconds_ = 0;
   int64_t graph_runs_ = 0;
 };

@@ -28,19 +28,26 @@ std::vector<char32_t> ByteLevelAlphabet() {
 }
 
 // Reads the normalizer: null, NFC, or a Sequence of those.
-Status ReadNormalizer(const Json& n, bool* nfc) {
+Status ReadNormalizer(const Json& n, bool* nfc, int depth = 0) {
   if (n.is_null()) return Status::Ok();
-  if (!n.is_object() || !n.contains("type")) return Invalid("normalizer must be an object with a type");
-  const std::string type = n["type"].is_string() ? n["type"].get<std::string>() : "";
+  if (!n.is_object() || depth > 8) return Invalid("normalizer must be an object with a type");
+  OE_ASSIGN_OR_RETURN(std::string type, GetString(n, "type", "", "tokenizer.json normalizer"));
   if (type == "NFC") {
     *nfc = true;
     return Status::Ok();
   }
   if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
-    for (const auto& item : n["normalizers"]) OE_RETURN_IF_ERROR(ReadNormalizer(item, nfc));
+    for (const auto& item : n["normalizers"]) OE_RETURN_IF_ERROR(ReadNormalizer(item, nfc, depth + 1));
     return Status::Ok();
   }
   return Unsupported("normalizer '" + type + "'");
+}
+
+Result<TokenId> ReadId(const Json& v, const std::string& what) {
+  if (!v.is_number_integer()) return Invalid(what + " is not an integer id");
+  int64_t id = 0;
+  if (!CheckInt(v, what, 0, &id).ok() || id > 10'000'000) return Invalid(what + " is not a valid id");
+  return TokenId(id);
 }
 
 }  // namespace
@@ -58,43 +65,44 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(const Json& j) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return Invalid("missing model");
   const Json& model = j["model"];
-  if (model.value("type", "") != "BPE") return Unsupported("model type must be BPE");
-  if (model.value("byte_fallback", false)) return Unsupported("byte_fallback BPE");
+  const std::string where = "tokenizer.json model";
+  OE_ASSIGN_OR_RETURN(std::string type, GetString(model, "type", "", where));
+  if (type != "BPE") return Unsupported("model type must be BPE");
+  OE_ASSIGN_OR_RETURN(bool byte_fallback, GetBool(model, "byte_fallback", false, where));
+  if (byte_fallback) return Unsupported("byte_fallback BPE");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (model.contains(key) && !model[key].is_null() && model[key] != "") return Unsupported(std::string(key));
+    OE_ASSIGN_OR_RETURN(std::string affix, GetString(model, key, "", where));
+    if (!affix.empty()) return Unsupported(std::string(key));
   }
-  t->ignore_merges_ = model.value("ignore_merges", false);
+  OE_ASSIGN_OR_RETURN(t->ignore_merges_, GetBool(model, "ignore_merges", false, where));
 
   if (!model.contains("vocab") || !model["vocab"].is_object()) return Invalid("model.vocab must be an object");
   TokenId max_id = -1;
   for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > 10'000'000) {
-      return Invalid("vocab id of '" + it.key() + "' is not a valid id");
-    }
-    const auto id = TokenId(it.value().get<int64_t>());
+    OE_ASSIGN_OR_RETURN(TokenId id, ReadId(it.value(), "vocab id of '" + it.key() + "'"));
     t->vocab_[it.key()] = id;
     max_id = std::max(max_id, id);
   }
-  std::vector<const Json*> added_json;
+  std::vector<AddedToken> added;
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
     for (const auto& a : j["added_tokens"]) {
-      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
-          !a["content"].is_string() || a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() > 10'000'000) {
+      if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["content"].is_string()) {
         return Invalid("added_tokens entries need an id and content");
       }
-      max_id = std::max(max_id, TokenId(a["id"].get<int64_t>()));
-      added_json.push_back(&a);
+      OE_ASSIGN_OR_RETURN(TokenId id, ReadId(a["id"], "added token id"));
+      OE_ASSIGN_OR_RETURN(bool special, GetBool(a, "special", false, "tokenizer.json added_tokens"));
+      added.push_back(AddedToken{a["content"].get<std::string>(), id, special});
+      if (added.back().content.empty()) return Invalid("an added token has empty content");
+      max_id = std::max(max_id, id);
     }
   }
   t->id_to_token_.assign(size_t(max_id) + 1, "");
   t->added_kind_.assign(size_t(max_id) + 1, 0);
   for (const auto& [token, id] : t->vocab_) t->id_to_token_[size_t(id)] = token;
-  for (const Json* a : added_json) {
-    AddedToken added{(*a)["content"].get<std::string>(), TokenId((*a)["id"].get<int64_t>()), a->value("special", false)};
-    if (added.content.empty()) return Invalid("an added token has empty content");
-    t->id_to_token_[size_t(added.id)] = added.content;
-    t->added_kind_[size_t(added.id)] = added.special ? 2 : 1;
-    t->added_.push_back(std::move(added));
+  for (auto& a : added) {
+    t->id_to_token_[size_t(a.id)] = a.content;
+    t->added_kind_[size_t(a.id)] = a.special ? 2 : 1;
+    t->added_.push_back(std::move(a));
   }
   std::stable_sort(t->added_.begin(), t->added_.end(),
                    [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
@@ -120,35 +128,43 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(const Json& j) {
     t->merges_.emplace(PairKey(l->second, r->second), std::make_pair(rank++, lr->second));
   }
 
-  OE_RETURN_IF_ERROR(ReadNormalizer(j.value("normalizer", Json()), &t->nfc_));
+  if (j.contains("normalizer")) OE_RETURN_IF_ERROR(ReadNormalizer(j["normalizer"], &t->nfc_));
 
   // Pre-tokenizer: ByteLevel, or Sequence[Split(regex, Isolated), ByteLevel(use_regex=false)].
-  const Json pre = j.value("pre_tokenizer", Json());
+  const Json pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : Json();
   std::vector<Json> steps;
-  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers")) {
-    for (const auto& s : pre["pretokenizers"]) steps.push_back(s);
-  } else if (pre.is_object()) {
-    steps.push_back(pre);
+  if (pre.is_object()) {
+    OE_ASSIGN_OR_RETURN(std::string pre_type, GetString(pre, "type", "", "tokenizer.json pre_tokenizer"));
+    if (pre_type == "Sequence") {
+      if (!pre.contains("pretokenizers") || !pre["pretokenizers"].is_array()) {
+        return Invalid("a Sequence pre-tokenizer needs pretokenizers");
+      }
+      for (const auto& s : pre["pretokenizers"]) steps.push_back(s);
+    } else {
+      steps.push_back(pre);
+    }
   }
   bool byte_level = false;
+  const std::string pw = "tokenizer.json pre_tokenizer";
   for (const auto& s : steps) {
-    const std::string type = s.value("type", "");
-    if (type == "Split") {
+    if (!s.is_object()) return Invalid("pre-tokenizers must be objects");
+    OE_ASSIGN_OR_RETURN(std::string step_type, GetString(s, "type", "", pw));
+    if (step_type == "Split") {
       if (t->pretokenizer_) return Unsupported("more than one Split pre-tokenizer");
-      if (s.value("behavior", "") != "Isolated" || s.value("invert", false)) {
-        return Unsupported("Split pre-tokenizer must be Isolated and not inverted");
-      }
+      OE_ASSIGN_OR_RETURN(std::string behavior, GetString(s, "behavior", "", pw));
+      OE_ASSIGN_OR_RETURN(bool invert, GetBool(s, "invert", false, pw));
+      if (behavior != "Isolated" || invert) return Unsupported("Split pre-tokenizer must be Isolated and not inverted");
       if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") ||
           !s["pattern"]["Regex"].is_string()) {
         return Unsupported("Split pre-tokenizer without a Regex pattern");
       }
       OE_ASSIGN_OR_RETURN(t->pretokenizer_, PretokenizerForPattern(s["pattern"]["Regex"].get<std::string>()));
-    } else if (type == "ByteLevel") {
+    } else if (step_type == "ByteLevel") {
       byte_level = true;
-      t->add_prefix_space_ = s.value("add_prefix_space", false);
-      t->byte_level_regex_ = s.value("use_regex", true);
+      OE_ASSIGN_OR_RETURN(t->add_prefix_space_, GetBool(s, "add_prefix_space", false, pw));
+      OE_ASSIGN_OR_RETURN(t->byte_level_regex_, GetBool(s, "use_regex", true, pw));
     } else {
-      return Unsupported("pre-tokenizer '" + type + "'");
+      return Unsupported("pre-tokenizer '" + step_type + "'");
     }
   }
   if (!byte_level) return Unsupported("only byte-level BPE is supported (no ByteLevel pre-tokenizer)");
