@@ -37,11 +37,13 @@ class Preset:
     model_vocab: int
     train_steps: int
     max_positions: int = 4096
+    train_documents: int = 200  # the first N corpus documents: learned well enough that predictions are peaked
 
 
 PRESETS: dict[str, Preset] = {
-    "tiny": Preset(64, 2, 4, 2, 16, 192, 1024, 1024, 300),
-    "small": Preset(256, 4, 8, 4, 32, 768, 4096, 4096, 300),
+    # Peaked: greedy generation survives 8-bit weights (measured: 94% of 64 tokens agree on the HTP).
+    "tiny": Preset(128, 2, 4, 2, 32, 384, 1024, 1024, 1000),
+    "small": Preset(256, 4, 8, 4, 32, 768, 4096, 4096, 1000, train_documents=400),
     # Qwen3-0.6B-shaped (hidden 1024, 16/8 heads of 128, vocab 151936) with fewer layers: for benchmarks.
     "bench": Preset(1024, 4, 16, 8, 128, 3072, 8192, 151936, 0, max_positions=40960),
 }
@@ -81,7 +83,7 @@ def _config(p: Preset, tokenizer: Any, sliding_window: int | None) -> Any:
     return Qwen3Config(**kwargs)
 
 
-def _train(model: Any, tokenizer: Any, texts: list[str], steps: int, seed: int) -> list[float]:
+def train_causal_lm(model: Any, tokenizer: Any, texts: list[str], steps: int, seed: int) -> list[float]:
     """A few hundred AdamW steps on the corpus: enough to make next-token distributions peaked."""
     import torch
 
@@ -105,13 +107,13 @@ def _train(model: Any, tokenizer: Any, texts: list[str], steps: int, seed: int) 
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     model.eval()
     return losses
 
 
 def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: int = 0,
-                    sliding_window: int | None = None) -> Path:
+                    sliding_window: int | None = None, train_steps: int | None = None) -> Path:
     """Write a checkpoint directory: config.json, model.safetensors, tokenizer.json, tokenizer_config.json."""
     import torch
     from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
@@ -121,13 +123,14 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r} (available: {', '.join(PRESETS)})")
     p = PRESETS[preset]
+    steps = p.train_steps if train_steps is None else train_steps
     random.seed(seed)
     torch.manual_seed(seed)
     texts = stdlib_corpus()
     tokenizer = train_tokenizer(texts, p.tokenizer_vocab)
     model: Any = Qwen3ForCausalLM(_config(p, tokenizer, sliding_window))
     model.float()
-    losses = _train(model, tokenizer, texts, p.train_steps, seed) if p.train_steps else []
+    losses = train_causal_lm(model, tokenizer, texts[:p.train_documents], steps, seed) if steps else []
 
     out.mkdir(parents=True, exist_ok=True)
     model.generation_config.do_sample = False
@@ -139,6 +142,6 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
     fast.save_pretrained(out)
     (out / "omni_edge_checkpoint.json").write_text(json.dumps({
         "arch": arch, "preset": preset, "seed": seed, "sliding_window": sliding_window,
-        "train_steps": p.train_steps, "final_loss": losses[-1] if losses else None,
+        "train_steps": steps, "final_loss": losses[-1] if losses else None,
     }, indent=2) + "\n")
     return out

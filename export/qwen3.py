@@ -165,19 +165,35 @@ class BodyGraph(nn.Module):
     """(hidden, position_ids, attention_mask, past_key_i..., past_value_i...) -> (hidden, new_key_i..., new_value_i...)."""
 
     inv_freq: torch.Tensor
+    rope_cos: torch.Tensor
+    rope_sin: torch.Tensor
 
-    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean") -> None:
+    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean", rope_table: int = 0) -> None:
+        """rope_table > 0: cos/sin come from tables of that many positions (a gather) instead of
+        being computed from the position; a quantized graph then never quantizes an angle that
+        grows with the position, and the values are the ones computed here in float32."""
         super().__init__()
         self.s = s
         self.layers = nn.ModuleList(DecoderLayer(layer, s, reduce) for layer in model.model.layers)
         inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.rope_table = rope_table
+        if rope_table:
+            emb = self._angles(torch.arange(rope_table, dtype=torch.int64)[None])[0, 0]  # [P, D]
+            self.register_buffer("rope_cos", emb.cos(), persistent=False)
+            self.register_buffer("rope_sin", emb.sin(), persistent=False)
+
+    def _angles(self, position_ids: torch.Tensor) -> torch.Tensor:
+        freqs = position_ids[..., None].to(torch.float32) * self.inv_freq       # [1, N, D/2]
+        return torch.cat((freqs, freqs), dim=-1)[:, None]                        # [1, 1, N, D]
 
     def forward(self, hidden: torch.Tensor, position_ids: torch.Tensor, attention_mask: torch.Tensor,
                 *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        freqs = position_ids[..., None].to(torch.float32) * self.inv_freq       # [1, N, D/2]
-        emb = torch.cat((freqs, freqs), dim=-1)[:, None]                         # [1, 1, N, D]
-        cos, sin = emb.cos(), emb.sin()
+        if self.rope_table:
+            cos, sin = self.rope_cos[position_ids][:, None], self.rope_sin[position_ids][:, None]
+        else:
+            emb = self._angles(position_ids)
+            cos, sin = emb.cos(), emb.sin()
         n_layers = len(self.layers)
         grouped_mask = attention_mask[0].repeat(1, self.s.heads // self.s.kv_heads, 1)   # [1, G*N, S+N], once per step
         new_k, new_v = [], []
