@@ -297,14 +297,28 @@ NB_MODULE(_native, m) {
       .def("generate", [](llm::LlmSession& s, const std::string& request_json, nb::callable on_event) {
         const llm::GenerateRequest request = RequestFromJson(request_json);
         Result<llm::Metrics> result = Status::Error("internal", "not run");
+        // An exception from on_event (a closed pipe, a bug in the consumer) must not unwind
+        // through the controller: it cancels the request, which then ends normally, and is
+        // raised here afterwards.
+        std::optional<nb::python_error> raised;
         {
           nb::gil_scoped_release release;
           result = s.Generate(request, [&](const llm::OutputEvent& ev) {
             nb::gil_scoped_acquire acquire;
-            nb::object keep = on_event(ev.ToJson().dump());
-            return keep.is_none() || nb::cast<bool>(keep);
+            if (raised) return false;
+            try {
+              nb::object keep = on_event(ev.ToJson().dump());
+              return keep.is_none() || nb::cast<bool>(keep);
+            } catch (nb::python_error& e) {
+              raised.emplace(std::move(e));
+            } catch (const std::exception& e) {  // e.g. a result that does not convert to bool
+              PyErr_SetString(PyExc_RuntimeError, e.what());
+              raised.emplace();
+            }
+            return false;
           });
         }
+        if (raised) throw std::move(*raised);
         return Unwrap(std::move(result)).ToJson().dump();
       }, nb::arg("request_json"), nb::arg("on_event"),
          nb::sig("def generate(self, request_json: str, on_event: typing.Callable[[str], object]) -> str"),

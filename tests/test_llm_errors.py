@@ -117,3 +117,40 @@ def test_bad_prompts(artifact: Path, tmp_path: Path) -> None:
 def test_unavailable_runtime_library(artifact: Path) -> None:
     _refused(_run(artifact / "plan.json", env={"OMNI_EDGE_ONNXRUNTIME_LIB": "/nonexistent/libonnxruntime.so"}),
              "backend_unavailable", "OMNI_EDGE_ONNXRUNTIME_LIB")
+
+
+def test_a_consumer_that_raises_cancels_the_request_and_loses_nothing(tiny_artifact: Path) -> None:
+    from omni_edge.runtime import Session
+
+    session = Session.open(tiny_artifact / "plan.onnx.json")
+    seen: list[dict] = []
+
+    def broken(event: dict) -> bool:
+        seen.append(event)
+        if len(seen) == 3:
+            raise BrokenPipeError("the reader went away")
+        return True
+
+    with pytest.raises(BrokenPipeError):
+        session.run("hello", on_event=broken, max_new_tokens=20, ignore_stop_tokens=True)
+    assert len(seen) == 3  # nothing was delivered after the exception
+    session.reset()
+    again: list[int] = []
+    session.run("hello", on_event=lambda e: again.extend(e.get("token_ids", [])), max_new_tokens=20, ignore_stop_tokens=True)
+    fresh: list[int] = []
+    Session.open(tiny_artifact / "plan.onnx.json").run("hello", on_event=lambda e: fresh.extend(e.get("token_ids", [])),
+                                                       max_new_tokens=20, ignore_stop_tokens=True)
+    assert again == fresh and len(fresh) == 20
+
+
+def test_a_closed_pipe_ends_the_cli_quietly(tiny_artifact: Path) -> None:
+    cli = RUN.parent / "omni-edge"
+    reader = subprocess.Popen([str(cli), "run", "--plan", str(tiny_artifact / "plan.onnx.json"), "--prompt", "hello",
+                               "--max-new-tokens", "200", "--ignore-stop-tokens", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.readline()
+    reader.stdout.close()  # like `| head -1`
+    code = reader.wait(timeout=120)
+    assert code == 141, reader.stderr.read()
+    assert "terminate" not in reader.stderr.read()

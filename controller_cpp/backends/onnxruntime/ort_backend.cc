@@ -7,12 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -34,6 +36,29 @@
 namespace omni_edge::ort {
 namespace fs = std::filesystem;
 namespace {
+
+// The QNN HTP library prints a banner on stdout when it loads; stdout carries the JSON event
+// lines of `omni-edge run --json`, so while QNN is loaded and sessions are created, whatever
+// it prints goes to stderr instead.
+class StdoutToStderr {
+ public:
+  StdoutToStderr() {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
+  ~StdoutToStderr() {
+    if (saved_ < 0) return;
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+  }
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 
 // A non-empty option, else a non-empty environment variable, else the fallback (never "":
 // dlopen("") would return the main program).
@@ -118,6 +143,7 @@ class OrtProcess {
   Result<const OrtEpDevice*> QnnDevice(const std::string& ep_library) {
     std::lock_guard<std::mutex> lock(create_mu_);
     if (!qnn_registered_) {
+      StdoutToStderr quiet;
       if (OrtStatus* st = api_->RegisterExecutionProviderLibrary(env_, "QNNExecutionProvider", ep_library.c_str())) {
         std::string msg = api_->GetErrorMessage(st);
         api_->ReleaseStatus(st);
@@ -470,6 +496,8 @@ class OrtBackend : public Backend {
     {
       std::lock_guard<std::mutex> lock(ort_->create_mutex());
       ort_->BeginCapture();
+      std::optional<StdoutToStderr> quiet;
+      if (spec.device == "npu") quiet.emplace();
       OrtStatus* st = weights ? api->CreateSessionWithPrepackedWeightsContainer(ort_->env(), spec.path.c_str(), so,
                                                                                weights->prepacked(), &session)
                               : api->CreateSession(ort_->env(), spec.path.c_str(), so, &session);
