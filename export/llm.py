@@ -41,6 +41,11 @@ class LlmExportOptions:
     validate: bool = True
     max_new_tokens: int = 256
     threads: int = 0
+    target: str = "cpu"                     # cpu (ONNX Runtime / ExecuTorch) | qnn-htp
+    precision: str = "w8a16"                # qnn-htp: w8a16 | w4a16 | a16w16 | fp16
+    socs: tuple[str, ...] = ("sm8750",)     # qnn-htp: one component per SoC
+    share_weights: bool = False             # qnn-htp: also a twin with prefill+decode in one weight-shared context
+    keep_qdq: bool = False                  # qnn-htp: keep the quantized source graphs (qdq/) for AI Hub compile jobs
     extra_metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -88,15 +93,16 @@ def _stage(component: str, llm: dict[str, Any], graphs: dict[str, Any]) -> dict[
 def _write_plan(out: Path, name: str, stage: dict[str, Any]) -> Path:
     plan = {"plan_version": 1, "name": name, "stages": [stage],
             "stream_limits": {"max_events": 64, "max_bytes": 1 << 20}}
-    path = out / f"plan.{stage['artifact'].split('-')[-1]}.json"
+    path = out / f"plan.{stage['artifact'].removeprefix('thinker-')}.json"
     path.write_text(json.dumps(plan, indent=2) + "\n")
     return path
 
 
 def _export_onnx(component_dir: Path, model: Any, shape: Qwen3Shape, opts: LlmExportOptions,
-                 caches: list[int], progress: tqdm) -> dict[str, Any]:
+                 caches: list[int], progress: tqdm, rope_table: int = 0) -> dict[str, Any]:
     C = opts.prefill_chunk
-    embed, body, head = EmbedGraph(model).eval(), BodyGraph(model, shape).eval(), HeadGraph(model, shape).eval()
+    embed, head = EmbedGraph(model).eval(), HeadGraph(model, shape).eval()
+    body = BodyGraph(model, shape, rope_table=rope_table).eval()
     files: list[str] = []
 
     def graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], ins: list[str], outs: list[str], name: str) -> str:
@@ -165,6 +171,18 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
     """Export every requested format; returns the plan paths (the first is also OUT/plan.json)."""
     from transformers import AutoModelForCausalLM
 
+    if opts.target not in ("cpu", "qnn-htp"):
+        raise ValueError(f"unknown target {opts.target!r} (cpu, qnn-htp)")
+    if opts.target == "qnn-htp":
+        from omni_edge.export import qnn_target
+
+        if opts.kv != "full":
+            raise ValueError("--kv ring cannot target qnn-htp yet: ring positions grow without bound, and the HTP "
+                             "graphs read RoPE from tables of fixed size (positions of the last bucket); use --kv full")
+        for soc in opts.socs:  # refuse before any work
+            target_soc, _ = qnn_target.check_target(soc, opts.precision)
+            if opts.share_weights:
+                qnn_target.check_weight_sharing(soc, target_soc)
     model: Any = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32)
     model.eval()
     if model.config.model_type != "qwen3":
@@ -173,6 +191,12 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
     caches = _caches(shape, opts)
     out.mkdir(parents=True, exist_ok=True)
     revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
+    if opts.target == "qnn-htp":
+        from omni_edge.export.llm_qnn import export_qnn
+
+        qnn_plans = export_qnn(model, checkpoint, out, opts, shape, caches, _export_onnx, _llm_section, _stage, _write_plan)
+        shutil.copy2(qnn_plans[0], out / "plan.json")
+        return qnn_plans
     plans: list[Path] = []
     n_graphs = 3 + 2 * len(caches)
     for fmt in opts.formats:

@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+from llm_reference import QNN_SOCS, cli, unseen_peaked_checkpoint
 from omni_edge import implementations
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -28,7 +29,9 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ring_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from omni_edge.export.checkpoints import make_checkpoint
 
-    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tiny-swa16", preset="tiny", seed=1, sliding_window=16)
+    # Compared with transformers only: it need not be peaked, so it trains briefly.
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tiny-swa16", preset="tiny", seed=1, sliding_window=16,
+                           train_steps=100)
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +51,21 @@ def ring_artifact(ring_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
     out = tmp_path_factory.mktemp("artifact") / "ring"
     export_llm(ring_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=8, kv="ring"))
     return out
+
+
+# ---- the NPU route: a checkpoint the project never made, exported for the HTP ---------------
+@pytest.fixture(scope="session")
+def unseen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return unseen_peaked_checkpoint(tmp_path_factory.mktemp("qnn") / "unseen-qwen3")
+
+
+@pytest.fixture(scope="session")
+def qnn_artifact(unseen: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("qnn") / "artifact"
+    done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(out), "--target", "qnn-htp",
+                "--precision", "w8a16", "--soc", ",".join(QNN_SOCS), "--share-weights", "--buckets", "128,256",
+                "--prefill-chunk", "16", "--keep-qdq")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+

@@ -1,10 +1,14 @@
-"""transformers as the reference for generated token ids."""
+"""transformers as the reference for generated token ids; checkpoints and the CLI for tests."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import torch
+
+CLI = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge"
+QNN_SOCS = ("sm8750", "x-elite")
 
 
 def greedy_ids(checkpoint: Path, prompt_ids: list[int], new_tokens: int) -> list[int]:
@@ -30,3 +34,31 @@ def corpus_ids(checkpoint: Path, length: int, offset: int = 0) -> list[int]:
         if len(ids) >= length:
             break
     return ids[:length]
+
+
+def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def unseen_peaked_checkpoint(out: Path) -> Path:
+    """Its own shape, tokenizer and seed; trained briefly so that its distributions are peaked."""
+    from omni_edge.export.checkpoints import train_causal_lm
+    from omni_edge.export.corpus import stdlib_corpus
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    texts = stdlib_corpus()[:200]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=900, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                       show_progress=False))
+    tok.add_special_tokens(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    torch.manual_seed(7)
+    model = Qwen3ForCausalLM(Qwen3Config(
+        vocab_size=1000, hidden_size=96, intermediate_size=256, num_hidden_layers=3, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=32, max_position_embeddings=2048, rope_theta=500000.0, tie_word_embeddings=False))
+    train_causal_lm(model, tok, texts, 600, seed=7)
+    model.save_pretrained(out)
+    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>").save_pretrained(out)
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,7 +52,8 @@ def _verify(args: argparse.Namespace) -> int:
 def _make_checkpoint(args: argparse.Namespace) -> int:
     from omni_edge.export.checkpoints import make_checkpoint
 
-    out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed, sliding_window=args.sliding_window)
+    out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed, sliding_window=args.sliding_window,
+                          train_steps=args.train_steps)
     print(f"wrote {args.arch} {args.preset} checkpoint to {out}")
     return 0
 
@@ -71,8 +73,15 @@ def _export_llm(args: argparse.Namespace) -> int:
 
     formats = ("onnx", "pte") if args.format == "both" else (args.format,)
     opts = LlmExportOptions(formats=formats, prefill_chunk=args.prefill_chunk, buckets=args.buckets, kv=args.kv,
-                            window=args.window, overflow=args.overflow, validate=not args.no_validate, threads=args.threads)
-    for plan in export_llm(args.checkpoint, args.out, opts):
+                            window=args.window, overflow=args.overflow, validate=not args.no_validate, threads=args.threads,
+                            target=args.target, precision=args.precision, socs=tuple(args.soc.split(",")), share_weights=args.share_weights,
+                            keep_qdq=args.keep_qdq)
+    try:
+        plans = export_llm(args.checkpoint, args.out, opts)
+    except ValueError as exc:
+        print(f"omni-edge export llm: {exc}", file=sys.stderr)
+        return 2
+    for plan in plans:
         print(f"wrote {plan}")
     print(f"default plan: {args.out / 'plan.json'}")
     return 0
@@ -95,6 +104,25 @@ def _sampling(args: argparse.Namespace) -> dict[str, Any] | None:
               "repetition_penalty": args.repetition_penalty, "seed": args.seed}
     chosen = {k: v for k, v in fields.items() if v is not None}
     return chosen or None
+
+
+def _aihub(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from omni_edge.harness import aihub
+
+    try:
+        requests = aihub.build_requests(args.kind, args.artifact, args.device, iterations=args.iterations)
+        if args.dry_run:
+            for request in requests:
+                print(json.dumps(asdict(request)))
+            return 0
+        evidence = aihub.submit(requests, aihub.client())
+    except aihub.AihubError as exc:
+        print(f"omni-edge aihub: {exc}", file=sys.stderr)
+        return 2
+    print(f"AI Hub results in {evidence}")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -122,6 +150,9 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other CLIs do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return 1 if terminal.get("kind") == "error" else 0
 
 
@@ -168,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sliding-window", type=int, default=None, help="make every layer sliding-window attention")
+    p.add_argument("--train-steps", type=int, default=None, help="override the preset's training steps (0: random weights)")
     p.set_defaults(func=_make_checkpoint)
 
     p = sub.add_parser("export", help="export a checkpoint into per-stage artifacts")
@@ -183,7 +215,23 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--overflow", choices=["refuse", "ring"], default="refuse", help="full KV past the last bucket")
     e.add_argument("--no-validate", action="store_true", help="skip validation (the artifact will not qualify)")
     e.add_argument("--threads", type=int, default=0)
+    e.add_argument("--target", choices=["cpu", "qnn-htp"], default="cpu",
+                   help="qnn-htp: quantized graphs compiled into QNN context binaries, validated on the HTP backend")
+    e.add_argument("--precision", choices=["w8a16", "w4a16", "a16w16", "fp16"], default="w8a16")
+    e.add_argument("--soc", default="sm8750", help="sm8750, sm8650, x-elite, sa8775p, qcs6490 (comma-separated for several)")
+    e.add_argument("--share-weights", action="store_true",
+                   help="qnn-htp: also write a twin whose prefill and decode graphs share weights in one context (HTP v73+)")
+    e.add_argument("--keep-qdq", action="store_true",
+                   help="qnn-htp: keep the quantized source graphs in qdq/ (for `omni-edge aihub compile`)")
     e.set_defaults(func=_export_llm)
+
+    p = sub.add_parser("aihub", help="compile or profile a QNN component on Qualcomm AI Hub's hosted devices")
+    p.add_argument("kind", choices=["compile", "profile"])
+    p.add_argument("--artifact", type=Path, required=True, help="a QNN component directory (thinker-qnn-<soc>-<precision>)")
+    p.add_argument("--device", required=True, help='an AI Hub device name, e.g. "Samsung Galaxy S25"')
+    p.add_argument("--iterations", type=int, default=20, help="profile: runs per graph on the device")
+    p.add_argument("--dry-run", action="store_true", help="print the requests as JSON lines and submit nothing")
+    p.set_defaults(func=_aihub)
 
     p = sub.add_parser("run", help="stream a generation through the native controller")
     p.add_argument("--plan", type=Path, required=True)

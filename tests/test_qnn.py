@@ -1,0 +1,180 @@
+"""NPU route on the HTP backend of the onnxruntime-qnn wheel (the emulator on this host).
+
+A checkpoint the project never made (its own shape, tokenizer, seed; trained briefly so that
+its distributions are peaked) is exported as w8a16 context binaries for sm8750 and x-elite,
+validated on the HTP against transformers, run through `omni-edge run` with every graph on the
+NPU, and re-verified byte by byte. Refusals come before any work and name their reason."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from llm_reference import QNN_SOCS, cli, greedy_ids
+from omni_edge import implementations
+from omni_edge.contracts import ArtifactMetadata, ContractError, ValidationRef
+from onnx import TensorProto, helper, numpy_helper
+
+SOCS = QNN_SOCS
+
+
+def _checks(report: Path) -> dict[str, float]:
+    return {c["name"]: c["observed"] for c in json.loads(report.read_text())["checks"]}
+
+
+@pytest.mark.parametrize("soc", SOCS)
+def test_w8a16_qualifies_on_the_htp(qnn_artifact: Path, soc: str) -> None:
+    component = qnn_artifact / f"thinker-qnn-{soc}-w8a16"
+    done = cli("verify", str(component))
+    assert done.returncode == 0 and "qualified" in done.stdout and "NOT" not in done.stdout, done.stdout
+    numerical = _checks(component / "reports" / "numerical.json")
+    task = _checks(component / "reports" / "task.json")
+    assert task["greedy_agreement_64"] >= 0.90 and numerical["top1_agreement"] >= 0.85
+    assert {"graph_sqnr_db.decode:128", "graph_sqnr_db.decode:256", "graph_sqnr_db.prefill:128"} <= set(numerical)
+    manifest = json.loads((component / "manifest.json").read_text())
+    qnn = manifest["metadata"]["qnn"]
+    assert qnn["htp_arch"] == {"sm8750": "v79", "x-elite": "v73"}[soc]
+    assert qnn["versions"]["qnn_sdk"] and qnn["versions"]["onnxruntime_qnn"]
+    assert qnn["kv_cache_io"]["inside_graph"] == "uint16 QDQ"
+    assert all(g["qnn_graph"] and (component / g["context_binary"]).is_file() for g in qnn["graphs"].values())
+    assert manifest["metadata"]["artifact"]["calibration_file"] == "calibration.txt"
+    assert manifest["files"]["calibration.txt"]  # the calibration text is hashed with the rest
+
+
+def _run_json(plan: Path, prompt: list[int], n: int) -> tuple[list[int], dict, list[dict]]:
+    done = cli("run", "--plan", str(plan), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n),
+                "--ignore-stop-tokens", "--json", "--info", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    info, _ = json.JSONDecoder().raw_decode(done.stderr[done.stderr.index('{\n "placements"'):])
+    return [t for e in events if e["kind"] == "token" for t in e["token_ids"]], events[-1], info["placements"]
+
+
+@pytest.mark.parametrize("soc", SOCS)
+def test_run_on_the_htp_with_every_graph_on_the_npu(qnn_artifact: Path, unseen: Path, soc: str) -> None:
+    from omni_edge.export.validation import greedy_prompts
+    from tokenizers import Tokenizer
+
+    prompt = Tokenizer.from_file(str(unseen / "tokenizer.json")).encode(greedy_prompts()[1]).ids
+    got, done, placements = _run_json(qnn_artifact / f"plan.qnn-{soc}-w8a16.json", prompt, 64)
+    assert done["kind"] == "done" and len(got) == 64
+    assert {p["graph"] for p in placements} == {"embed_chunk", "embed_step", "prefill_s128", "prefill_s256",
+                                                "decode_s128", "decode_s256", "lm_head"}
+    assert all(p["device"] == "npu" and p["engine"] == "QNNExecutionProvider" and p["nodes_elsewhere"] == 0
+               for p in placements)
+    # A free run: once a token flips the continuations differ, so this is weaker than the
+    # report's teacher-forced agreement; on this peaked checkpoint most tokens still agree.
+    expected = greedy_ids(unseen, prompt, 64)
+    assert sum(a == b for a, b in zip(got, expected, strict=True)) >= 0.75 * 64
+
+
+def test_verify_catches_a_flipped_byte_in_every_file(qnn_artifact: Path, tmp_path: Path) -> None:
+    source = qnn_artifact / "thinker-qnn-sm8750-w8a16"
+    files = sorted(p.relative_to(source) for p in source.rglob("*") if p.is_file())
+    assert len(files) >= 15
+    for impl in ("python", "native"):
+        for rel in files:
+            copy = tmp_path / f"{impl}-{rel.name}"
+            shutil.copytree(source, copy)
+            data = bytearray((copy / rel).read_bytes())
+            data[len(data) // 2] ^= 0x01
+            (copy / rel).write_bytes(bytes(data))
+            with pytest.raises(ContractError):
+                implementations.get(impl).read_manifest(copy)
+            shutil.rmtree(copy)
+    copy = tmp_path / "cli"
+    shutil.copytree(source, copy)
+    with (copy / "decode_s128_ctx_qnn.bin").open("r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 0x80]))
+    done = cli("verify", str(copy))
+    assert done.returncode != 0 and "REFUSED" in done.stdout
+
+
+def test_shared_weights_twin_stores_prefill_and_decode_weights_once(qnn_artifact: Path) -> None:
+    from omni_edge.export.qnn_target import context_binaries
+
+    shared = qnn_artifact / "thinker-qnn-sm8750-w8a16-shared"
+    single = qnn_artifact / "thinker-qnn-sm8750-w8a16"
+    roles = [p.name for p in shared.glob("*_ctx.onnx") if p.name.startswith(("prefill", "decode"))]
+    assert len(roles) == 4
+    binaries = {b for r in roles for b in context_binaries(shared / r)}
+    assert len(binaries) == 1  # one context holds all four graphs
+    shared_bytes = (shared / binaries.pop()).stat().st_size
+    single_bytes = sum((single / b).stat().st_size for r in roles for b in context_binaries(single / r))
+    assert shared_bytes < 0.6 * single_bytes
+    manifest = json.loads((shared / "manifest.json").read_text())
+    assert "not_validated_because" in manifest["metadata"]["qnn"]["weight_sharing"]
+    assert cli("verify", str(shared)).returncode != 0  # hashes hold, but it does not claim qualification
+    plan = json.loads((qnn_artifact / "plan.qnn-sm8750-w8a16-shared.json").read_text())
+    assert plan["stages"][0]["graphs"]["decode"]["options"] == {"ort.ep.share_ep_contexts": "1"}
+
+
+def _unsupported_lm_head(path: Path, hidden: int, vocab: int) -> None:
+    """logits = hidden @ W, plus 0 * a count from NonZero (an op the HTP cannot run)."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((hidden, vocab)).astype(np.float32), "W")
+    consts = [numpy_helper.from_array(np.array([1, hidden], np.int64), "flat"),
+              numpy_helper.from_array(np.array([1, 1, vocab], np.int64), "out_shape"),
+              numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    nodes = [helper.make_node("Reshape", ["hidden", "flat"], ["h"]), helper.make_node("MatMul", ["h", "W"], ["m"]),
+             helper.make_node("NonZero", ["m"], ["nz"]), helper.make_node("Shape", ["nz"], ["nz_shape"]),
+             helper.make_node("ReduceSum", ["nz_shape"], ["count"], keepdims=0),
+             helper.make_node("Cast", ["count"], ["count_f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["count_f", "zero"], ["nothing"]), helper.make_node("Add", ["m", "nothing"], ["m2"]),
+             helper.make_node("Reshape", ["m2", "out_shape"], ["logits"])]
+    graph = helper.make_graph(nodes, "lm_head", [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, 1, hidden])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1, vocab])], [w, *consts])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), str(path))
+
+
+def test_a_graph_the_htp_cannot_run_is_refused_naming_the_op(qnn_artifact: Path, tmp_path: Path) -> None:
+    from omni_edge.artifacts import write_manifest
+
+    artifact = tmp_path / "artifact"
+    shutil.copytree(qnn_artifact, artifact, ignore=shutil.ignore_patterns("*-shared", "*x-elite*"))
+    component = artifact / "thinker-qnn-sm8750-w8a16"
+    _unsupported_lm_head(component / "lm_head_unsupported.onnx", 96, 1000)
+    old = json.loads((component / "manifest.json").read_text())
+    art = old["metadata"].pop("artifact")
+    write_manifest(component, old["component"], ArtifactMetadata(
+        **{k: art[k] for k in ("checkpoint_id", "checkpoint_revision", "precision", "runtime", "runtime_version",
+                               "target_abi", "adapter_version", "exporter_version", "compiler_version", "shape_bucket",
+                               "state_layout_version", "calibration_file")},
+        numerical_validation=ValidationRef(**art["numerical_validation"]),
+        task_validation=ValidationRef(**art["task_validation"])), extra_metadata=old["metadata"])
+    plan = json.loads((artifact / "plan.qnn-sm8750-w8a16.json").read_text())
+    plan["stages"][0]["graphs"]["lm_head"]["graphs"]["step"] = "lm_head_unsupported.onnx"
+    (artifact / "plan.bad.json").write_text(json.dumps(plan))
+    done = cli("run", "--plan", str(artifact / "plan.bad.json"), "--prompt", "hello", "--max-new-tokens", "2", "--json")
+    assert done.returncode != 0
+    assert "placement_refused" in done.stderr and "NonZero" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("args", "reason"), [
+    (("--soc", "qcs6490", "--precision", "w4a16"), "HTP v68"),
+    (("--soc", "qcs6490", "--precision", "fp16"), "HTP v68"),
+    (("--soc", "qcs6490", "--share-weights"), "weight sharing"),
+    (("--soc", "sm9999"), "unknown SoC"),
+    (("--soc", "sm8750", "--kv", "ring"), "ring"),
+])
+def test_combinations_a_soc_cannot_run_are_refused_before_any_work(tiny_checkpoint: Path, tmp_path: Path,
+                                                                   args: tuple[str, ...], reason: str) -> None:
+    done = cli("export", "llm", "--checkpoint", str(tiny_checkpoint), "--out", str(tmp_path / "out"),
+                "--target", "qnn-htp", *args, timeout=300)
+    assert done.returncode == 2 and reason in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "out").exists()
+
+
+def test_fp16_on_the_htp_qualifies(unseen: Path, tmp_path: Path) -> None:
+    done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(tmp_path / "fp16"), "--target", "qnn-htp",
+                "--precision", "fp16", "--soc", "sm8650", "--buckets", "128", "--prefill-chunk", "16")
+    assert done.returncode == 0, done.stderr[-3000:]
+    component = tmp_path / "fp16" / "thinker-qnn-sm8650-fp16"
+    assert cli("verify", str(component)).returncode == 0
+    assert _checks(component / "reports" / "numerical.json")["logit_sqnr_db"] >= 40.0
