@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -12,14 +13,27 @@
 #include "contract/features.h"
 #include "contract/manifest.h"
 #include "models/llm/llm_session.h"
+#include "runtime/admission.h"
 
 struct OeError {
   std::string reason;
   std::string message;
 };
 
+struct OeLedger {
+  OeLedger(std::map<std::string, int64_t> pools, bool on_wsl) : ledger(std::move(pools)), wsl(on_wsl) {}
+  omni_edge::AdmissionLedger ledger;
+  bool wsl = false;
+};
+
 struct OeSession {
   std::unique_ptr<omni_edge::llm::LlmSession> session;
+  OeLedger* ledger = nullptr;
+  int64_t reservation = 0;
+  ~OeSession() {
+    session.reset();  // the runtimes have let go of their memory: the reservation is drained
+    if (ledger != nullptr) (void)ledger->ledger.Release(reservation, true);
+  }
 };
 
 namespace {
@@ -86,7 +100,7 @@ OeError* oe_contract_canonical_json(const char* type_name, const char* json_text
 }
 
 void oe_session_config_default(OeSessionConfig* config) {
-  if (config != nullptr) *config = OeSessionConfig{nullptr, 0, 0};
+  if (config != nullptr) *config = OeSessionConfig{nullptr, 0, 0, nullptr};
 }
 
 OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session) {
@@ -95,12 +109,82 @@ OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session)
       return omni_edge::Status::Error("invalid_argument", "config.plan_path and out_session are required");
     }
     *out_session = nullptr;
+    int64_t reservation = 0;
+    if (config->ledger != nullptr) {
+      auto plan = omni_edge::LoadPlan(config->plan_path);
+      if (!plan.ok()) return plan.status();
+      auto budget = omni_edge::EstimatePlanBudget(plan.value(), 1, config->ledger->wsl);
+      if (!budget.ok()) return budget.status();
+      const auto demand = budget.value().per_pool();
+      if (plan.value().memory_budget_mb) {
+        int64_t total = 0;
+        for (const auto& [pool, bytes] : demand) total += bytes;
+        if (total > *plan.value().memory_budget_mb * (1ll << 20)) {
+          return omni_edge::Status::Error("admission", plan.value().path + " needs " + std::to_string(total >> 20) +
+                                          " MiB but its memory_budget_mb is " + std::to_string(*plan.value().memory_budget_mb) +
+                                          "; nothing was loaded");
+        }
+      }
+      auto reserved = config->ledger->ledger.Reserve(plan.value().path, demand);
+      if (!reserved.ok()) return reserved.status();
+      reservation = reserved.value();
+    }
     omni_edge::llm::SessionOptions options;
     options.allow_unqualified = config->allow_unqualified != 0;
     if (config->threads > 0) options.backend_options["threads"] = std::to_string(config->threads);
     auto session = omni_edge::llm::LlmSession::Open(config->plan_path, options);
-    if (!session.ok()) return session.status();
-    *out_session = std::make_unique<OeSession>(OeSession{std::move(session).value()}).release();
+    if (!session.ok()) {
+      if (config->ledger != nullptr) (void)config->ledger->ledger.Release(reservation, true);
+      return session.status();
+    }
+    auto owned = std::make_unique<OeSession>();
+    owned->session = std::move(session).value();
+    owned->ledger = config->ledger;
+    owned->reservation = reservation;
+    *out_session = owned.release();
+    return omni_edge::Status::Ok();
+  });
+}
+
+OeError* oe_ledger_create(const char* pools_json, OeLedger** out_ledger) {
+  return Guard([&]() -> omni_edge::Status {
+    if (out_ledger == nullptr) return omni_edge::Status::Error("invalid_argument", "out_ledger is required");
+    *out_ledger = nullptr;
+    bool wsl = false;
+    std::map<std::string, int64_t> pools = omni_edge::DetectPools(&wsl);
+    if (pools_json != nullptr) {
+      auto j = omni_edge::ParseJson(pools_json, "pools");
+      if (!j.ok()) return j.status();
+      auto parsed = omni_edge::PoolsFromJson(j.value());
+      if (!parsed.ok()) return parsed.status();
+      pools = parsed.value();
+      wsl = pools.count("wsl_quota") > 0;
+    }
+    *out_ledger = std::make_unique<OeLedger>(pools, wsl).release();
+    return omni_edge::Status::Ok();
+  });
+}
+
+void oe_ledger_free(OeLedger* ledger) { std::unique_ptr<OeLedger> owned(ledger); }
+
+OeError* oe_ledger_snapshot(const OeLedger* ledger, char** out_json) {
+  return Guard([&]() -> omni_edge::Status {
+    if (ledger == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "ledger and out_json are required");
+    *out_json = CopyString(ledger->ledger.Snapshot().dump());
+    return omni_edge::Status::Ok();
+  });
+}
+
+OeError* oe_plan_budget(const char* plan_path, int sessions, char** out_json) {
+  return Guard([&]() -> omni_edge::Status {
+    if (plan_path == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "plan_path and out_json are required");
+    auto plan = omni_edge::LoadPlan(plan_path);
+    if (!plan.ok()) return plan.status();
+    bool wsl = false;
+    omni_edge::DetectPools(&wsl);
+    auto budget = omni_edge::EstimatePlanBudget(plan.value(), sessions, wsl);
+    if (!budget.ok()) return budget.status();
+    *out_json = CopyString(omni_edge::ToJson(budget.value()).dump());
     return omni_edge::Status::Ok();
   });
 }

@@ -38,6 +38,21 @@ OE_API OeError* oe_manifest_verify(const char* directory, char** out_json, int* 
  * and writes its canonical encoding to *out_json. */
 OE_API OeError* oe_contract_canonical_json(const char* type_name, const char* json_text, char** out_json);
 
+/* ---- Admission ledger ---------------------------------------------------------------- */
+
+/* Physical memory pools ("device_ram", "vram", "wsl_quota") and what sessions reserved from
+ * them. Thread-safe; must outlive every session opened with it. */
+typedef struct OeLedger OeLedger;
+
+/* pools_json: {"device_ram": bytes, ...}; NULL: this machine's available memory. */
+OE_API OeError* oe_ledger_create(const char* pools_json, OeLedger** out_ledger);
+OE_API void oe_ledger_free(OeLedger* ledger);
+/* {"pools": {name: {capacity, reserved, quarantined, free}}, "reservations": [...]} */
+OE_API OeError* oe_ledger_snapshot(const OeLedger* ledger, char** out_json);
+/* The budget a plan reserves per pool for `sessions` sessions, computed from its manifests
+ * without loading anything: {"sessions", "stages": [{weights, state, loading_peak, ...}], "pools"}. */
+OE_API OeError* oe_plan_budget(const char* plan_path, int sessions, char** out_json);
+
 /* ---- Text LLM sessions --------------------------------------------------------------- */
 
 typedef struct OeSession OeSession;
@@ -46,6 +61,8 @@ typedef struct {
   const char* plan_path;  /* plan.json of an exported artifact */
   int allow_unqualified;  /* 1: run artifacts whose validation reports did not pass */
   int threads;            /* intra-op threads per backend; 0 = all cores */
+  OeLedger* ledger;       /* optional: reserve the plan's budget before loading (error "admission"
+                             if it does not fit); released when the session closes */
 } OeSessionConfig;
 
 OE_API void oe_session_config_default(OeSessionConfig* config);

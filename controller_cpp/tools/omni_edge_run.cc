@@ -2,13 +2,20 @@
 //
 //   omni-edge-run --version
 //   omni-edge-run verify ARTIFACT_DIR
+//   omni-edge-run budget PLAN [SESSIONS]
 //   omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)
 //                 [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]
 //                 [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...
 //                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
+//                 [--memory-pools auto|off|JSON] [--repeat N] [--profile]
 //
 // Text streams to stdout; with --json every event is one JSON line (the last one "done",
 // "cancelled" or "error" with finish_reason and metrics). Ctrl-C cancels at the next token.
+// Before loading, the plan's memory budget is reserved against this machine's available
+// memory (--memory-pools auto) and refused with the numbers if it does not fit. --profile
+// adds a first line {"kind":"session","load_ms",...} for the profiling harness; --repeat runs
+// the same request N times on one loaded session (warm requests).
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +24,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 #include "base/json_fields.h"
 #include "capi/omni_edge.h"
@@ -34,10 +42,12 @@ int Usage(const char* why) {
   std::fprintf(stderr,
                "usage: omni-edge-run --version\n"
                "       omni-edge-run verify ARTIFACT_DIR\n"
+               "       omni-edge-run budget PLAN [SESSIONS]\n"
                "       omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)\n"
                "                     [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]\n"
                "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
-               "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n");
+               "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n"
+               "                     [--memory-pools auto|off|JSON] [--repeat N] [--profile]\n");
   return 2;
 }
 
@@ -55,6 +65,23 @@ int Verify(const char* directory) {
   oe_string_free(json);
   std::fprintf(stderr, "%s: verified, %s\n", directory, qualified ? "qualified" : "NOT qualified");
   return qualified ? 0 : 1;
+}
+
+int Budget(const char* plan, const char* sessions_text) {
+  char* end = nullptr;
+  const long sessions = sessions_text == nullptr ? 1 : std::strtol(sessions_text, &end, 10);
+  if (sessions_text != nullptr && (*end != '\0' || sessions < 1 || sessions > 1024)) {
+    return Usage("budget: SESSIONS is a count from 1 to 1024");
+  }
+  char* json = nullptr;
+  if (OeError* error = oe_plan_budget(plan, int(sessions), &json)) return Fail(error);
+  std::printf("%s\n", json);
+  oe_string_free(json);
+  return 0;
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 struct Output {
@@ -122,7 +149,9 @@ int Run(int argc, char** argv, int first) {
   std::string prompt, system_prompt, plan;
   std::vector<std::string> stops;
   std::vector<int32_t> ids;
-  bool info = false, have_prompt = false;
+  bool info = false, have_prompt = false, profile = false;
+  std::string pools = "auto";
+  int repeat = 1;
   for (int i = first; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char* flag) -> const char* {
@@ -166,13 +195,39 @@ int Run(int argc, char** argv, int first) {
     else if (a == "--allow-unqualified") config.allow_unqualified = 1;
     else if (a == "--json") out.json = true;
     else if (a == "--info") info = true;
+    else if (a == "--profile") profile = true;
+    else if (a == "--memory-pools") pools = value("--memory-pools");
+    else if (a == "--repeat") {
+      repeat = int(number("--repeat"));
+      if (repeat < 1) return Usage("--repeat takes a count of at least 1");
+    }
     else return Usage(("unknown argument '" + a + "'").c_str());
   }
   if (plan.empty()) return Usage("--plan is required");
   if (!have_prompt) return Usage("one of --prompt, --prompt-file or --prompt-ids is required");
   config.plan_path = plan.c_str();
+  const auto start = std::chrono::steady_clock::now();
+  OeLedger* ledger = nullptr;
+  if (pools != "off") {
+    if (OeError* error = oe_ledger_create(pools == "auto" ? nullptr : pools.c_str(), &ledger)) return Fail(error);
+    config.ledger = ledger;
+  }
   OeSession* session = nullptr;
-  if (OeError* error = oe_session_open(&config, &session)) return Fail(error);
+  if (OeError* error = oe_session_open(&config, &session)) {
+    oe_ledger_free(ledger);
+    return Fail(error);
+  }
+  if (profile && out.json) {
+    char* snapshot = nullptr;
+    std::string reserved = "null";
+    if (ledger != nullptr && oe_ledger_snapshot(ledger, &snapshot) == nullptr) {
+      reserved = snapshot;
+      oe_string_free(snapshot);
+    }
+    std::printf("{\"kind\":\"session\",\"pid\":%d,\"load_ms\":%.3f,\"ledger\":%s}\n", int(getpid()), MsSince(start),
+                reserved.c_str());
+    std::fflush(stdout);
+  }
   if (info) {
     char* json = nullptr;
     if (OeError* error = oe_session_info(session, &json)) return Fail(error);
@@ -189,9 +244,11 @@ int Run(int argc, char** argv, int first) {
   params.n_stop_strings = int(stop_ptrs.size());
   g_session = session;
   std::signal(SIGINT, OnSigint);
-  OeError* error = oe_session_generate(session, &params, OnEvent, &out);
+  OeError* error = nullptr;
+  for (int i = 0; i < repeat && error == nullptr; ++i) error = oe_session_generate(session, &params, OnEvent, &out);
   g_session = nullptr;
   oe_session_close(session);
+  oe_ledger_free(ledger);
   if (!out.json) std::fputs(out.summary.c_str(), stderr);
   if (error != nullptr) return Fail(error);
   return 0;
@@ -206,6 +263,9 @@ int main(int argc, char** argv) {
   }
   if (argc >= 2 && std::strcmp(argv[1], "verify") == 0) {
     return argc == 3 ? Verify(argv[2]) : Usage("verify takes one artifact directory");
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "budget") == 0) {
+    return argc == 3 || argc == 4 ? Budget(argv[2], argc == 4 ? argv[3] : nullptr) : Usage("budget takes PLAN [SESSIONS]");
   }
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return Run(argc, argv, 2);
   if (argc >= 2 && argv[1][0] == '-') return Run(argc, argv, 1);
