@@ -24,6 +24,7 @@
 #include "models/llm/llm_engine.h"
 #include "models/llm/llm_session.h"
 #include "models/llm/tokenizer.h"
+#include "runtime/admission.h"
 #include "runtime/plan.h"
 
 namespace nb = nanobind;
@@ -213,6 +214,31 @@ NB_MODULE(_native, m) {
   }, nb::arg("directory"));
 
   m.def("available_backends", &AvailableBackends);
+
+  m.def("plan_budget", [](const std::string& plan_path, int sessions, bool wsl) {
+    const Plan plan = Unwrap(LoadPlan(plan_path));
+    return ToJson(Unwrap(EstimatePlanBudget(plan, sessions, wsl))).dump();
+  }, nb::arg("plan_path"), nb::arg("sessions") = 1, nb::arg("wsl") = false,
+     "The memory budget of a plan per stage and pool (JSON), from its manifests; loads nothing.");
+
+  m.def("detect_pools", []() {
+    bool wsl = false;
+    Json pools = DetectPools(&wsl);
+    return Json{{"pools", pools}, {"wsl", wsl}}.dump();
+  });
+
+  nb::class_<AdmissionLedger>(m, "AdmissionLedger")
+      .def("__init__", [](AdmissionLedger* self, const std::string& pools_json) {
+        new (self) AdmissionLedger(Unwrap(PoolsFromJson(Parse(pools_json, "pools"))));
+      }, nb::arg("pools_json"))
+      .def("reserve", [](AdmissionLedger& l, const std::string& owner, const std::string& demand_json) {
+        return Unwrap(l.Reserve(owner, Unwrap(PoolsFromJson(Parse(demand_json, "demand")))));
+      }, nb::arg("owner"), nb::arg("demand_json"), "All-or-nothing; raises ContractError('admission') with the numbers.")
+      .def("release", [](AdmissionLedger& l, int64_t id, bool drained) { Check(l.Release(id, drained)); },
+           nb::arg("reservation"), nb::arg("drained") = true)
+      .def("forgive", [](AdmissionLedger& l, int64_t id) { Check(l.Forgive(id)); }, nb::arg("reservation"))
+      .def("free", &AdmissionLedger::Free, nb::arg("pool"))
+      .def("snapshot", [](const AdmissionLedger& l) { return l.Snapshot().dump(); });
 
   nb::class_<llm::Tokenizer>(m, "Tokenizer")
       .def_static("load", [](const std::string& path) { return Unwrap(llm::Tokenizer::Load(path)); }, nb::arg("path"))
