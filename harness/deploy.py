@@ -1,0 +1,186 @@
+"""Lay out binary, libraries, artifacts and plan on a device, then re-verify on the target.
+
+Remote layout (under the device's work directory):
+
+    NAME/bin/omni-edge-run
+    NAME/lib/...                 runtime libraries (ONNX Runtime, ExecuTorch, QNN when the plan uses the NPU)
+    NAME/artifacts/COMPONENT/... every artifact directory the plan names, with its manifest
+    NAME/plan.json               the plan, its artifact paths rewritten to artifacts/COMPONENT
+
+Push skips files whose remote SHA-256 already matches, so a second deploy of an unchanged
+artifact sends nothing. Before a run, `verify_on_target` has the target's own omni-edge-run
+re-hash each artifact against its manifest: what runs is what was exported.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from omni_edge.harness.devices.base import Device, DeviceError, PushReport
+
+# Android ABI names and the machine names of the same instruction sets.
+_ABI_ALIASES = {"arm64-v8a": "aarch64", "aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
+_SYSTEM_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
+
+
+@dataclass
+class RuntimeBundle:
+    """The native runtime to deploy: omni-edge-run and the libraries it loads, for one ABI."""
+
+    binary: Path
+    libraries: dict[str, Path]  # remote file name -> local file
+    abi: str
+    env: dict[str, str] = field(default_factory=dict)  # relative to the remote root, e.g. lib/libonnxruntime.so.1
+
+
+def _installed_binary() -> Path:
+    found = shutil.which("omni-edge-run") or str(Path(sys.executable).parent / "omni-edge-run")
+    if not Path(found).exists():
+        raise DeviceError("omni-edge-run is not installed: run scripts/setup.sh (or pass --runtime DIR)")
+    return Path(found)
+
+
+def _linked_libraries(binary: Path) -> dict[str, Path]:
+    """Shared libraries the binary links that are not part of the OS (ExecuTorch, ...)."""
+    try:
+        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30, check=False).stdout
+    except OSError:
+        return {}
+    libs: dict[str, Path] = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+)\s+=>\s+(/\S+)", line)
+        if m and not m.group(2).startswith(_SYSTEM_LIB_DIRS):
+            libs[m.group(1)] = Path(m.group(2)).resolve()
+    return libs
+
+
+def host_runtime(needs_qnn: bool) -> RuntimeBundle:
+    """This host's installed omni-edge-run with the wheels' runtime libraries."""
+    binary = _installed_binary()
+    libs = _linked_libraries(binary)
+    env: dict[str, str] = {}
+    try:
+        import onnxruntime
+
+        ort = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so.*"))
+        if ort:
+            libs["libonnxruntime.so.1"] = ort[0]
+            env["OMNI_EDGE_ONNXRUNTIME_LIB"] = "lib/libonnxruntime.so.1"
+    except ImportError:
+        pass
+    if needs_qnn:
+        try:
+            import onnxruntime_qnn
+        except ImportError as exc:
+            raise DeviceError("the plan runs on the NPU but onnxruntime-qnn is not installed") from exc
+        qnn = Path(onnxruntime_qnn.__file__).parent
+        for lib in [*qnn.glob("libQnn*.so"), *qnn.glob("libHtp*.so"), qnn / "libonnxruntime_providers_qnn.so"]:
+            libs[lib.name] = lib
+        env["OMNI_EDGE_QNN_EP_LIB"] = "lib/libonnxruntime_providers_qnn.so"
+        env["OMNI_EDGE_QNN_BACKEND"] = "lib/libQnnHtp.so"
+    return RuntimeBundle(binary, libs, platform.machine(), env)
+
+
+def runtime_from_dir(root: Path, abi: str) -> RuntimeBundle:
+    """A runtime built elsewhere (e.g. an Android arm64 build): ROOT/bin/omni-edge-run and ROOT/lib/*."""
+    binary = root / "bin" / "omni-edge-run"
+    if not binary.is_file():
+        raise DeviceError(f"{root}: no bin/omni-edge-run in this runtime directory")
+    libs = {p.name: p for p in sorted((root / "lib").glob("*.so*"))} if (root / "lib").is_dir() else {}
+    env = {"OMNI_EDGE_ONNXRUNTIME_LIB": "lib/libonnxruntime.so.1"} if "libonnxruntime.so.1" in libs else {}
+    return RuntimeBundle(binary, libs, abi, env)
+
+
+@dataclass
+class Deployment:
+    device: Device
+    root: str                       # remote directory of this deployment
+    plan: str                       # remote plan.json
+    artifacts: list[str]            # remote artifact directories
+    report: PushReport
+    env: dict[str, str]             # environment for every command run here
+
+    @property
+    def binary(self) -> str:
+        return str(PurePosixPath(self.root) / "bin" / "omni-edge-run")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device.serial, "root": self.root, "plan": self.plan, "artifacts": self.artifacts,
+                "env": self.env, "files_sent": len(self.report.sent), "files_skipped": len(self.report.skipped),
+                "bytes_sent": self.report.bytes_sent}
+
+
+def _plan_file(artifact: Path, plan_name: str) -> Path:
+    plan = artifact / plan_name if artifact.is_dir() else artifact
+    if not plan.is_file():
+        raise DeviceError(f"{plan}: no plan here (export one with `omni-edge export llm`)")
+    return plan
+
+
+def _uses_npu(plan: dict[str, Any]) -> bool:
+    return any(g.get("device") in ("npu", "htp") for s in plan.get("stages", []) for g in s.get("graphs", {}).values())
+
+
+def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name: str | None = None,
+           runtime: RuntimeBundle | None = None) -> Deployment:
+    """Push runtime, artifacts and a relocated plan; returns where everything is on the device."""
+    plan_path = _plan_file(artifact, plan_name)
+    try:
+        plan = json.loads(plan_path.read_text())
+        stages = plan["stages"]
+        components = [(plan_path.parent / s["artifact"]).resolve() for s in stages]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DeviceError(f"{plan_path}: not a readable plan ({exc})") from exc
+    for c in components:
+        if not (c / "manifest.json").is_file():
+            raise DeviceError(f"{c}: the plan names this artifact but it has no manifest.json")
+    bundle = runtime or host_runtime(_uses_npu(plan))
+    facts_abi = device.facts().abi
+    want = _ABI_ALIASES.get(facts_abi or "", facts_abi)
+    if facts_abi is not None and want != _ABI_ALIASES.get(bundle.abi, bundle.abi):
+        raise DeviceError(f"{device.serial} is {facts_abi} but the runtime is {bundle.abi}: "
+                          "pass --runtime DIR with a build for the device")
+
+    root = str(PurePosixPath(device.workdir) / (name or plan_path.parent.name or "deploy"))
+    report = PushReport()
+    report.merge(device.push(bundle.binary, f"{root}/bin/omni-edge-run"))
+    with tempfile.TemporaryDirectory(prefix="omni-edge-deploy-") as tmp:
+        staged = Path(tmp)
+        (staged / "lib").mkdir()
+        for remote_name, local in bundle.libraries.items():
+            (staged / "lib" / remote_name).symlink_to(local)
+        if bundle.libraries:
+            report.merge(device.push(staged / "lib", f"{root}/lib"))
+        for stage, component in zip(stages, components, strict=True):
+            stage["artifact"] = f"artifacts/{component.name}"
+            report.merge(device.push(component, f"{root}/artifacts/{component.name}"))
+        (staged / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
+        report.merge(device.push(staged / "plan.json", f"{root}/plan.json"))
+    env = {k: f"{root}/{v}" for k, v in bundle.env.items()}
+    env["LD_LIBRARY_PATH"] = f"{root}/lib"
+    return Deployment(device, root, f"{root}/plan.json", [f"{root}/artifacts/{c.name}" for c in components],
+                      report, env)
+
+
+def verify_on_target(deployment: Deployment, timeout: float = 600.0) -> list[dict[str, Any]]:
+    """The target's omni-edge-run re-hashes every artifact; raises unless all verify and qualify."""
+    results = []
+    for remote in deployment.artifacts:
+        run = deployment.device.shell([deployment.binary, "verify", remote], timeout=timeout, env=deployment.env)
+        if run.returncode != 0:
+            raise DeviceError(f"{deployment.device.serial}: {remote} failed verification on the target: "
+                              f"{run.stderr.strip() or run.stdout.strip() or 'exit ' + str(run.returncode)}")
+        try:
+            results.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        except (ValueError, IndexError) as exc:
+            raise DeviceError(f"{remote}: the target's verify printed no manifest ({exc})") from exc
+    return results

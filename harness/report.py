@@ -1,0 +1,143 @@
+"""Render a profile: PNG plots a person can read at a glance and a Markdown summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files: list[str] = []
+    title = f"{report['device']['serial']} · {report['workload']['name']} workload"
+
+    # Latency distributions: startup split and per-group TTFT / total.
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    startup = samples["startup_rows"][report["workload"]["warmup"]:] or samples["startup_rows"]
+    keys = ("process_start_ms", "load_ms", "first_output_ms")
+    axes[0].boxplot([[r[k] for r in startup] for k in keys], tick_labels=["process start", "load", "first output"])
+    axes[0].set_title(f"startup (warm restarts, n={len(startup)})")
+    axes[0].set_ylabel("ms")
+    for ax, metric in zip(axes[1:], ("ttft_ms", "total_ms"), strict=True):
+        names = list(samples["groups"])
+        data = [[r[metric] for r in samples["groups"][g]["rows"] if r[metric] is not None] for g in names]
+        ax.boxplot(data, tick_labels=[f"{g.split('-')[-1]}× (n={len(d)})" for g, d in zip(names, data, strict=True)])
+        ax.set_title(metric.replace("_ms", "").upper() + " by concurrency")
+        ax.set_xlabel("concurrent processes")
+        ax.set_ylabel("ms")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out / "latency.png", dpi=110)
+    plt.close(fig)
+    files.append("latency.png")
+
+    # Token-interval timeline: inter-token gaps along each request.
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for g, data in samples["groups"].items():
+        for i, tl in enumerate(data["timelines"][:4]):
+            ax.plot(range(1, len(tl["intervals_ms"]) + 1), tl["intervals_ms"], lw=1, alpha=0.8,
+                    label=f"{g} p{tl['process']} r{tl['request']}" if i < 4 else None)
+    ax.set_xlabel("token index")
+    ax.set_ylabel("interval since previous token (ms, at the harness)")
+    ax.set_title(f"token intervals · {title}")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out / "token_intervals.png", dpi=110)
+    plt.close(fig)
+    files.append("token_intervals.png")
+
+    # Memory over time per process, with the ledger's prediction as a line.
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for m in samples["memory"]:
+        if not m["samples"] or (m["group"] == "startup" and m["process"] > 2):
+            continue
+        ax.plot([s[0] for s in m["samples"]], [s[1] / 1024 for s in m["samples"]], lw=1,
+                label=f"{m['group']} #{m['process']}")
+    predicted = report["ledger"]["predicted_mb"]
+    if predicted:
+        ax.axhline(predicted, color="k", ls="--", lw=1, label=f"ledger prediction {predicted:.0f} MB")
+    ax.set_xlabel("seconds since spawn")
+    ax.set_ylabel("RSS (MB)")
+    ax.set_title(f"memory · {title}")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out / "memory.png", dpi=110)
+    plt.close(fig)
+    files.append("memory.png")
+    return files
+
+
+def write_markdown(report: dict[str, Any], path: Path) -> None:
+    d, w = report["device"], report["workload"]
+    lines = [
+        f"# Profile: {w['name']} workload on {d['serial']}",
+        "",
+        f"- device: {d['kind']} · SoC {_fmt(d['soc'])} · HTP {_fmt(d['htp_arch'])} · ABI {_fmt(d['abi'])} · "
+        f"{_fmt(d['os'])} · RAM {_fmt((d['ram_bytes'] or 0) / 2**30, 1)} GiB",
+        f"- runtimes: {', '.join(f'{k} {v}' for k, v in d['runtimes'].items()) or '–'}",
+        "- artifacts verified on the target: "
+        + ", ".join(f"{v['component']} ({'qualified' if v['qualified'] else 'NOT qualified'})"
+                    for v in report["verified_on_target"]),
+        f"- workload: {w['prompt_chars']} prompt chars, {w['max_new_tokens']} new tokens, "
+        f"{w['warmup']} warm-up + {w['runs']} measured runs per group",
+        f"- pushed: {report['deployment']['files_sent']} files sent ({report['deployment']['bytes_sent']} bytes), "
+        f"{report['deployment']['files_skipped']} unchanged files skipped",
+        "",
+        "## Placement",
+        "",
+        "| graph | backend | device | engine | nodes elsewhere |",
+        "|---|---|---|---|---|",
+        *[f"| {p['graph']} | {p['backend']} | {p['device']} | {p['engine']} | {p['nodes_elsewhere']} |"
+          for p in report["placement"]],
+        "",
+        "## Startup",
+        "",
+        f"Cold (first launch after the push): process start {_fmt(report['startup']['cold']['process_start_ms'])} ms, "
+        f"load {_fmt(report['startup']['cold']['load_ms'])} ms, first output "
+        f"{_fmt(report['startup']['cold']['first_output_ms'])} ms.",
+        "",
+        "| warm restart | p50 | p95 | n |",
+        "|---|---|---|---|",
+        *[f"| {k} | {_fmt(v['p50'])} | {_fmt(v['p95'])} | {v['n']} |"
+          for k, v in report["startup"]["warm_restart"].items()],
+        "",
+        "## Requests",
+        "",
+        "| group | metric | p50 | p95 | n |",
+        "|---|---|---|---|---|",
+    ]
+    for g, data in report["groups"].items():
+        for k, v in data["metrics"].items():
+            lines.append(f"| {g} | {k} | {_fmt(v['p50'], 2)} | {_fmt(v['p95'], 2)} | {v['n']} |")
+    mem, led = report["memory"], report["ledger"]
+    lines += [
+        "",
+        "## Memory",
+        "",
+        f"- loading RSS peak {_fmt(mem['loading_rss_mb']['max'])} MB, steady RSS p50 {_fmt(mem['steady_rss_mb']['p50'])} MB "
+        f"(p95 {_fmt(mem['steady_rss_mb']['p95'])}), process peak (VmHWM) {_fmt(mem['process_peak_rss_mb']['max'])} MB, "
+        f"PSS p50 {_fmt(mem['pss_mb']['p50'])} MB ({mem['samples']} samples)",
+        f"- admission ledger predicted {_fmt(led['predicted_mb'])} MB; measured peak / predicted = "
+        f"{_fmt(led['measured_over_predicted'], 2)}",
+        "",
+        "## Plots",
+        "",
+        *[f"![{p}]({p})" for p in report.get("plots", [])],
+        "",
+        "Token intervals are measured at the harness (they include the transport from the device); "
+        "TTFT, decode rate and total come from the controller's own clock.",
+        "",
+    ]
+    path.write_text("\n".join(lines))
