@@ -256,6 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--info", action="store_true", help="print where each graph runs")
     p.set_defaults(func=_run)
 
+    from omni_edge.harness.commands import add_parsers
+
+    add_parsers(sub)
+
     p = sub.add_parser("demo", help="make the default checkpoint, export it and stream a reply (the README's main job)")
     p.add_argument("--workdir", type=Path, default=Path("work/demo"))
     p.add_argument("--prompt", default="What does a context manager do in Python?")

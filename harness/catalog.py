@@ -1,0 +1,106 @@
+"""The roadmap's device routes and model families, as data the qualification matrix plans with.
+
+RAM and SoC data are the products' published specifications (the configuration named in
+`hardware`). `usable_fraction` is the planning assumption for how much of the pool one
+foreground application can hold: Android's low-memory killer leaves an app roughly half of
+the phone's RAM; Windows and Linux keep a few GiB for the OS and the desktop; WSL 2's VM gets
+half of the host's RAM by default. The ledger plans against `capacity`, never against raw RAM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omni_edge.harness.ledger import Footprint
+
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Route:
+    key: str
+    name: str
+    hardware: str
+    soc: str
+    ram_bytes: int
+    os: str
+    engines: tuple[str, ...]        # where stages may be placed, in preference order
+    pool: str                       # the pool the model's weights live in on this route
+    usable_fraction: float
+    vram_bytes: int = 0
+    htp_arch: str | None = None
+    notes: str = ""
+
+    @property
+    def capacity(self) -> dict[str, int]:
+        if self.pool == "vram":
+            return {"vram": int(self.vram_bytes * 0.9), "device_ram": int(self.ram_bytes * self.usable_fraction)}
+        return {self.pool: int(self.ram_bytes * self.usable_fraction)}
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("cpu-wsl", "CPU-only, WSL 2", "x86-64 laptop, 32 GB DDR5", "x86-64 (AVX2)", 32 * GiB,
+          "Windows 11 + WSL 2 (Ubuntu)", ("cpu",), "wsl_quota", 0.5, notes="WSL 2 default memory limit: 50% of host RAM"),
+    Route("cpu-windows", "CPU-only, native Windows", "x86-64 laptop, 32 GB DDR5", "x86-64 (AVX2)", 32 * GiB,
+          "Windows 11", ("cpu",), "device_ram", 0.75),
+    Route("cpu-nvidia-wsl", "CPU + NVIDIA, WSL 2", "x86-64 laptop, 32 GB + RTX 4070 Laptop 8 GB", "x86-64 + AD106",
+          32 * GiB, "Windows 11 + WSL 2 (CUDA)", ("cuda", "cpu"), "vram", 0.5, vram_bytes=8 * GiB),
+    Route("cpu-nvidia-windows", "CPU + NVIDIA, native Windows", "x86-64 laptop, 32 GB + RTX 4070 Laptop 8 GB",
+          "x86-64 + AD106", 32 * GiB, "Windows 11", ("cuda", "cpu"), "vram", 0.75, vram_bytes=8 * GiB),
+    Route("radeon-890m", "CPU + Radeon 890M", "Ryzen AI 9 HX 370, 32 GB LPDDR5X-7500 (UMA)", "Strix Point", 32 * GiB,
+          "Windows 11", ("gpu", "cpu"), "device_ram", 0.75, notes="iGPU memory is carved from system RAM"),
+    Route("amd-npu", "CPU + AMD NPU", "Ryzen AI 9 HX 370 (XDNA 2, 50 TOPS), 32 GB LPDDR5X", "Strix Point", 32 * GiB,
+          "Windows 11", ("npu", "cpu"), "device_ram", 0.75),
+    Route("intel-igpu-npu", "CPU + iGPU + NPU (NVIDIA present or not)",
+          "Core Ultra 7 155H (Arc iGPU, NPU 3720), 32 GB LPDDR5X", "Meteor Lake", 32 * GiB, "Windows 11",
+          ("npu", "gpu", "cpu"), "device_ram", 0.75, notes="a discrete NVIDIA GPU, when fitted, is not used on this route"),
+    Route("x-elite", "Snapdragon X Elite", "X1E-80-100, 32 GB LPDDR5X-8448", "SC8380XP", 32 * GiB,
+          "Windows 11 on Arm", ("npu", "gpu", "cpu"), "device_ram", 0.75, htp_arch="v73"),
+    Route("galaxy-s25", "Galaxy S25", "Samsung Galaxy S25, 12 GB LPDDR5X", "SM8750 (Snapdragon 8 Elite)", 12 * GiB,
+          "Android 15", ("npu", "gpu", "cpu"), "device_ram", 0.5, htp_arch="v79"),
+    Route("galaxy-s24", "Galaxy S24", "Samsung Galaxy S24 (Snapdragon variant), 8 GB LPDDR5X",
+          "SM8650 (Snapdragon 8 Gen 3)", 8 * GiB, "Android 14", ("npu", "gpu", "cpu"), "device_ram", 0.5,
+          htp_arch="v75"),
+    Route("sa8775p-adp", "SA8775P ADP", "Qualcomm SA8775P Automotive Development Platform, 32 GB LPDDR5",
+          "SA8775P", 32 * GiB, "Linux (Yocto) / QNX", ("npu", "gpu", "cpu"), "device_ram", 0.8, htp_arch="v73"),
+    Route("rb3-gen2", "RB3 Gen 2 (QCS6490)", "Qualcomm RB3 Gen 2 Core Kit, 6 GB LPDDR4x", "QCS6490", 6 * GiB,
+          "Linux (Qualcomm Linux)", ("npu", "gpu", "cpu"), "device_ram", 0.8, htp_arch="v68"),
+)
+
+
+@dataclass(frozen=True)
+class Family:
+    key: str
+    name: str
+    reference: str
+    footprint: Footprint
+    stages: tuple[str, ...] = field(default=("thinker",))
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("spark", "Spark text LLM", "Qwen3-0.6B, 8-bit weights, 4K context",
+           Footprint("spark", 0.6e9, 8.5, 28, 8, 128, 4096)),
+    Family("qwen3-tts", "Qwen3-TTS", "talker 0.6B + code predictor + vocoder, 8-bit, 2K frames",
+           Footprint("qwen3-tts", 0.9e9, 8.5, 28, 8, 128, 2048, extra_weights=220 << 20),
+           ("talker", "code_predictor", "vocoder")),
+    Family("omni", "MiniCPM-o-like omni", "8B (7B LLM + vision + audio + TTS), 4-bit weights, 8K context",
+           Footprint("omni", 8.7e9, 4.5, 28, 4, 128, 8192), ("vision", "audio", "thinker", "talker", "vocoder")),
+    Family("policy", "InternVLA-like policy", "4B VLA (3B VLM + action expert), 8-bit, 2K context",
+           Footprint("policy", 4.1e9, 8.5, 36, 2, 128, 2048), ("vision", "thinker", "action")),
+    Family("27b", "27B-class", "27B dense decoder, 4-bit weights (4.5 bits/weight with scales), 4K context",
+           Footprint("27b", 27e9, 4.5, 62, 16, 128, 4096)),
+)
+
+
+def route(key: str) -> Route:
+    for r in ROUTES:
+        if r.key == key:
+            return r
+    raise KeyError(f"unknown route {key!r} (known: {', '.join(r.key for r in ROUTES)})")
+
+
+def family(key: str) -> Family:
+    for f in FAMILIES:
+        if f.key == key:
+            return f
+    raise KeyError(f"unknown family {key!r} (known: {', '.join(f.key for f in FAMILIES)})")

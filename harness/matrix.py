@@ -1,0 +1,237 @@
+"""The qualification matrix: every device route × model family, with a status derived from
+stored qualification records and the admission ledger, never typed in by hand.
+
+Status of a cell, strongest first:
+  capacity-rejected  the ledger cannot reserve the family's budget in the route's pool (numbers given)
+  qualified          a record ran on the route's own device, quality passed, performance n >= 20
+  functional         a record ran with quality passed, but not (yet) qualified on the device
+                     (e.g. numerics on the HTP emulator, or too few measured runs)
+  blocked            every record failed: the failing layer and its reason
+  not attempted      no record
+
+A record is a JSON file (schema omni-edge.qualification/1) made by `omni-edge matrix record`
+from real evidence: an artifact's re-hashed manifest and validation reports, a profile's
+report.json, or a failure log. Evidence files are copied next to the records and hashed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omni_edge.harness.catalog import FAMILIES, ROUTES, Family, Route, family, route
+from omni_edge.harness.ledger import AdmissionError, Ledger
+
+SCHEMA = "omni-edge.qualification/1"
+DEFAULT_STORE = Path(__file__).resolve().parent.parent / "artifacts" / "qualification"
+STATUSES = ("qualified", "functional", "capacity-rejected", "blocked", "not attempted")
+EXECUTIONS = ("device", "htp-emulator", "host", "qemu-user")
+
+
+class RecordError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cell:
+    route: Route
+    family: Family
+    status: str
+    detail: str
+    records: tuple[str, ...]
+    budget: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"route": self.route.key, "family": self.family.key, "status": self.status, "detail": self.detail,
+                "records": list(self.records), "budget": self.budget}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_records(store: Path) -> list[dict[str, Any]]:
+    """Every record of the store; a malformed one is an error naming the file (nothing is skipped silently)."""
+    records = []
+    for path in sorted((store / "records").glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except ValueError as exc:
+            raise RecordError(f"{path}: not JSON ({exc})") from exc
+        if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+            raise RecordError(f"{path}: not a {SCHEMA} record")
+        for key in ("route", "family", "execution", "outcome", "quality", "evidence"):
+            if key not in record:
+                raise RecordError(f"{path}: missing {key!r}")
+        route(record["route"])
+        family(record["family"])
+        for ev in record["evidence"]:
+            file = store / ev["path"]
+            if not file.is_file() or _sha256(file) != ev["sha256"]:
+                raise RecordError(f"{path}: evidence {ev['path']} is missing or changed since it was recorded")
+        record["_id"] = path.stem
+        records.append(record)
+    return records
+
+
+def admission(r: Route, f: Family) -> tuple[bool, str, dict[str, Any]]:
+    budget = f.footprint.budget(pool=r.pool)
+    ledger = Ledger(r.capacity)
+    try:
+        ledger.reserve(f"{f.name}", budget.per_pool())
+    except AdmissionError as exc:
+        return False, str(exc), budget.to_dict()
+    return True, "", budget.to_dict()
+
+
+def _performance_n(record: dict[str, Any]) -> int:
+    perf = record.get("performance") or {}
+    return min((int(g.get("requests", 0)) for g in perf.get("groups", {}).values()), default=0)
+
+
+def cell_status(r: Route, f: Family, records: list[dict[str, Any]]) -> Cell:
+    fits, why, budget = admission(r, f)
+    mine = [x for x in records if x["route"] == r.key and x["family"] == f.key]
+    ids = tuple(x["_id"] for x in mine)
+    if not fits:
+        return Cell(r, f, "capacity-rejected", why, ids, budget)
+    ran = [x for x in mine if x["outcome"].get("ran") and x["quality"].get("qualified")]
+    on_device = [x for x in ran if x["execution"] == "device" and _performance_n(x) >= 20]
+    if on_device:
+        return Cell(r, f, "qualified", f"on {on_device[0]['device'].get('serial', 'the device')}, "
+                    f"n={_performance_n(on_device[0])}", ids, budget)
+    if ran:
+        x = ran[0]
+        where = {"htp-emulator": "numerics on the QNN HTP emulator, not yet on the device",
+                 "host": "on the host", "qemu-user": "under qemu-user"}.get(x["execution"], "on the device, too few runs")
+        return Cell(r, f, "functional", f"{x['artifact'].get('component', '?')}: {where}", ids, budget)
+    failed = [x for x in mine if not x["outcome"].get("ran")]
+    if failed:
+        o = failed[0]["outcome"]
+        return Cell(r, f, "blocked", f"{o.get('layer', '?')}: {o.get('reason', '?')}", ids, budget)
+    return Cell(r, f, "not attempted", "", ids, budget)
+
+
+def matrix(store: Path = DEFAULT_STORE) -> list[Cell]:
+    records = load_records(store)
+    return [cell_status(r, f, records) for r in ROUTES for f in FAMILIES]
+
+
+# ---- making records -------------------------------------------------------------------------
+
+def _copy_evidence(store: Path, record_id: str, files: list[Path]) -> list[dict[str, str]]:
+    out = []
+    for f in files:
+        target = store / "evidence" / record_id / f.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, target)
+        out.append({"path": target.relative_to(store).as_posix(), "sha256": _sha256(target)})
+    return out
+
+
+def record_from_artifact(store: Path, route_key: str, family_key: str, component: Path, execution: str,
+                         command: str, profile_report: Path | None = None) -> Path:
+    """A record from an artifact that ran: its manifest is re-hashed (native reader) first."""
+    from omni_edge._native import read_manifest
+
+    r, f = route(route_key), family(family_key)
+    if execution not in EXECUTIONS:
+        raise RecordError(f"execution must be one of {', '.join(EXECUTIONS)}")
+    verified = json.loads(read_manifest(str(component)))
+    manifest = verified["manifest"]
+    meta = manifest.get("metadata", {})
+    qnn = meta.get("qnn", {})
+    if r.htp_arch and qnn and qnn.get("htp_arch") != r.htp_arch:
+        raise RecordError(f"{component} targets HTP {qnn.get('htp_arch')}, the route {r.key} is HTP {r.htp_arch}")
+    evidence = [component / "manifest.json", component / "reports" / "numerical.json", component / "reports" / "task.json"]
+    profile = json.loads(profile_report.read_text()) if profile_report else None
+    if profile_report:
+        evidence.append(profile_report)
+    record_id = f"{r.key}--{f.key}--{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+    record = {
+        "schema": SCHEMA, "route": r.key, "family": f.key, "execution": execution,
+        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "device": profile["device"] if profile else {"serial": execution, "htp_arch": qnn.get("htp_arch"),
+                                                     "soc": qnn.get("soc")},
+        "artifact": {"component": manifest["component"], "manifest_sha256": _sha256(component / "manifest.json"),
+                     **{k: meta.get("artifact", {}).get(k) for k in ("checkpoint_id", "precision", "target_abi", "runtime")}},
+        "command": command,
+        "placement": profile.get("placement") if profile else None,
+        "quality": {"qualified": bool(verified["qualified"]),
+                    "numerical": verified["numerical"], "task": verified["task"]},
+        "memory": ({"ledger": profile["ledger"], "memory": profile["memory"]} if profile else None),
+        "performance": ({"startup": profile["startup"], "groups": profile["groups"]} if profile else None),
+        "outcome": {"ran": True},
+        "evidence": _copy_evidence(store, record_id, evidence),
+    }
+    path = store / "records" / f"{record_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def record_blocked(store: Path, route_key: str, family_key: str, layer: str, reason: str, log: Path,
+                   command: str) -> Path:
+    """A record of a failure: the log that shows it is the evidence (it must exist)."""
+    r, f = route(route_key), family(family_key)
+    if not log.is_file():
+        raise RecordError(f"{log}: a blocked record needs the failure log as evidence")
+    record_id = f"{r.key}--{f.key}--blocked-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+    record = {"schema": SCHEMA, "route": r.key, "family": f.key, "execution": "host",
+              "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": {}, "artifact": {},
+              "command": command, "placement": None, "quality": {"qualified": False}, "memory": None,
+              "performance": None, "outcome": {"ran": False, "layer": layer, "reason": reason},
+              "evidence": _copy_evidence(store, record_id, [log])}
+    path = store / "records" / f"{record_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+# ---- rendering ------------------------------------------------------------------------------
+
+_MARK = {"qualified": "QUALIFIED", "functional": "functional", "capacity-rejected": "capacity",
+         "blocked": "BLOCKED", "not attempted": "·"}
+_COLOR = {"qualified": "#2e7d32", "functional": "#9ccc65", "capacity-rejected": "#ef9a9a", "blocked": "#ffb74d",
+          "not attempted": "#eeeeee"}
+
+
+def render_text(cells: list[Cell]) -> str:
+    width = 24
+    head = "route".ljust(width) + "".join(f.key.ljust(13) for f in FAMILIES)
+    lines = [head, "-" * len(head)]
+    for r in ROUTES:
+        row = [c for c in cells if c.route.key == r.key]
+        lines.append(r.key.ljust(width) + "".join(_MARK[c.status].ljust(13) for c in row))
+    counts = {s: sum(c.status == s for c in cells) for s in STATUSES}
+    lines += ["", f"{len(cells)} cells: " + ", ".join(f"{n} {s}" for s, n in counts.items()), ""]
+    for c in cells:
+        if c.status != "not attempted":
+            lines.append(f"{c.route.key} × {c.family.key}: {c.status} — {c.detail}")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(cells: list[Cell]) -> str:
+    rows = []
+    for r in ROUTES:
+        tds = "".join(
+            f'<td style="background:{_COLOR[c.status]}" title="{html.escape(c.detail)}">{html.escape(c.status)}'
+            f'<div class="d">{html.escape(c.detail[:160])}</div></td>'
+            for c in cells if c.route.key == r.key)
+        rows.append(f"<tr><th>{html.escape(r.name)}<div class='d'>{html.escape(r.hardware)} · "
+                    f"{html.escape(r.soc)}</div></th>{tds}</tr>")
+    head = "".join(f"<th>{html.escape(f.name)}<div class='d'>{html.escape(f.reference)}</div></th>" for f in FAMILIES)
+    return ("<!doctype html><meta charset=utf-8><title>omni-edge qualification matrix</title>"
+            "<style>body{font:13px sans-serif}td,th{border:1px solid #ccc;padding:4px;vertical-align:top;"
+            "max-width:220px}.d{font-size:10px;color:#333}</style>"
+            f"<table><tr><th>route</th>{head}</tr>{''.join(rows)}</table>")

@@ -1,0 +1,208 @@
+"""The harness end to end: push + profile on the host and through the ADB protocol, the
+admission ledger (native and its Python mirror) and the qualification matrix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from adb_server import FakeAdbServer
+from llm_reference import cli
+from omni_edge import _native
+from omni_edge.contracts import ContractError
+from omni_edge.harness import ledger, matrix
+from omni_edge.harness.catalog import FAMILIES, ROUTES
+
+PNG = b"\x89PNG\r\n\x1a\n"
+RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
+
+
+def _check_profile(out: Path, runs: int, groups: list[str]) -> dict:
+    report = json.loads((out / "report.json").read_text())
+    assert report["verified_on_target"] == [{"component": "thinker-onnx", "qualified": True}]
+    assert report["startup"]["warm_restart"]["load_ms"]["n"] == runs
+    assert report["startup"]["cold"]["load_ms"] > 0
+    for g in groups:
+        metrics = report["groups"][g]["metrics"]
+        for name in ("ttft_ms", "total_ms", "decode_tok_s"):
+            m = metrics[name]
+            assert m["n"] >= runs and 0 < m["p50"] <= m["p95"] <= m["max"], (g, name, m)
+        assert metrics["token_interval_ms"]["n"] >= runs * 31  # 32 tokens: 31 gaps per request
+    # Honest placement: every graph of the CPU plan ran on the CPU provider, nothing elsewhere.
+    assert report["placement"] and {(p["device"], p["engine"], p["nodes_elsewhere"]) for p in report["placement"]} == {
+        ("cpu", "CPUExecutionProvider", 0)}
+    mem = report["memory"]
+    assert mem["process_peak_rss_mb"]["max"] > 10 and mem["samples"] > 0
+    # The ledger's prediction is within a factor of two of what the process really held.
+    assert 0.5 < report["ledger"]["measured_over_predicted"] < 2.0, report["ledger"]
+    for plot in report["plots"]:
+        assert (out / plot).read_bytes()[:8] == PNG and (out / plot).stat().st_size > 10_000
+    md = (out / "report.md").read_text()
+    assert "| concurrency-1 | ttft_ms |" in md and "![memory.png](memory.png)" in md
+    launches = 1 + runs + sum(int(g.split("-")[1]) for g in groups)
+    assert len(list((out / "raw" / "logs").glob("*.stdout.jsonl"))) == launches
+    samples = json.loads((out / "raw" / "samples.json").read_text())
+    assert len(samples["startup_rows"]) == 1 + runs
+    assert (out / "raw" / "outputs.txt").read_text().count("\n") >= launches
+    return report
+
+
+def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: Path, tmp_path: Path) -> None:
+    workdir = str(tmp_path / "device")
+    first = cli("push", "--device", "host", "--workdir", workdir, "--artifact", str(tiny_artifact))
+    assert first.returncode == 0, first.stderr[-2000:]
+    pushed = json.loads(first.stdout)
+    assert pushed["files_sent"] > 10 and pushed["verified"] == [{"component": "thinker-onnx", "qualified": True}]
+    again = json.loads(cli("push", "--device", "host", "--workdir", workdir, "--artifact", str(tiny_artifact)).stdout)
+    assert again["files_sent"] == 0 and again["files_skipped"] == pushed["files_sent"]
+
+    # A file changed on the target is re-sent, and nothing runs before the target re-verified.
+    plan = json.loads(Path(pushed["plan"]).read_text())
+    tokenizer = Path(pushed["root"]) / plan["stages"][0]["artifact"] / "tokenizer.json"
+    tokenizer.write_text("{}")
+    bad = subprocess.run([str(Path(pushed["root"]) / "bin" / "omni-edge-run"), "verify", str(tokenizer.parent)],
+                         capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(Path(pushed["root"]) / "lib")})
+    assert bad.returncode != 0 and "tokenizer.json" in bad.stderr
+    healed = json.loads(cli("push", "--device", "host", "--workdir", workdir, "--artifact", str(tiny_artifact)).stdout)
+    assert healed["files_sent"] == 1
+
+    out = tmp_path / "profile"
+    done = cli("profile", "--device", "host", "--workdir", workdir, "--plan", str(tiny_artifact / "plan.json"),
+               "--workload", "short", "--runs", "20", "--warmup", "1", "--concurrency", "1,2", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = _check_profile(out, 20, ["concurrency-1", "concurrency-2"])
+    assert report["device"]["kind"] == "host" and report["deployment"]["files_sent"] == 0
+
+
+def test_adb_push_and_profile_through_the_adb_protocol(tiny_artifact: Path, tmp_path: Path) -> None:
+    # An x86_64 Android target (what an emulator image is) so this host's build is the right ABI.
+    props = {"ro.soc.model": "SM8750", "ro.product.cpu.abi": "x86_64", "ro.build.version.release": "15",
+             "ro.build.fingerprint": "google/sdk_gphone64_x86_64/emu64x:15/AE3A.240806.005:userdebug/dev-keys"}
+    with FakeAdbServer({"emulator-5554": props, "phone-arm": {"ro.product.cpu.abi": "arm64-v8a"}}) as server:
+        common = ["--adb-port", str(server.port), "--workdir", str(tmp_path / "data-local-tmp")]
+        pushed = cli("push", "--device", "emulator-5554", *common, "--artifact", str(tiny_artifact))
+        assert pushed.returncode == 0, pushed.stderr[-2000:]
+        assert json.loads(pushed.stdout)["verified"][0]["qualified"] is True
+        assert any(r.startswith("sync:") for r in server.requests)  # files went over the sync protocol
+
+        wrong = cli("push", "--device", "phone-arm", *common, "--artifact", str(tiny_artifact))
+        assert wrong.returncode == 1 and "phone-arm is arm64-v8a but the runtime is x86_64" in wrong.stderr
+
+        out = tmp_path / "profile"
+        done = cli("profile", "--device", "emulator-5554", *common, "--plan", str(tiny_artifact / "plan.json"),
+                   "--runs", "20", "--warmup", "1", "--concurrency", "1", "--threads", "1", "--out", str(out))
+        assert done.returncode == 0, done.stderr[-3000:]
+    report = _check_profile(out, 20, ["concurrency-1"])
+    assert report["device"]["serial"] == "emulator-5554" and report["device"]["soc"] is not None
+    assert report["memory"]["pss_readable"] is True  # PSS read from the device's /proc
+
+
+def test_devices_lists_the_host_and_adb_serials(tmp_path: Path) -> None:
+    with FakeAdbServer({"emu-a": {"ro.product.cpu.abi": "x86_64"}}) as server:
+        done = cli("devices", "--adb-port", str(server.port))
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [d["serial"] for d in lines] == ["host", "emu-a"] and lines[1]["abi"] == "x86_64"
+
+
+def test_native_budget_equals_the_python_mirror(tiny_artifact: Path) -> None:
+    plan = tiny_artifact / "plan.json"
+    for sessions in (1, 3):
+        native = json.loads(_native.plan_budget(str(plan), sessions))
+        mirror = ledger.estimate_plan_budget(plan, sessions).to_dict()
+        assert native == mirror
+    one, three = (ledger.estimate_plan_budget(plan, n).stages[0] for n in (1, 3))
+    assert three.state == 3 * one.state > 0 and three.weights == one.weights > 0
+    with pytest.raises(ContractError, match="sessions: at least 1"):
+        _native.plan_budget(str(plan), 0)
+
+
+def test_the_controller_refuses_a_plan_that_does_not_fit_before_loading(tiny_artifact: Path, tmp_path: Path) -> None:
+    base = [str(RUN), "--plan", str(tiny_artifact / "plan.json"), "--prompt", "hi", "--max-new-tokens", "2", "--json"]
+    small = subprocess.run([*base, "--memory-pools", '{"device_ram": 1000000}'], capture_output=True, text=True)
+    assert small.returncode == 1 and small.stdout == ""
+    assert "admission:" in small.stderr and "needs" in small.stderr and "nothing was loaded" in small.stderr
+    wrong_pool = subprocess.run([*base, "--memory-pools", '{"vram": 1000000000000}'], capture_output=True, text=True)
+    assert wrong_pool.returncode == 1 and "which this device does not have" in wrong_pool.stderr
+    for bad in ('{"ram": 5}', '{"device_ram": -1}', "[", '{"device_ram": "big"}'):
+        r = subprocess.run([*base, "--memory-pools", bad], capture_output=True, text=True)
+        assert r.returncode == 1 and "pools" in r.stderr and r.stdout == "", (bad, r.stderr)
+    # A plan's own memory_budget_mb is a cap too.
+    plan = json.loads((tiny_artifact / "plan.json").read_text())
+    plan["memory_budget_mb"] = 1
+    capped = tmp_path / "plan.json"
+    capped.write_text(json.dumps({**plan, "stages": [{**s, "artifact": str(tiny_artifact / s["artifact"])}
+                                                     for s in plan["stages"]]}))
+    r = subprocess.run([str(RUN), "--plan", str(capped), "--prompt", "hi", "--json"], capture_output=True, text=True)
+    assert r.returncode == 1 and "memory_budget_mb is 1" in r.stderr
+    ok = subprocess.run([*base, "--profile"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    session = json.loads(ok.stdout.splitlines()[0])
+    assert session["kind"] == "session" and session["ledger"]["reservations"][0]["bytes"]["device_ram"] > 0
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_ledger_all_or_nothing_release_and_quarantine(impl: str) -> None:
+    mb = 1 << 20
+    if impl == "native":
+        native = _native.AdmissionLedger(json.dumps({"device_ram": 100 * mb, "vram": 10 * mb}))
+        reserve = lambda owner, d: native.reserve(owner, json.dumps(d))  # noqa: E731
+        release, forgive, free = native.release, native.forgive, native.free
+        refused: type[Exception] = ContractError
+    else:
+        py = ledger.Ledger({"device_ram": 100 * mb, "vram": 10 * mb})
+        reserve, release, forgive, free = py.reserve, py.release, py.forgive, py.free
+        refused = ledger.AdmissionError
+    a = reserve("thinker", {"device_ram": 60 * mb})
+    with pytest.raises(refused, match=r"talker needs 11\.0 MiB of vram but only 10\.0 MiB of 10\.0 MiB is free"):
+        reserve("talker", {"device_ram": 30 * mb, "vram": 11 * mb})
+    assert free("device_ram") == 40 * mb and free("vram") == 10 * mb  # nothing charged
+    release(a, False)  # the drain was not confirmed: quarantined, still charged
+    with pytest.raises(refused, match=r"held by thinker 60\.0 MiB \(quarantined\); nothing was loaded"):
+        reserve("vocoder", {"device_ram": 50 * mb})
+    forgive(a)
+    assert free("device_ram") == 100 * mb
+    with pytest.raises((ValueError, ContractError)):
+        release(a, True)
+
+
+def test_matrix_shows_60_cells_with_the_27b_rejected_on_small_devices(tmp_path: Path) -> None:
+    done = cli("matrix", "--json", "--store", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    cells = json.loads(done.stdout)
+    assert len(cells) == len(ROUTES) * len(FAMILIES) == 60
+    by = {(c["route"], c["family"]): c for c in cells}
+    for small in ("galaxy-s25", "galaxy-s24", "rb3-gen2"):
+        c = by[(small, "27b")]
+        assert c["status"] == "capacity-rejected" and "MiB of device_ram but only" in c["detail"]
+        assert c["budget"]["pools"]["device_ram"] > 12 << 30
+    assert by[("cpu-windows", "spark")]["status"] == "not attempted"
+    text = cli("matrix", "--store", str(tmp_path)).stdout
+    assert "60 cells:" in text and text.count("capacity") >= 4
+    html = tmp_path / "m.html"
+    assert cli("matrix", "--html", str(html), "--store", str(tmp_path)).returncode == 0
+    assert html.read_text().count("<td") == 60
+
+
+def test_matrix_statuses_come_from_records_and_evidence(tiny_artifact: Path, tmp_path: Path) -> None:
+    component = tiny_artifact / "thinker-onnx"
+    rec = cli("matrix", "record", "--store", str(tmp_path), "--route", "cpu-windows", "--family", "spark",
+              "--artifact", str(component), "--execution", "host", "--command-line", "pytest")
+    assert rec.returncode == 0, rec.stderr
+    log = tmp_path / "failure.log"
+    log.write_text("Failed to initialize QNN backend for kHtpBackend\n")
+    blocked = cli("matrix", "record", "--store", str(tmp_path), "--route", "x-elite", "--family", "qwen3-tts",
+                  "--blocked-layer", "executorch-qnn", "--reason", "QNN ABI mismatch", "--log", str(log))
+    assert blocked.returncode == 0, blocked.stderr
+    cells = {(c["route"], c["family"]): c for c in json.loads(cli("matrix", "--json", "--store", str(tmp_path)).stdout)}
+    assert cells[("cpu-windows", "spark")]["status"] == "functional"  # ran, but no device performance record
+    assert cells[("x-elite", "qwen3-tts")]["status"] == "blocked"
+    assert cells[("x-elite", "qwen3-tts")]["detail"] == "executorch-qnn: QNN ABI mismatch"
+    # Evidence is hashed: editing it after the fact makes the store refuse to render.
+    evidence = next((tmp_path / "evidence").rglob("failure.log"))
+    evidence.write_text("edited\n")
+    bad = cli("matrix", "--store", str(tmp_path))
+    assert bad.returncode == 1 and "missing or changed" in bad.stderr
+    with pytest.raises(matrix.RecordError, match="needs the failure log"):
+        matrix.record_blocked(tmp_path, "x-elite", "spark", "x", "y", tmp_path / "absent.log", "")
