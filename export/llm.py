@@ -183,6 +183,9 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
             target_soc, _ = qnn_target.check_target(soc, opts.precision)
             if opts.share_weights:
                 qnn_target.check_weight_sharing(soc, target_soc)
+    for name in ("config.json", "tokenizer.json"):  # before transformers mistakes a missing path for a hub id
+        if not (checkpoint / name).is_file():
+            raise ValueError(f"{checkpoint}: not a checkpoint directory (no {name})")
     model: Any = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32)
     model.eval()
     if model.config.model_type != "qwen3":

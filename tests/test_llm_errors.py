@@ -154,3 +154,13 @@ def test_a_closed_pipe_ends_the_cli_quietly(tiny_artifact: Path) -> None:
     code = reader.wait(timeout=120)
     assert code == 141, reader.stderr.read()
     assert "terminate" not in reader.stderr.read()
+
+
+def test_export_of_a_path_that_is_not_a_checkpoint(tmp_path: Path) -> None:
+    cli = RUN.parent / "omni-edge"
+    result = subprocess.run([str(cli), "export", "llm", "--checkpoint", str(tmp_path / "no" / "such"), "--out",
+                             str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "not a checkpoint directory (no config.json)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
