@@ -34,10 +34,28 @@ def mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
-def pool_for_device(device: str, wsl: bool = False) -> str:
-    if device in ("cuda", "dgpu"):
-        return "vram"
-    return "wsl_quota" if wsl else "device_ram"  # cpu, gpu, npu, htp share one DRAM
+def stage_pool(wsl: bool = False) -> str:
+    """Plans place graphs on cpu, gpu or npu, which share one DRAM (under WSL: the VM's quota);
+    "vram" belongs to routes with a discrete GPU, which plans cannot target yet."""
+    return "wsl_quota" if wsl else "device_ram"
+
+
+def on_wsl() -> bool:
+    """As the native DetectPools decides: the kernel says it was built by Microsoft."""
+    try:
+        return "microsoft" in Path("/proc/version").read_text().lower()
+    except OSError:
+        return False
+
+
+def check_memory_budget(plan: dict[str, Any], budget: PlanBudget, plan_path: Path) -> None:
+    """The plan's own cap (memory_budget_mb) over all pools, as the native session applies it."""
+    cap = plan.get("memory_budget_mb")
+    if cap is None:
+        return
+    total = sum(budget.per_pool().values())
+    if total > int(cap) << 20:
+        raise AdmissionError(f"{plan_path} needs {total >> 20} MiB but its memory_budget_mb is {cap}; nothing was loaded")
 
 
 @dataclass(frozen=True)
@@ -105,10 +123,8 @@ def estimate_plan_budget(plan_path: Path, sessions: int = 1, wsl: bool = False) 
         manifest = json.loads((artifact / "manifest.json").read_text())
         sizes = [(artifact / name).stat().st_size for name in sorted(manifest["files"])
                  if Path(name).suffix in _WEIGHT_EXTENSIONS]
-        groups = stage.get("graphs", {}).values()
-        device = [g["device"] for g in groups][-1] if groups else "cpu"
-        backends = {g["backend"] for g in groups}
-        stages.append(_stage_budget(int(stage["stage_id"]), pool_for_device(device, wsl), sizes,
+        backends = {g["backend"] for g in stage.get("graphs", {}).values()}
+        stages.append(_stage_budget(int(stage["stage_id"]), stage_pool(wsl), sizes,
                                     stage.get("llm"), len(backends), sessions))
     return PlanBudget(tuple(stages), sessions)
 

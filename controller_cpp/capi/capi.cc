@@ -110,24 +110,17 @@ OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session)
     }
     *out_session = nullptr;
     int64_t reservation = 0;
-    if (config->ledger != nullptr) {
-      auto plan = omni_edge::LoadPlan(config->plan_path);
-      if (!plan.ok()) return plan.status();
-      auto budget = omni_edge::EstimatePlanBudget(plan.value(), 1, config->ledger->wsl);
+    auto plan = omni_edge::LoadPlan(config->plan_path);
+    if (!plan.ok()) return plan.status();
+    if (config->ledger != nullptr || plan.value().memory_budget_mb) {
+      auto budget = omni_edge::EstimatePlanBudget(plan.value(), 1, config->ledger != nullptr && config->ledger->wsl);
       if (!budget.ok()) return budget.status();
-      const auto demand = budget.value().per_pool();
-      if (plan.value().memory_budget_mb) {
-        int64_t total = 0;
-        for (const auto& [pool, bytes] : demand) total += bytes;
-        if (total > *plan.value().memory_budget_mb * (1ll << 20)) {
-          return omni_edge::Status::Error("admission", plan.value().path + " needs " + std::to_string(total >> 20) +
-                                          " MiB but its memory_budget_mb is " + std::to_string(*plan.value().memory_budget_mb) +
-                                          "; nothing was loaded");
-        }
+      OE_RETURN_IF_ERROR(omni_edge::CheckMemoryBudget(plan.value(), budget.value()));
+      if (config->ledger != nullptr) {
+        auto reserved = config->ledger->ledger.Reserve(plan.value().path, budget.value().per_pool());
+        if (!reserved.ok()) return reserved.status();
+        reservation = reserved.value();
       }
-      auto reserved = config->ledger->ledger.Reserve(plan.value().path, demand);
-      if (!reserved.ok()) return reserved.status();
-      reservation = reserved.value();
     }
     omni_edge::llm::SessionOptions options;
     options.allow_unqualified = config->allow_unqualified != 0;

@@ -34,9 +34,16 @@ std::map<std::string, int64_t> PlanBudget::per_pool() const {
   return out;
 }
 
-std::string PoolForDevice(const std::string& device, bool wsl) {
-  if (device == "cuda" || device == "dgpu") return "vram";
-  return wsl ? "wsl_quota" : "device_ram";  // cpu, gpu, npu, htp: one shared DRAM
+std::string StagePool(bool wsl) { return wsl ? "wsl_quota" : "device_ram"; }
+
+Status CheckMemoryBudget(const Plan& plan, const PlanBudget& budget) {
+  if (!plan.memory_budget_mb) return Status::Ok();
+  int64_t total = 0;
+  for (const auto& [pool, bytes] : budget.per_pool()) total += bytes;
+  const int64_t cap = *plan.memory_budget_mb * (1ll << 20);
+  if (total <= cap) return Status::Ok();
+  return AdmissionError(plan.path + " needs " + std::to_string(total >> 20) + " MiB but its memory_budget_mb is " +
+                        std::to_string(*plan.memory_budget_mb) + "; nothing was loaded");
 }
 
 Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl) {
@@ -46,13 +53,9 @@ Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl) 
   for (const auto& stage : plan.stages) {
     StageBudget b;
     b.stage_id = stage.stage_id;
-    std::string device = "cpu";
     std::set<std::string> backends;
-    for (const auto& [role, group] : stage.graphs) {
-      device = group.device;
-      backends.insert(group.backend);
-    }
-    b.pool = PoolForDevice(device, wsl);
+    for (const auto& [role, group] : stage.graphs) backends.insert(group.backend);
+    b.pool = StagePool(wsl);
 
     const std::string manifest_path = (fs::path(stage.artifact) / contract::kManifestName).string();
     std::ifstream in(manifest_path, std::ios::binary);

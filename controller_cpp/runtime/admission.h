@@ -41,10 +41,14 @@ struct PlanBudget {
   std::map<std::string, int64_t> per_pool() const;
 };
 
-// Which pool a graph device draws from on this host (cpu/gpu/npu/htp share device RAM).
-std::string PoolForDevice(const std::string& device, bool wsl);
+// The pool a stage draws from. Plans place graphs on cpu, gpu or npu, which on phones and
+// Snapdragon PCs share one DRAM (under WSL: the VM's quota); "vram" is for routes with a
+// discrete GPU, which plans cannot target yet.
+std::string StagePool(bool wsl);
 
 Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl = false);
+// The plan's own cap (memory_budget_mb) over the budget of all pools, with or without a ledger.
+Status CheckMemoryBudget(const Plan& plan, const PlanBudget& budget);
 Json ToJson(const PlanBudget& budget);
 
 // Pools of this machine: device_ram = MemAvailable (what can be had without swapping), or
