@@ -16,7 +16,9 @@
 // adds a first line {"kind":"session","load_ms",...} for the profiling harness; --repeat runs
 // the same request N times on one loaded session (warm requests).
 #include <chrono>
+#include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,8 +34,10 @@
 namespace {
 
 OeSession* g_session = nullptr;
+volatile std::sig_atomic_t g_interrupted = 0;
 
 void OnSigint(int) {
+  g_interrupted = 1;  // also ends a --repeat loop: each request resets the session's cancel flag
   if (g_session != nullptr) oe_session_cancel(g_session);  // only sets an atomic flag
 }
 
@@ -165,11 +169,20 @@ int Run(int argc, char** argv, int first) {
       const char* v = value(flag);
       char* end = nullptr;
       const double d = std::strtod(v, &end);
-      if (*end != '\0') {
-        std::fprintf(stderr, "omni-edge-run: %s: '%s' is not a number\n", flag, v);
+      // A finite value inside int64 range: casting NaN, inf or 1e300 to an integer is undefined.
+      if (end == v || *end != '\0' || !std::isfinite(d) || std::fabs(d) > 9.0e15) {
+        std::fprintf(stderr, "omni-edge-run: %s: '%s' is not a finite number (at most 9e15 in size)\n", flag, v);
         std::exit(2);
       }
       return d;
+    };
+    auto whole = [&](const char* flag, double lo, double hi) {
+      const double d = number(flag);
+      if (d < lo || d > hi || d != std::floor(d)) {
+        std::fprintf(stderr, "omni-edge-run: %s takes a whole number from %.0f to %.0f\n", flag, lo, hi);
+        std::exit(2);
+      }
+      return int64_t(d);
     };
     if (a == "--plan") plan = value("--plan");
     else if (a == "--prompt") prompt = value("--prompt"), have_prompt = true;
@@ -182,24 +195,23 @@ int Run(int argc, char** argv, int first) {
       have_prompt = true;
     } else if (a == "--chat") params.chat = 1;
     else if (a == "--system") system_prompt = value("--system");
-    else if (a == "--max-new-tokens") params.max_new_tokens = int(number("--max-new-tokens"));
+    else if (a == "--max-new-tokens") params.max_new_tokens = int(whole("--max-new-tokens", 0, 1 << 30));
     else if (a == "--temperature") params.temperature = float(number("--temperature")), params.use_plan_sampling = 0;
-    else if (a == "--top-k") params.top_k = int(number("--top-k")), params.use_plan_sampling = 0;
+    else if (a == "--top-k") params.top_k = int(whole("--top-k", 0, 1 << 30)), params.use_plan_sampling = 0;
     else if (a == "--top-p") params.top_p = float(number("--top-p")), params.use_plan_sampling = 0;
     else if (a == "--min-p") params.min_p = float(number("--min-p")), params.use_plan_sampling = 0;
     else if (a == "--repetition-penalty") params.repetition_penalty = float(number("--repetition-penalty")), params.use_plan_sampling = 0;
-    else if (a == "--seed") params.seed = uint64_t(number("--seed")), params.use_plan_sampling = 0;
+    else if (a == "--seed") params.seed = uint64_t(whole("--seed", 0, 9.0e15)), params.use_plan_sampling = 0;
     else if (a == "--stop") stops.emplace_back(value("--stop"));
     else if (a == "--ignore-stop-tokens") params.ignore_stop_tokens = 1;
-    else if (a == "--threads") config.threads = int(number("--threads"));
+    else if (a == "--threads") config.threads = int(whole("--threads", 0, 1024));
     else if (a == "--allow-unqualified") config.allow_unqualified = 1;
     else if (a == "--json") out.json = true;
     else if (a == "--info") info = true;
     else if (a == "--profile") profile = true;
     else if (a == "--memory-pools") pools = value("--memory-pools");
     else if (a == "--repeat") {
-      repeat = int(number("--repeat"));
-      if (repeat < 1) return Usage("--repeat takes a count of at least 1");
+      repeat = int(whole("--repeat", 1, 1e6));
     }
     else return Usage(("unknown argument '" + a + "'").c_str());
   }
@@ -245,7 +257,9 @@ int Run(int argc, char** argv, int first) {
   g_session = session;
   std::signal(SIGINT, OnSigint);
   OeError* error = nullptr;
-  for (int i = 0; i < repeat && error == nullptr; ++i) error = oe_session_generate(session, &params, OnEvent, &out);
+  for (int i = 0; i < repeat && error == nullptr && !g_interrupted; ++i) {
+    error = oe_session_generate(session, &params, OnEvent, &out);
+  }
   g_session = nullptr;
   oe_session_close(session);
   oe_ledger_free(ledger);
