@@ -11,6 +11,17 @@ from typing import Any
 from omni_edge.harness.devices.base import DeviceError
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _counts(text: str) -> list[int]:
+    return [_positive(v) for v in text.split(",")]
+
+
 def _device_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", required=True, help="host, qemu-aarch64, or an ADB serial")
     p.add_argument("--adb-host", default="127.0.0.1")
@@ -30,7 +41,7 @@ def _runtime(args: argparse.Namespace, device: Any) -> Any:
 
     if args.runtime is None:
         return None
-    return runtime_from_dir(args.runtime, args.runtime_abi or device.facts().abi or "unknown")
+    return runtime_from_dir(args.runtime, args.runtime_abi)  # deploy compares it with the device's ABI
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -58,7 +69,7 @@ def _push(args: argparse.Namespace) -> int:
         device = _open(args)
         d = deploy(device, args.artifact, plan_name=args.plan_name, name=args.name, runtime=_runtime(args, device))
         verified = verify_on_target(d)
-    except DeviceError as exc:
+    except (DeviceError, OSError, ValueError) as exc:
         print(f"omni-edge push: {exc}", file=sys.stderr)
         return 1
     print(json.dumps({**d.to_dict(), "verified": [{"component": v["manifest"]["component"],
@@ -77,7 +88,7 @@ def _profile(args: argparse.Namespace) -> int:
         with tqdm(total=1 + len(args.concurrency), unit="group", file=sys.stderr) as bar:
             report = run_profile(d, WORKLOADS[args.workload], args.out, runs=args.runs, warmup=args.warmup,
                                  concurrency=args.concurrency, threads=args.threads, progress=bar)
-    except (DeviceError, ValueError) as exc:
+    except (DeviceError, OSError, ValueError) as exc:
         print(f"omni-edge profile: {exc}", file=sys.stderr)
         return 1
     g = report["groups"][f"concurrency-{args.concurrency[0]}"]["metrics"]
@@ -88,15 +99,24 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _budget(args: argparse.Namespace) -> int:
-    from omni_edge.harness.ledger import estimate_plan_budget, mib
+    from omni_edge.harness.ledger import AdmissionError, check_memory_budget, estimate_plan_budget, mib, on_wsl
 
-    budget = estimate_plan_budget(args.plan, args.sessions)
+    try:
+        budget = estimate_plan_budget(args.plan, args.sessions, wsl=on_wsl())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"omni-edge budget: {args.plan}: {exc}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(budget.to_dict()))
         return 0
     for s in budget.stages:
         print(f"stage {s.stage_id} ({s.pool}): weights {mib(s.weights)}, state {mib(s.state)}, loading peak "
               f"{mib(s.loading_peak)}, workspace {mib(s.workspace)}, margin {mib(s.margin)} = {mib(s.total)}")
+    try:
+        check_memory_budget(json.loads(args.plan.read_text()), budget, args.plan)
+    except AdmissionError as exc:
+        print(f"omni-edge budget: refused: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -105,16 +125,22 @@ def _matrix(args: argparse.Namespace) -> int:
 
     try:
         if args.action == "record":
+            if args.route is None or args.family is None:
+                raise matrix.RecordError("record needs --route and --family")
             if args.blocked_layer:
+                if args.log is None:
+                    raise matrix.RecordError("a blocked record needs --log: the failure log is its evidence")
                 path = matrix.record_blocked(args.store, args.route, args.family, args.blocked_layer,
                                              args.reason or "", args.log, args.command_line or "")
             else:
+                if args.artifact is None:
+                    raise matrix.RecordError("record needs --artifact (or --blocked-layer with --log)")
                 path = matrix.record_from_artifact(args.store, args.route, args.family, args.artifact,
                                                    args.execution, args.command_line or "", args.profile_report)
             print(path)
             return 0
         cells = matrix.matrix(args.store)
-    except (matrix.RecordError, KeyError) as exc:
+    except (ValueError, KeyError, OSError) as exc:  # RecordError, ContractError and JSON errors are ValueErrors
         print(f"omni-edge matrix: {exc}", file=sys.stderr)
         return 1
     if args.json:
@@ -139,7 +165,7 @@ def add_parsers(sub: Any) -> None:
     def runtime_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--runtime", type=Path, default=None,
                        help="a runtime built for the device: DIR/bin/omni-edge-run + DIR/lib (default: this host's)")
-        p.add_argument("--runtime-abi", default=None, help="ABI of --runtime (default: the device's)")
+        p.add_argument("--runtime-abi", default=None, help="the ABI --runtime must have (read from its binary; mismatch = error)")
         p.add_argument("--name", default=None, help="deployment directory name on the device")
 
     p = sub.add_parser("push", help="lay out binary, libraries, artifacts and plan on a device and verify there")
@@ -153,9 +179,10 @@ def add_parsers(sub: Any) -> None:
     _device_args(p)
     p.add_argument("--plan", type=Path, required=True)
     p.add_argument("--workload", choices=sorted(WORKLOADS), default="short")
-    p.add_argument("--runs", type=int, default=20, help="measured requests per group")
+    p.add_argument("--runs", type=_positive, default=20,
+                   help="measured requests per group (fewer than 20 is reported as below the protocol)")
     p.add_argument("--warmup", type=int, default=1, help="discarded requests per process")
-    p.add_argument("--concurrency", type=lambda t: [int(v) for v in t.split(",")], default=[1],
+    p.add_argument("--concurrency", type=_counts, default=[1],
                    help="concurrent processes per group, e.g. 1,2,4")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads per process (0: all cores)")
     p.add_argument("--out", type=Path, default=Path("work/profile"))
@@ -164,7 +191,7 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser("budget", help="the admission ledger's memory budget of a plan (nothing is loaded)")
     p.add_argument("--plan", type=Path, required=True)
-    p.add_argument("--sessions", type=int, default=1)
+    p.add_argument("--sessions", type=_positive, default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_budget)
 

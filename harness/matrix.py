@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import secrets
 import shutil
 import time
 from dataclasses import dataclass
@@ -75,7 +76,14 @@ def load_records(store: Path) -> list[dict[str, Any]]:
                 raise RecordError(f"{path}: missing {key!r}")
         route(record["route"])
         family(record["family"])
-        for ev in record["evidence"]:
+        evidence = record["evidence"]
+        if not isinstance(evidence, list) or not all(
+                isinstance(ev, dict) and isinstance(ev.get("path"), str) and isinstance(ev.get("sha256"), str)
+                for ev in evidence):
+            raise RecordError(f"{path}: evidence must be a list of {{path, sha256}}")
+        if not all(isinstance(record[k], dict) for k in ("outcome", "quality")):
+            raise RecordError(f"{path}: outcome and quality must be objects")
+        for ev in evidence:
             file = store / ev["path"]
             if not file.is_file() or _sha256(file) != ev["sha256"]:
                 raise RecordError(f"{path}: evidence {ev['path']} is missing or changed since it was recorded")
@@ -106,6 +114,7 @@ def cell_status(r: Route, f: Family, records: list[dict[str, Any]]) -> Cell:
     if not fits:
         return Cell(r, f, "capacity-rejected", why, ids, budget)
     ran = [x for x in mine if x["outcome"].get("ran") and x["quality"].get("qualified")]
+    x = None
     on_device = [x for x in ran if x["execution"] == "device" and _performance_n(x) >= 20]
     if on_device:
         return Cell(r, f, "qualified", f"on {on_device[0]['device'].get('serial', 'the device')}, "
@@ -114,10 +123,15 @@ def cell_status(r: Route, f: Family, records: list[dict[str, Any]]) -> Cell:
         x = ran[0]
         where = {"htp-emulator": "numerics on the QNN HTP emulator, not yet on the device",
                  "host": "on the host", "qemu-user": "under qemu-user"}.get(x["execution"], "on the device, too few runs")
-        return Cell(r, f, "functional", f"{x['artifact'].get('component', '?')}: {where}", ids, budget)
-    failed = [x for x in mine if not x["outcome"].get("ran")]
-    if failed:
-        o = failed[0]["outcome"]
+        art = x["artifact"]
+        return Cell(r, f, "functional", f"{art.get('component', '?')} of checkpoint {art.get('checkpoint_id', '?')}: "
+                    f"{where}", ids, budget)
+    if mine:  # every record failed: to run, or its quality reports
+        x = mine[0]
+        o = x["outcome"]
+        if o.get("ran"):
+            return Cell(r, f, "blocked", f"quality: {x['artifact'].get('component', '?')} ran but its validation "
+                        "reports did not pass", ids, budget)
         return Cell(r, f, "blocked", f"{o.get('layer', '?')}: {o.get('reason', '?')}", ids, budget)
     return Cell(r, f, "not attempted", "", ids, budget)
 
@@ -151,13 +165,20 @@ def record_from_artifact(store: Path, route_key: str, family_key: str, component
     manifest = verified["manifest"]
     meta = manifest.get("metadata", {})
     qnn = meta.get("qnn", {})
+    if execution == "htp-emulator" and not qnn:
+        raise RecordError(f"{component} is not a QNN artifact: it cannot have run on the HTP emulator")
     if r.htp_arch and qnn and qnn.get("htp_arch") != r.htp_arch:
         raise RecordError(f"{component} targets HTP {qnn.get('htp_arch')}, the route {r.key} is HTP {r.htp_arch}")
     evidence = [component / "manifest.json", component / "reports" / "numerical.json", component / "reports" / "task.json"]
+    missing = [str(p) for p in evidence if not p.is_file()]
+    if missing:
+        raise RecordError(f"{component}: no {', '.join(missing)}: a record needs the artifact's validation reports")
     profile = json.loads(profile_report.read_text()) if profile_report else None
+    if execution == "device":
+        _check_device_identity(r, profile)
     if profile_report:
         evidence.append(profile_report)
-    record_id = f"{r.key}--{f.key}--{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+    record_id = f"{r.key}--{f.key}--{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
     record = {
         "schema": SCHEMA, "route": r.key, "family": f.key, "execution": execution,
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -180,13 +201,26 @@ def record_from_artifact(store: Path, route_key: str, family_key: str, component
     return path
 
 
+def _check_device_identity(r: Route, profile: dict[str, Any] | None) -> None:
+    """A device record counts toward `qualified`: the profile must come from the route's own hardware."""
+    if profile is None:
+        raise RecordError("an execution=device record needs --profile-report from a run on that device")
+    device = profile.get("device") or {}
+    soc = str(device.get("soc") or "")
+    if not soc or soc.lower() not in r.soc.lower():
+        raise RecordError(f"the profile ran on {device.get('serial', '?')} (SoC {soc or 'unknown'}), "
+                          f"not on the route's {r.soc}")
+    if r.htp_arch and device.get("htp_arch") != r.htp_arch:
+        raise RecordError(f"the profile's device has HTP {device.get('htp_arch')}, the route {r.key} is {r.htp_arch}")
+
+
 def record_blocked(store: Path, route_key: str, family_key: str, layer: str, reason: str, log: Path,
                    command: str) -> Path:
     """A record of a failure: the log that shows it is the evidence (it must exist)."""
     r, f = route(route_key), family(family_key)
     if not log.is_file():
         raise RecordError(f"{log}: a blocked record needs the failure log as evidence")
-    record_id = f"{r.key}--{f.key}--blocked-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+    record_id = f"{r.key}--{f.key}--blocked-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
     record = {"schema": SCHEMA, "route": r.key, "family": f.key, "execution": "host",
               "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": {}, "artifact": {},
               "command": command, "placement": None, "quality": {"qualified": False}, "memory": None,

@@ -134,12 +134,33 @@ def test_the_controller_refuses_a_plan_that_does_not_fit_before_loading(tiny_art
     capped = tmp_path / "plan.json"
     capped.write_text(json.dumps({**plan, "stages": [{**s, "artifact": str(tiny_artifact / s["artifact"])}
                                                      for s in plan["stages"]]}))
-    r = subprocess.run([str(RUN), "--plan", str(capped), "--prompt", "hi", "--json"], capture_output=True, text=True)
-    assert r.returncode == 1 and "memory_budget_mb is 1" in r.stderr
+    for pools in ("auto", "off"):  # the cap holds with or without a ledger
+        r = subprocess.run([str(RUN), "--plan", str(capped), "--prompt", "hi", "--json", "--memory-pools", pools],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and "memory_budget_mb is 1" in r.stderr, (pools, r.stderr)
+    mirror = cli("budget", "--plan", str(capped))  # the Python mirror refuses it with the same words
+    assert mirror.returncode == 1 and "memory_budget_mb is 1" in mirror.stderr
     ok = subprocess.run([*base, "--profile"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     session = json.loads(ok.stdout.splitlines()[0])
     assert session["kind"] == "session" and session["ledger"]["reservations"][0]["bytes"]["device_ram"] > 0
+
+
+def test_bad_numbers_and_bad_plans_are_clear_errors(tiny_artifact: Path, tmp_path: Path) -> None:
+    plan = str(tiny_artifact / "plan.json")
+    for flag, value in (("--max-new-tokens", "nan"), ("--max-new-tokens", "1e300"), ("--repeat", "2.5"),
+                        ("--repeat", "0"), ("--seed", "-1"), ("--threads", "inf"), ("--top-k", "x")):
+        r = subprocess.run([str(RUN), "--plan", plan, "--prompt", "hi", flag, value], capture_output=True, text=True)
+        assert r.returncode == 2 and flag in r.stderr and r.stdout == "", (flag, value, r.stderr)
+    (tmp_path / "broken.json").write_text("{")
+    for args in (["--plan", str(tmp_path / "absent.json")], ["--plan", str(tmp_path / "broken.json")]):
+        r = cli("budget", *args)
+        assert r.returncode == 1 and r.stderr.startswith("omni-edge budget:") and "Traceback" not in r.stderr
+    for args in (["budget", "--plan", plan, "--sessions", "0"],
+                 ["profile", "--device", "host", "--plan", plan, "--concurrency", "1,0"],
+                 ["profile", "--device", "host", "--plan", plan, "--runs", "0"]):
+        r = cli(*args)
+        assert r.returncode == 2 and "must be at least 1" in r.stderr and "Traceback" not in r.stderr, args
 
 
 @pytest.mark.parametrize("impl", ["native", "python"])
@@ -206,3 +227,40 @@ def test_matrix_statuses_come_from_records_and_evidence(tiny_artifact: Path, tmp
     assert bad.returncode == 1 and "missing or changed" in bad.stderr
     with pytest.raises(matrix.RecordError, match="needs the failure log"):
         matrix.record_blocked(tmp_path, "x-elite", "spark", "x", "y", tmp_path / "absent.log", "")
+
+
+def test_qualified_needs_the_routes_own_device_and_passing_quality(tiny_artifact: Path, tmp_path: Path) -> None:
+    component = tiny_artifact / "thinker-onnx"
+    groups = {"concurrency-1": {"requests": 20}}
+
+    def profile(name: str, device: dict) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps({"device": device, "placement": [], "ledger": {}, "memory": {},
+                                    "startup": {}, "groups": groups}))
+        return path
+
+    record = ["matrix", "record", "--store", str(tmp_path / "store"), "--route", "galaxy-s25", "--family", "spark",
+              "--artifact", str(component), "--execution", "device"]
+    no_profile = cli(*record)
+    assert no_profile.returncode == 1 and "needs --profile-report" in no_profile.stderr
+    host = cli(*record, "--profile-report", str(profile("host.json", {"serial": "host", "soc": None})))
+    assert host.returncode == 1 and "not on the route's SM8750" in host.stderr
+    wrong_htp = cli(*record, "--profile-report", str(profile("s24.json", {"serial": "R5", "soc": "SM8650",
+                                                                            "htp_arch": "v75"})))
+    assert wrong_htp.returncode == 1, wrong_htp.stderr
+    phone = cli(*record, "--profile-report", str(profile("s25.json", {"serial": "R3", "soc": "SM8750",
+                                                                        "htp_arch": "v79"})))
+    assert phone.returncode == 0, phone.stderr
+    not_qnn = cli("matrix", "record", "--store", str(tmp_path / "store"), "--route", "x-elite", "--family", "spark",
+                  "--artifact", str(component), "--execution", "htp-emulator")
+    assert not_qnn.returncode == 1 and "not a QNN artifact" in not_qnn.stderr
+    cells = {(c["route"], c["family"]): c
+             for c in json.loads(cli("matrix", "--json", "--store", str(tmp_path / "store")).stdout)}
+    assert cells[("galaxy-s25", "spark")]["status"] == "qualified"
+    assert cells[("galaxy-s25", "spark")]["detail"] == "on R3, n=20"
+
+    # A record that ran but whose quality reports failed blocks the cell at the quality layer.
+    (path,) = (tmp_path / "store" / "records").glob("*.json")
+    ran_badly = {**json.loads(path.read_text()), "_id": "x", "quality": {"qualified": False}}
+    cell = matrix.cell_status(matrix.route("galaxy-s25"), matrix.family("spark"), [ran_badly])
+    assert cell.status == "blocked" and cell.detail.startswith("quality:")
