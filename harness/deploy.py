@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omni_edge.harness.devices.base import Device, DeviceError, PushReport
+from omni_edge.harness.devices.qemu import elf_machine
 
 # Android ABI names and the machine names of the same instruction sets.
 _ABI_ALIASES = {"arm64-v8a": "aarch64", "aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
@@ -90,14 +91,25 @@ def host_runtime(needs_qnn: bool) -> RuntimeBundle:
     return RuntimeBundle(binary, libs, platform.machine(), env)
 
 
-def runtime_from_dir(root: Path, abi: str) -> RuntimeBundle:
-    """A runtime built elsewhere (e.g. an Android arm64 build): ROOT/bin/omni-edge-run and ROOT/lib/*."""
+_ELF_ABI = {183: "aarch64", 62: "x86_64"}  # e_machine: EM_AARCH64, EM_X86_64
+
+
+def runtime_from_dir(root: Path, abi: str | None = None) -> RuntimeBundle:
+    """A runtime built elsewhere (e.g. an Android arm64 build): ROOT/bin/omni-edge-run and ROOT/lib/*.
+    Its ABI is read from the binary itself; a stated `abi` that disagrees is an error."""
     binary = root / "bin" / "omni-edge-run"
     if not binary.is_file():
         raise DeviceError(f"{root}: no bin/omni-edge-run in this runtime directory")
+    found = _ELF_ABI.get(elf_machine(binary) or -1)
+    if found is None:
+        raise DeviceError(f"{binary}: not an aarch64 or x86_64 ELF executable")
+    if abi is not None and _ABI_ALIASES.get(abi, abi) != found:
+        raise DeviceError(f"{binary} is built for {found}, not {abi}")
     libs = {p.name: p for p in sorted((root / "lib").glob("*.so*"))} if (root / "lib").is_dir() else {}
     env = {"OMNI_EDGE_ONNXRUNTIME_LIB": "lib/libonnxruntime.so.1"} if "libonnxruntime.so.1" in libs else {}
-    return RuntimeBundle(binary, libs, abi, env)
+    if "libQnnHtp.so" in libs:  # the HTP stub finds its DSP-side skeleton libraries through this on Android
+        env["ADSP_LIBRARY_PATH"] = "lib"
+    return RuntimeBundle(binary, libs, found, env)
 
 
 @dataclass
@@ -160,15 +172,30 @@ def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name
             (staged / "lib" / remote_name).symlink_to(local)
         if bundle.libraries:
             report.merge(device.push(staged / "lib", f"{root}/lib"))
+        remote_names = _remote_names(components)
         for stage, component in zip(stages, components, strict=True):
-            stage["artifact"] = f"artifacts/{component.name}"
-            report.merge(device.push(component, f"{root}/artifacts/{component.name}"))
+            stage["artifact"] = f"artifacts/{remote_names[component]}"
+            report.merge(device.push(component, f"{root}/artifacts/{remote_names[component]}"))
         (staged / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
         report.merge(device.push(staged / "plan.json", f"{root}/plan.json"))
     env = {k: f"{root}/{v}" for k, v in bundle.env.items()}
     env["LD_LIBRARY_PATH"] = f"{root}/lib"
-    return Deployment(device, root, f"{root}/plan.json", [f"{root}/artifacts/{c.name}" for c in components],
-                      report, env)
+    return Deployment(device, root, f"{root}/plan.json",
+                      [f"{root}/artifacts/{n}" for n in dict.fromkeys(remote_names[c] for c in components)], report, env)
+
+
+def _remote_names(components: list[Path]) -> dict[Path, str]:
+    """One remote directory per distinct component; two different components with the same
+    directory name (from different exports) get numbered names instead of overwriting each other."""
+    names: dict[Path, str] = {}
+    for c in components:
+        if c in names:
+            continue
+        name, n = c.name, 2
+        while name in names.values():
+            name, n = f"{c.name}-{n}", n + 1
+        names[c] = name
+    return names
 
 
 def verify_on_target(deployment: Deployment, timeout: float = 600.0) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ class Workload:
     max_new_tokens: int
 
 
+MIN_RUNS = 20  # measured requests per group the protocol asks for; fewer is reported as not met
 WORKLOADS = {
     "short": Workload("short", "The module provides", 32),
     "medium": Workload("medium", _PARAGRAPH * 3 + "In short,", 96),
@@ -58,6 +59,7 @@ class ProcessRun:
     returncode: int | None = None
     stderr: str = ""
     timed_out: bool = False
+    memory_error: str = ""
 
     def session(self) -> tuple[float, dict[str, Any]] | None:
         return next(((t, e) for t, e in self.lines if e.get("kind") == "session"), None)
@@ -114,7 +116,11 @@ class Profiler:
         def sample() -> None:
             while not stop.is_set():
                 if pid_box:
-                    m = self.d.device.memory(pid_box[0])
+                    try:
+                        m = self.d.device.memory(pid_box[0])
+                    except (DeviceError, OSError) as exc:  # keep the run; say why its memory trace ends
+                        run.memory_error = str(exc)
+                        return
                     if m is not None:
                         run.memory.append(MemorySample(t=time.perf_counter() - run.spawn_t, rss_kb=m.rss_kb,
                                                        pss_kb=m.pss_kb))
@@ -137,7 +143,8 @@ class Profiler:
         sampler.join()
         run.returncode, run.stderr, run.timed_out = result.returncode, result.stderr, result.timed_out
         stem = self.out / "raw" / "logs" / f"{group}-{index:03d}"
-        stem.with_suffix(".stdout.jsonl").write_text("".join(json.dumps(e) + "\n" for _, e in run.lines))
+        stem.with_suffix(".stdout.jsonl").write_text(  # arrival times kept: intervals can be recomputed
+            "".join(json.dumps({"t_s": round(t, 6), "event": e}) + "\n" for t, e in run.lines))
         stem.with_suffix(".stderr.txt").write_text(run.stderr)
         self.processes.append(run)
         if run.returncode != 0:
@@ -159,7 +166,7 @@ class Profiler:
             load = float(s["load_ms"])
             rows.append({"run": i, "process_start_ms": max(0.0, t_session * 1000 - load), "load_ms": load,
                          "first_output_ms": first * 1000, "ledger": s.get("ledger")})
-        measured = rows[self.warmup:] or rows
+        measured = rows[self.warmup:]
         metrics = {k: summarize([r[k] for r in measured]) for k in ("process_start_ms", "load_ms", "first_output_ms")}
         return {"cold": rows[0], "warm_restart": metrics, "n_launches": len(rows), "rows": rows,
                 "placement": _placement(launches[0].stderr)}
@@ -209,8 +216,7 @@ class Profiler:
                    for k in ("ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s", "wall_ms")}
         metrics["token_interval_ms"] = summarize(intervals_all)
         metrics["steady_rss_mb"] = summarize(steady_rss)
-        return {"concurrency": c, "requests": len(rows), "metrics": metrics, "rows": rows,
-                "timelines": timelines[:8]}
+        return {"concurrency": c, "requests": len(rows), "metrics": metrics, "rows": rows, "timelines": timelines}
 
     def memory(self) -> dict[str, Any]:
         loading, steady, pss = [], [], []
@@ -239,9 +245,13 @@ def _placement(stderr: str) -> list[dict[str, Any]]:
 def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: int = 20, warmup: int = 1,
                 concurrency: list[int] | None = None, threads: int = 0, progress: Any = None) -> dict[str, Any]:
     """The whole protocol; writes OUT/report.json, OUT/report.md, OUT/*.png and OUT/raw/."""
+    if runs < 1 or warmup < 0 or any(c < 1 for c in (concurrency or [1])):
+        raise ValueError(f"runs >= 1, warmup >= 0 and concurrency >= 1 (got {runs}, {warmup}, {concurrency})")
     out.mkdir(parents=True, exist_ok=True)
     facts = deployment.device.facts()
     verified = verify_on_target(deployment)
+    # Verification just read every artifact byte: evict it, or the "cold" start is a warm one.
+    cold_cache = deployment.device.drop_page_cache()
     profiler = Profiler(deployment, workload, out, runs=runs, warmup=warmup, threads=threads)
     steps = [("startup", profiler.startup)] + [(f"concurrency-{c}", lambda c=c: profiler.concurrency(c))
                                                for c in (concurrency or [1])]
@@ -253,6 +263,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: 
         if progress is not None:
             progress.update(1)
     memory = profiler.memory()
+    memory["sampling_errors"] = sorted({r.memory_error for r in profiler.processes if r.memory_error})
     ledger = groups["startup"]["cold"].get("ledger") or {}
     predicted = sum(r["bytes"].get("device_ram", 0) + r["bytes"].get("wsl_quota", 0)
                     for r in ledger.get("reservations", []))
@@ -265,6 +276,8 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: 
         "verified_on_target": [{"component": v["manifest"]["component"], "qualified": v["qualified"]} for v in verified],
         "workload": {"name": workload.name, "prompt_chars": len(workload.prompt),
                      "max_new_tokens": workload.max_new_tokens, "runs": runs, "warmup": warmup},
+        "protocol": {"measured_per_group": runs, "minimum": MIN_RUNS, "met": runs >= MIN_RUNS,
+                     "cold_start_page_cache": "dropped" if cold_cache else "warm (could not drop it: needs root)"},
         "placement": groups["startup"]["placement"],
         "startup": {k: v for k, v in groups["startup"].items() if k not in ("placement", "rows")},
         "groups": {k: {kk: vv for kk, vv in v.items() if kk not in ("rows", "timelines")}

@@ -25,7 +25,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
 
     # Latency distributions: startup split and per-group TTFT / total.
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    startup = samples["startup_rows"][report["workload"]["warmup"]:] or samples["startup_rows"]
+    startup = samples["startup_rows"][report["workload"]["warmup"]:]
     keys = ("process_start_ms", "load_ms", "first_output_ms")
     axes[0].boxplot([[r[k] for r in startup] for k in keys], tick_labels=["process start", "load", "first output"])
     axes[0].set_title(f"startup (warm restarts, n={len(startup)})")
@@ -46,9 +46,9 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     # Token-interval timeline: inter-token gaps along each request.
     fig, ax = plt.subplots(figsize=(10, 4.5))
     for g, data in samples["groups"].items():
-        for i, tl in enumerate(data["timelines"][:4]):
+        for tl in data["timelines"][:4]:
             ax.plot(range(1, len(tl["intervals_ms"]) + 1), tl["intervals_ms"], lw=1, alpha=0.8,
-                    label=f"{g} p{tl['process']} r{tl['request']}" if i < 4 else None)
+                    label=f"{g} p{tl['process']} r{tl['request']}")
     ax.set_xlabel("token index")
     ax.set_ylabel("interval since previous token (ms, at the harness)")
     ax.set_title(f"token intervals · {title}")

@@ -15,7 +15,7 @@ import adbutils
 import pytest
 from adb_server import FakeAdbServer
 from omni_edge.export.qnn_target import SOCS
-from omni_edge.harness.devices.adb import AdbDevice, list_devices
+from omni_edge.harness.devices.adb import AdbDevice, _thermal, list_devices
 from omni_edge.harness.devices.base import DeviceError, parse_meminfo_kb
 
 PHONE = {
@@ -191,8 +191,10 @@ def test_facts_report_the_props_and_never_invent(server: FakeAdbServer, dev: Adb
     assert total_kb is not None and facts.ram_bytes == total_kb * 1024
     assert facts.battery == {"level": "87", "temperature": "301", "status": "2"}
     assert facts.runtimes == {"omni-edge-run": "omni-edge-run 0.1.0"}
-    zones = sorted(Path("/sys/class/thermal").glob("thermal_zone*"))
-    assert len(facts.thermal) <= len(zones)
+    # Thermal zones are whatever this host has (often none in a VM): check the parser directly.
+    assert _thermal("thermal_zone0\tcpu-0\t45000\nthermal_zone1\tcpu-0\t47500\nthermal_zone2\tbattery\tn/a\n"
+                    "garbage\nthermal_zone3\t\t30000\n") == {"cpu-0": 45.0, "cpu-0 (thermal_zone1)": 47.5,
+                                                              "thermal_zone3": 30.0}
 
     bare = AdbDevice("bare-2", port=server.port, workdir=str(tmp_path / "bare")).facts()
     assert (bare.soc, bare.htp_arch, bare.os, bare.build, bare.abi, bare.battery, bare.runtimes) == (None, None, None, None, None, {}, {})

@@ -409,5 +409,6 @@ def _thermal(text: str) -> dict[str, float]:
             celsius = int(value.strip()) / 1000.0
         except ValueError:
             continue
-        zones[f"{kind} ({zone})" if kind in zones or not kind else kind] = celsius
+        key = kind or zone
+        zones[f"{key} ({zone})" if key in zones else key] = celsius
     return zones

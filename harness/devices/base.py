@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -159,6 +159,15 @@ class Device(ABC):
     def facts(self) -> DeviceFacts:
         """SoC, RAM, OS/build, ABI, HTP arch, battery/thermal state, runtime versions."""
 
+    def drop_page_cache(self) -> bool:
+        """Evict file pages so the next start reads artifacts from storage (a cold start);
+        needs root on the target. False when it could not be done: the start is then warm."""
+        try:
+            result = self.shell(["sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"], timeout=60.0)
+        except DeviceError:
+            return False
+        return result.returncode == 0
+
     def push(self, local: Path, remote: str) -> PushReport:
         """Copy a file or directory tree, skipping files whose remote SHA-256 already matches."""
         files = local_files(local)
@@ -176,10 +185,3 @@ class Device(ABC):
             report.bytes_sent += path.stat().st_size
         return report
 
-
-def mb(kb: int | None) -> float | None:
-    return None if kb is None else kb / 1024.0
-
-
-def first(values: Iterable[str | None]) -> str | None:
-    return next((v for v in values if v), None)

@@ -58,4 +58,7 @@ class QemuDevice(HostDevice):
         host = super().facts()
         return DeviceFacts(serial=self.serial, kind=self.kind, soc=None, htp_arch=None, ram_bytes=host.ram_bytes,
                            os=f"Linux (qemu-user on {host.abi})", build=host.build, abi="aarch64", cpu=host.cpu,
-                           thermal=host.thermal, runtimes={"qemu": self.qemu})
+                           thermal=host.thermal, runtimes={**host.runtimes, "qemu": self.qemu})
+
+    def drop_page_cache(self) -> bool:  # the page cache is the host's: drop it there, not under qemu
+        return super().shell(["sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"], timeout=60.0).returncode == 0
