@@ -8,8 +8,13 @@ Every artifact is then validated on the HTP backend (the emulator here, the NPU 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
+import re
+import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,8 +314,39 @@ def compile_context(graph: Path, out_dir: Path, soc: Soc, precision: Precision, 
         provider["enable_htp_weight_sharing"] = "1"
         if share == "last":
             config["ep.stop_share_ep_contexts"] = "1"
-    ort.InferenceSession(str(graph), htp_session_options(config, provider))
+    with _native_log() as log:
+        try:
+            ort.InferenceSession(str(graph), htp_session_options(config, provider))
+            failure = None
+        except Exception as exc:  # onnxruntime raises its own Fail/RuntimeException types
+            failure = exc
+    if failure is not None:
+        lines = [ln for ln in "".join(log).splitlines() if "Unsupported nodes in QNN EP" in ln]
+        refused = sorted(set(re.findall(r"\{ name: ([^,]*), type: ([^ }]+) \}", "\n".join(lines))))
+        ops = ", ".join(f"{name or 'unnamed'} ({op})" for name, op in refused) or "a node (no op named in the log)"
+        raise ValueError(f"{graph.name}: the HTP v{soc.htp_arch} of {soc.name} cannot run {ops}; CPU fallback is "
+                         f"disabled, so no context was compiled ({failure})")
     return ctx
+
+
+@contextlib.contextmanager
+def _native_log() -> Iterator[list[str]]:
+    """What the process writes to stderr (fd 2) while the body runs, as one string in the yielded
+    list afterwards: ONNX Runtime's QNN EP names the nodes it refuses only there, not in the
+    exception it raises."""
+    text: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+", errors="replace") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield text
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            text.append(log.read())
 
 
 def context_binaries(ctx_model: Path) -> list[str]:

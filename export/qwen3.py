@@ -195,7 +195,9 @@ class BodyGraph(nn.Module):
             emb = self._angles(position_ids)
             cos, sin = emb.cos(), emb.sin()
         n_layers = len(self.layers)
-        grouped_mask = attention_mask[0].repeat(1, self.s.heads // self.s.kv_heads, 1)   # [1, G*N, S+N], once per step
+        # [1, 1, N, S+N] -> [1, G*N, S+N], once per step; a reshape, not mask[0]: that Gather reads
+        # the float input before it is quantized, which HTP v68 (no float units) cannot run.
+        grouped_mask = attention_mask.flatten(0, 1).repeat(1, self.s.heads // self.s.kv_heads, 1)
         new_k, new_v = [], []
         for i, layer in enumerate(self.layers):
             hidden, k, v = layer(hidden, cos, sin, grouped_mask, past[i], past[n_layers + i])

@@ -178,3 +178,25 @@ def test_fp16_on_the_htp_qualifies(unseen: Path, tmp_path: Path) -> None:
     component = tmp_path / "fp16" / "thinker-qnn-sm8650-fp16"
     assert cli("verify", str(component)).returncode == 0
     assert _checks(component / "reports" / "numerical.json")["logit_sqnr_db"] >= 40.0
+
+
+def test_w8a16_on_htp_v68_qualifies(unseen: Path, tmp_path: Path) -> None:
+    """v68 (QCS6490) has no float units: every op of every graph must be quantized, even a
+    reshape of the float mask input (a Gather there once sent the bodies to the refused CPU)."""
+    done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(tmp_path / "v68"), "--target", "qnn-htp",
+                "--precision", "w8a16", "--soc", "qcs6490", "--buckets", "128", "--prefill-chunk", "16")
+    assert done.returncode == 0, done.stderr[-3000:]
+    component = tmp_path / "v68" / "thinker-qnn-qcs6490-w8a16"
+    assert json.loads((component / "manifest.json").read_text())["metadata"]["qnn"]["htp_arch"] == "v68"
+    assert cli("verify", str(component)).returncode == 0
+    assert _checks(component / "reports" / "numerical.json")["logit_sqnr_db"] >= 25.0
+
+
+def test_a_graph_the_htp_cannot_compile_is_refused_naming_the_op(tmp_path: Path) -> None:
+    from omni_edge.export import qnn_target
+
+    graph = tmp_path / "lm_head_unsupported.onnx"
+    _unsupported_lm_head(graph, 96, 1000)
+    soc, precision = qnn_target.check_target("sm8750", "fp16")
+    with pytest.raises(ValueError, match=r"cannot run unnamed \(NonZero\), unnamed \(Shape\); CPU fallback is disabled"):
+        qnn_target.compile_context(graph, tmp_path, soc, precision)
