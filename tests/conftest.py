@@ -69,3 +69,11 @@ def qnn_artifact(unseen: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
+
+
+# ---- speech ---------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def tts_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.checkpoints import make_tts_checkpoint
+
+    return make_tts_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tts-tiny", preset="tiny", seed=0)

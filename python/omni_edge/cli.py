@@ -52,8 +52,12 @@ def _verify(args: argparse.Namespace) -> int:
 def _make_checkpoint(args: argparse.Namespace) -> int:
     from omni_edge.export.checkpoints import make_checkpoint
 
-    out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed, sliding_window=args.sliding_window,
-                          train_steps=args.train_steps)
+    try:
+        out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed,
+                              sliding_window=args.sliding_window, train_steps=args.train_steps)
+    except ValueError as exc:
+        print(f"omni-edge make-checkpoint: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {args.arch} {args.preset} checkpoint to {out}")
     return 0
 
@@ -194,8 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_verify)
 
     p = sub.add_parser("make-checkpoint", help="write a local checkpoint of a real architecture (random/briefly trained)")
-    p.add_argument("--arch", default="qwen3", choices=["qwen3"])
-    p.add_argument("--preset", default="tiny", choices=["tiny", "small", "bench"])
+    p.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3-tts"])
+    p.add_argument("--preset", default="tiny", choices=["tiny", "small", "bench"],
+                   help="qwen3: tiny|small|bench; qwen3-tts: tiny|small")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sliding-window", type=int, default=None, help="make every layer sliding-window attention")

@@ -1,0 +1,306 @@
+"""Qwen3-TTS-shaped speech model, built from transformers' architecture code, and its reference
+(offline and streaming) decoding in PyTorch.
+
+Three stages, at 12.5 frames per second, 16 codebooks per frame, 24 kHz audio:
+  talker          a Qwen3 decoder (transformers `Qwen3Model`). Its input at frame t is the
+                  projected text embedding plus the sum of the 16 codebook embeddings of frame
+                  t-1; `codec_head` on its last hidden state gives codebook 0 of frame t.
+  code predictor  transformers' Qwen3-Omni talker code predictor (a small Qwen3 decoder with 15
+                  codebook embeddings and 15 heads): from [talker hidden, embedding of code 0] it
+                  predicts codebooks 1..15 of the frame, one after another.
+  vocoder         transformers' Qwen3-Omni Code2Wav: codes [16, T] -> T x 1920 samples, causal
+                  (a prefix of the codes decodes to a prefix of the audio), with a constant
+                  delay of `tail_samples` samples that only a following frame releases.
+
+Checkpoint directory: config.json (model_type "qwen3_tts": talker, code predictor and vocoder
+configs, codec ids), model.safetensors (talker.* and talker.code_predictor.*), tokenizer.json,
+and speech_tokenizer/ with the vocoder's config.json + model.safetensors, as Qwen3-TTS lays out
+its speech tokenizer. A real Qwen3-TTS release uses a Mimi-style speech tokenizer decoder and
+multimodal RoPE in the talker; those two are not implemented here (the loader refuses them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+CODE_GROUPS = 16
+FRAME_RATE = 12.5
+SAMPLE_RATE = 24_000
+SAMPLES_PER_FRAME = 1920  # SAMPLE_RATE / FRAME_RATE: the vocoder's total upsampling
+MODEL_TYPE = "qwen3_tts"
+VOCODER_DIR = "speech_tokenizer"
+
+
+@dataclass(frozen=True)
+class CodecIds:
+    """Special ids of codebook 0 beyond the codebook itself."""
+
+    codebook_size: int
+
+    @property
+    def pad(self) -> int:
+        return self.codebook_size
+
+    @property
+    def bos(self) -> int:
+        return self.codebook_size + 1
+
+    @property
+    def eos(self) -> int:
+        return self.codebook_size + 2
+
+    @property
+    def vocab(self) -> int:
+        return self.codebook_size + 3
+
+
+class TextProjection(nn.Module):
+    """Text embedding width -> talker width (two linears with SiLU, as Qwen3-TTS's resize MLP)."""
+
+    def __init__(self, text_hidden: int, hidden: int) -> None:
+        super().__init__()
+        self.linear_fc1 = nn.Linear(text_hidden, text_hidden)
+        self.linear_fc2 = nn.Linear(text_hidden, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear_fc2(torch.nn.functional.silu(self.linear_fc1(x)))
+
+
+class Talker(nn.Module):
+    def __init__(self, config: dict[str, Any]) -> None:
+        from transformers import Qwen3Config, Qwen3Model
+        from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import (
+            Qwen3OmniMoeTalkerCodePredictorConfig,
+        )
+        from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import (
+            Qwen3OmniMoeTalkerCodePredictorModelForConditionalGeneration,
+        )
+
+        super().__init__()
+        self.ids = CodecIds(int(config["codebook_size"]))
+        decoder = Qwen3Config(**config["decoder"])
+        if decoder.vocab_size != self.ids.vocab:
+            raise ValueError(f"talker decoder.vocab_size must be codebook_size + 3 = {self.ids.vocab}")
+        self.model = Qwen3Model(decoder)  # embed_tokens: the embedding of codebook 0 (with its special ids)
+        self.text_embedding = nn.Embedding(int(config["text_vocab_size"]), int(config["text_hidden_size"]))
+        self.text_projection = TextProjection(int(config["text_hidden_size"]), decoder.hidden_size)
+        self.codec_head = nn.Linear(decoder.hidden_size, self.ids.vocab, bias=False)
+        predictor = Qwen3OmniMoeTalkerCodePredictorConfig(**config["code_predictor"])
+        if predictor.num_code_groups != CODE_GROUPS or predictor.hidden_size != decoder.hidden_size:
+            raise ValueError(f"code_predictor: {CODE_GROUPS} code groups and the talker's hidden size are required")
+        if predictor.vocab_size != self.ids.codebook_size:
+            raise ValueError("code_predictor.vocab_size must equal codebook_size")
+        self.code_predictor = Qwen3OmniMoeTalkerCodePredictorModelForConditionalGeneration(predictor)
+
+    def text_part(self, text_ids: torch.Tensor) -> torch.Tensor:
+        return self.text_projection(self.text_embedding(text_ids))
+
+    def frame_embedding(self, codes: torch.Tensor) -> torch.Tensor:
+        """codes [..., 16] -> the sum of their 16 codebook embeddings [..., hidden]."""
+        total = self.model.embed_tokens(codes[..., 0])
+        for g in range(1, CODE_GROUPS):
+            total = total + self.code_predictor.model.codec_embedding[g - 1](codes[..., g])
+        return total
+
+
+def _vocoder(config: dict[str, Any]) -> nn.Module:
+    from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeCode2WavConfig
+    from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import Qwen3OmniMoeCode2Wav
+
+    cfg = Qwen3OmniMoeCode2WavConfig(**config)
+    if cfg.num_quantizers != CODE_GROUPS:
+        raise ValueError(f"vocoder num_quantizers must be {CODE_GROUPS}")
+    model = Qwen3OmniMoeCode2Wav(cfg)
+    if int(model.total_upsample) != SAMPLES_PER_FRAME:
+        raise ValueError(f"vocoder upsampling is {model.total_upsample}, not {SAMPLES_PER_FRAME} samples per frame")
+    return model
+
+
+class Qwen3Tts(nn.Module):
+    def __init__(self, config: dict[str, Any], vocoder_config: dict[str, Any]) -> None:
+        super().__init__()
+        if config.get("model_type") != MODEL_TYPE:
+            raise ValueError(f"model_type {config.get('model_type')!r} is not {MODEL_TYPE!r}")
+        if config.get("talker_config", {}).get("decoder", {}).get("rope_scaling"):
+            raise ValueError("multimodal/scaled RoPE in the talker is not supported")
+        self.config = config
+        self.talker = Talker(config["talker_config"])
+        self.vocoder = _vocoder(vocoder_config)
+        self.vocoder_config = vocoder_config
+        self.text_pad_id = int(config["text_pad_token_id"])
+        self.eval()
+
+    @property
+    def ids(self) -> CodecIds:
+        return self.talker.ids
+
+    @classmethod
+    def from_pretrained(cls, directory: Path) -> Qwen3Tts:
+        from safetensors.torch import load_file
+
+        for rel in ("config.json", "model.safetensors", "tokenizer.json", f"{VOCODER_DIR}/config.json",
+                    f"{VOCODER_DIR}/model.safetensors"):
+            if not (directory / rel).is_file():
+                raise ValueError(f"{directory}: not a {MODEL_TYPE} checkpoint directory (no {rel})")
+        config = json.loads((directory / "config.json").read_text())
+        vocoder_config = json.loads((directory / VOCODER_DIR / "config.json").read_text())
+        model = cls(config, vocoder_config)
+        _load_exact(model.talker, load_file(str(directory / "model.safetensors")), "talker.")
+        _load_exact(model.vocoder, load_file(str(directory / VOCODER_DIR / "model.safetensors")), "")
+        return model.eval()
+
+    def save_pretrained(self, directory: Path) -> None:
+        from safetensors.torch import save_file
+
+        (directory / VOCODER_DIR).mkdir(parents=True, exist_ok=True)
+        (directory / "config.json").write_text(json.dumps(self.config, indent=2) + "\n")
+        (directory / VOCODER_DIR / "config.json").write_text(json.dumps(self.vocoder_config, indent=2) + "\n")
+        save_file({f"talker.{k}": v.contiguous() for k, v in self.talker.state_dict().items()},
+                  str(directory / "model.safetensors"), metadata={"format": "pt"})
+        save_file({k: v.contiguous() for k, v in self.vocoder.state_dict().items()},
+                  str(directory / VOCODER_DIR / "model.safetensors"), metadata={"format": "pt"})
+
+    @property
+    def tail_samples(self) -> int:
+        """Samples of the last frame that only a following frame releases (the vocoder's delay)."""
+        with torch.no_grad():
+            one = self.vocoder(torch.zeros(1, CODE_GROUPS, 1, dtype=torch.long))
+        return SAMPLES_PER_FRAME - int(one.shape[-1])
+
+
+def _load_exact(module: nn.Module, state: dict[str, torch.Tensor], prefix: str) -> None:
+    """Every parameter present and no unknown ones: a checkpoint of another shape is refused."""
+    mine = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    missing, unexpected = module.load_state_dict(mine, strict=False)
+    buffers = {name for name, _ in module.named_buffers()}
+    missing = [m for m in missing if m not in buffers]
+    if missing or unexpected or len(mine) != len(state):
+        raise ValueError(f"checkpoint weights do not match the architecture: missing {missing[:5]}, "
+                         f"unexpected {(unexpected + [k for k in state if not k.startswith(prefix)])[:5]}")
+
+
+# ---- reference decoding ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sampling:
+    """Greedy when temperature == 0."""
+
+    temperature: float = 0.0
+    top_k: int = 0
+    seed: int = 0
+
+
+def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator) -> int:
+    if sampling.temperature <= 0:
+        return int(torch.argmax(logits))
+    scaled = logits / sampling.temperature
+    if sampling.top_k > 0:
+        kth = torch.topk(scaled, min(sampling.top_k, scaled.numel())).values[-1]
+        scaled = torch.where(scaled < kth, torch.full_like(scaled, -float("inf")), scaled)
+    return int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=gen))
+
+
+@torch.no_grad()
+def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = Sampling()) -> torch.Tensor:
+    """The talker + code predictor, frame by frame with KV caches: codes [T, 16] (T <= max_frames;
+    fewer when codebook 0 says end of speech)."""
+    from transformers import DynamicCache
+
+    t, ids = model.talker, model.ids
+    gen = torch.Generator().manual_seed(sampling.seed)
+    # Prefix: every text token with the codec pad, then the text pad with the codec BOS.
+    text = torch.tensor([[*text_ids, model.text_pad_id]])
+    codec = torch.tensor([[ids.pad] * len(text_ids) + [ids.bos]])
+    embeds = t.text_part(text) + t.model.embed_tokens(codec)
+    cache = DynamicCache(config=t.model.config)
+    frames: list[list[int]] = []
+    suppress = torch.zeros(ids.vocab, dtype=torch.bool)
+    suppress[[ids.pad, ids.bos]] = True  # never speak a control id; EOS ends speech
+    for _ in range(max_frames):
+        hidden = t.model(inputs_embeds=embeds, cache=cache, use_cache=True).last_hidden_state[:, -1:]
+        logits0 = t.codec_head(hidden)[0, -1].masked_fill(suppress, -float("inf"))
+        c0 = _pick(logits0, sampling, gen)
+        if c0 == ids.eos:
+            break
+        frame = [c0, *predict_codes(model, hidden, c0, sampling, gen)]
+        frames.append(frame)
+        embeds = t.text_part(torch.tensor([[model.text_pad_id]])) + t.frame_embedding(torch.tensor([[frame]]))
+    return torch.tensor(frames, dtype=torch.long).reshape(-1, CODE_GROUPS)
+
+
+def predict_codes(model: Qwen3Tts, hidden: torch.Tensor, c0: int, sampling: Sampling, gen: torch.Generator) -> list[int]:
+    """Codebooks 1..15 of one frame from the talker's hidden state and codebook 0."""
+    from transformers import DynamicCache
+
+    p = model.talker.code_predictor
+    cache = DynamicCache(config=p.config)
+    embeds = torch.cat([hidden, model.talker.model.embed_tokens(torch.tensor([[c0]]))], dim=1)
+    codes: list[int] = []
+    for g in range(1, CODE_GROUPS):
+        out = p.model(inputs_embeds=embeds, cache=cache, use_cache=True).last_hidden_state[:, -1]
+        code = _pick(p.lm_head[g - 1](out)[0], sampling, gen)
+        codes.append(code)
+        embeds = p.model.codec_embedding[g - 1](torch.tensor([[code]]))
+    return codes
+
+
+@torch.no_grad()
+def decode_offline(model: Qwen3Tts, codes: torch.Tensor) -> torch.Tensor:
+    """All frames at once, then the tail released by one pad frame (code 0 in every codebook):
+    exactly T x 1920 float samples in [-1, 1]."""
+    n = codes.shape[0]
+    padded = torch.cat([codes, torch.zeros(1, CODE_GROUPS, dtype=torch.long)]).t()[None]
+    return model.vocoder(padded)[0, 0, : n * SAMPLES_PER_FRAME]
+
+
+@dataclass(frozen=True)
+class StreamShape:
+    """Chunks of `chunk` frames (the first one `first` frames), each decoded with up to
+    `left_context` frames before it, in a window of fixed `window` frames (right-padded)."""
+
+    first: int = 1
+    chunk: int = 25
+    left_context: int = 72
+
+    @property
+    def window(self) -> int:
+        return self.left_context + max(self.chunk, self.first) + 1  # + 1: the frame that releases the tail
+
+    def chunks(self, n_frames: int) -> list[tuple[int, int]]:
+        """(start, end) frame ranges, in order, covering [0, n_frames)."""
+        out, start = [], 0
+        while start < n_frames:
+            end = min(n_frames, start + (self.first if start == 0 else self.chunk))
+            out.append((start, end))
+            start = end
+        return out
+
+
+@torch.no_grad()
+def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, shape: StreamShape,
+                  final: bool) -> torch.Tensor:
+    """The samples that frames [start, end) make final, decoded in one fixed-size window.
+
+    Samples [a, b) of the stream with a = start*1920 - tail (0 for the first chunk) and b =
+    end*1920 - tail, or end*1920 on the final chunk (a pad frame after it releases the tail)."""
+    tail = model.tail_samples
+    ctx = min(shape.left_context, start)
+    frames = codes[start - ctx:end]
+    pad = shape.window - frames.shape[0]
+    window = torch.cat([frames, torch.zeros(pad, CODE_GROUPS, dtype=torch.long)]).t()[None]
+    wav = model.vocoder(window)[0, 0]
+    a = ctx * SAMPLES_PER_FRAME - (tail if start > 0 else 0)
+    b = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if final else tail)
+    return wav[a:b]
+
+
+def decode_streaming(model: Qwen3Tts, codes: torch.Tensor, shape: StreamShape = StreamShape()) -> list[torch.Tensor]:
+    """The straightforward PyTorch streaming loop: one vocoder window per chunk."""
+    spans = shape.chunks(codes.shape[0])
+    return [decode_window(model, codes, s, e, shape, final=(i == len(spans) - 1)) for i, (s, e) in enumerate(spans)]
