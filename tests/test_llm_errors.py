@@ -111,7 +111,7 @@ def test_bad_prompts(artifact: Path, tmp_path: Path) -> None:
     _refused(_run(plan, "--prompt-file", str(bad)), "invalid_prompt", "UTF-8")
     _refused(_run(plan, "--prompt", ""), "invalid_prompt", "empty")
     usage = _run(plan, "--prompt", "x", "--max-new-tokens", "lots")
-    assert usage.returncode == 2 and "not a number" in usage.stderr
+    assert usage.returncode == 2 and "is not a finite number" in usage.stderr
 
 
 def test_unavailable_runtime_library(artifact: Path) -> None:
