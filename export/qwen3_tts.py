@@ -69,7 +69,8 @@ class TextProjection(nn.Module):
         self.linear_fc2 = nn.Linear(text_hidden, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear_fc2(torch.nn.functional.silu(self.linear_fc1(x)))
+        out: torch.Tensor = self.linear_fc2(torch.nn.functional.silu(self.linear_fc1(x)))
+        return out
 
 
 class Talker(nn.Module):
@@ -87,7 +88,7 @@ class Talker(nn.Module):
         decoder = Qwen3Config(**config["decoder"])
         if decoder.vocab_size != self.ids.vocab:
             raise ValueError(f"talker decoder.vocab_size must be codebook_size + 3 = {self.ids.vocab}")
-        self.model = Qwen3Model(decoder)  # embed_tokens: the embedding of codebook 0 (with its special ids)
+        self.model: Any = Qwen3Model(decoder)  # embed_tokens: the embedding of codebook 0 (with its special ids)
         self.text_embedding = nn.Embedding(int(config["text_vocab_size"]), int(config["text_hidden_size"]))
         self.text_projection = TextProjection(int(config["text_hidden_size"]), decoder.hidden_size)
         self.codec_head = nn.Linear(decoder.hidden_size, self.ids.vocab, bias=False)
@@ -96,20 +97,21 @@ class Talker(nn.Module):
             raise ValueError(f"code_predictor: {CODE_GROUPS} code groups and the talker's hidden size are required")
         if predictor.vocab_size != self.ids.codebook_size:
             raise ValueError("code_predictor.vocab_size must equal codebook_size")
-        self.code_predictor = Qwen3OmniMoeTalkerCodePredictorModelForConditionalGeneration(predictor)
+        self.code_predictor: Any = Qwen3OmniMoeTalkerCodePredictorModelForConditionalGeneration(predictor)
 
     def text_part(self, text_ids: torch.Tensor) -> torch.Tensor:
-        return self.text_projection(self.text_embedding(text_ids))
+        out: torch.Tensor = self.text_projection(self.text_embedding(text_ids))
+        return out
 
     def frame_embedding(self, codes: torch.Tensor) -> torch.Tensor:
         """codes [..., 16] -> the sum of their 16 codebook embeddings [..., hidden]."""
-        total = self.model.embed_tokens(codes[..., 0])
+        total: torch.Tensor = self.model.embed_tokens(codes[..., 0])
         for g in range(1, CODE_GROUPS):
             total = total + self.code_predictor.model.codec_embedding[g - 1](codes[..., g])
         return total
 
 
-def _vocoder(config: dict[str, Any]) -> nn.Module:
+def _vocoder(config: dict[str, Any]) -> Any:
     from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeCode2WavConfig
     from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import Qwen3OmniMoeCode2Wav
 
@@ -131,7 +133,7 @@ class Qwen3Tts(nn.Module):
             raise ValueError("multimodal/scaled RoPE in the talker is not supported")
         self.config = config
         self.talker = Talker(config["talker_config"])
-        self.vocoder = _vocoder(vocoder_config)
+        self.vocoder: Any = _vocoder(vocoder_config)
         self.vocoder_config = vocoder_config
         self.text_pad_id = int(config["text_pad_token_id"])
         self.eval()
@@ -256,7 +258,8 @@ def decode_offline(model: Qwen3Tts, codes: torch.Tensor) -> torch.Tensor:
     exactly T x 1920 float samples in [-1, 1]."""
     n = codes.shape[0]
     padded = torch.cat([codes, torch.zeros(1, CODE_GROUPS, dtype=torch.long)]).t()[None]
-    return model.vocoder(padded)[0, 0, : n * SAMPLES_PER_FRAME]
+    wav: torch.Tensor = model.vocoder(padded)[0, 0, : n * SAMPLES_PER_FRAME]
+    return wav
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,7 @@ def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, sh
     frames = codes[start - ctx:end]
     pad = shape.window - frames.shape[0]
     window = torch.cat([frames, torch.zeros(pad, CODE_GROUPS, dtype=torch.long)]).t()[None]
-    wav = model.vocoder(window)[0, 0]
+    wav: torch.Tensor = model.vocoder(window)[0, 0]
     a = ctx * SAMPLES_PER_FRAME - (tail if start > 0 else 0)
     b = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if final else tail)
     return wav[a:b]

@@ -62,6 +62,24 @@ def _make_checkpoint(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_tts(args: argparse.Namespace) -> int:
+    from omni_edge.export.qwen3_tts import StreamShape
+    from omni_edge.export.tts import TtsExportOptions, export_tts
+
+    if min(args.first_chunk, args.chunk, args.prefill_chunk) < 1 or args.left_context < 0:
+        print("omni-edge export tts: chunk sizes must be at least 1 and the left context at least 0", file=sys.stderr)
+        return 2
+    opts = TtsExportOptions(prefill_chunk=args.prefill_chunk, buckets=args.buckets, validate=not args.no_validate,
+                            threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context))
+    try:
+        component, got = export_tts(args.checkpoint, args.out, opts)
+    except ValueError as exc:
+        print(f"omni-edge export tts: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {component}" + (f" (validated: {json.dumps(got)})" if got else " (not validated)"))
+    return 0
+
+
 def _int_list(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in text.split(",") if v)
@@ -229,6 +247,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--keep-qdq", action="store_true",
                    help="qnn-htp: keep the quantized source graphs in qdq/ (for `omni-edge aihub compile`)")
     e.set_defaults(func=_export_llm)
+
+    e = export_sub.add_parser("tts", help="a Qwen3-TTS-shaped speech model: talker, code predictor, vocoder")
+    e.add_argument("--checkpoint", type=Path, required=True)
+    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--prefill-chunk", type=int, default=32)
+    e.add_argument("--buckets", type=_int_list, default=(512, 1024), help="talker context buckets (text + frames)")
+    e.add_argument("--first-chunk", type=int, default=1, help="frames in the first vocoder chunk")
+    e.add_argument("--chunk", type=int, default=25, help="frames per vocoder chunk after the first")
+    e.add_argument("--left-context", type=int, default=72, help="frames of left context per vocoder chunk")
+    e.add_argument("--no-validate", action="store_true")
+    e.add_argument("--threads", type=int, default=0)
+    e.set_defaults(func=_export_tts)
 
     p = sub.add_parser("aihub", help="compile or profile a QNN component on Qualcomm AI Hub's hosted devices")
     p.add_argument("kind", choices=["compile", "profile"])

@@ -1,0 +1,380 @@
+"""Speech export: the talker, code predictor and vocoder of a Qwen3-TTS-shaped checkpoint as
+static-shape ONNX graphs, validated against the PyTorch reference through ONNX Runtime.
+
+Talker and code predictor are Qwen3 decoders: their bodies are the same graphs as the text
+LLM's (`qwen3.BodyGraph`: explicit KV cache in, new keys/values out, additive mask), so the
+native engine that runs a text model runs them. What differs is around the bodies:
+  talker embed      (text_ids [1, N], codes [1, N, 16]) -> hidden: projected text embedding plus
+                    the sum of the 16 codebook embeddings; a code equal to the codebook size
+                    means "absent" (a zero row), as in the prefix where only codebook 0 is set.
+  talker head       hidden [1, 1, H] -> (normed hidden [1, 1, H], codebook-0 logits [1, 1, V0]);
+                    the normed hidden is the code predictor's first input.
+  predictor embed   ids [1, N] -> hidden over one table: codebook 0 (V0 rows), then codebooks
+                    1..15 (V rows each); id = offset of the codebook + code.
+  predictor head    hidden [1, 1, H] -> logits [1, 15, V], all 15 heads (the runtime reads row g-1).
+  vocoder           codes [1, 16, W] -> wav [1, 1, W x 1920 - tail]: one fixed window of W frames
+                    (left context + chunk + 1), right-padded; causal, so padding never changes
+                    the samples a chunk emits.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omni_edge import __version__
+from omni_edge.artifacts import write_manifest, write_report
+from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
+from omni_edge.export import onnx_target
+from omni_edge.export.qwen3 import BodyGraph, Qwen3Shape, RMSNorm, body_example, body_io_names
+from omni_edge.export.qwen3_tts import (
+    CODE_GROUPS,
+    SAMPLE_RATE,
+    SAMPLES_PER_FRAME,
+    Qwen3Tts,
+    StreamShape,
+    decode_streaming,
+    generate_codes,
+)
+from torch import nn
+from tqdm import tqdm
+
+MASK_VALUE = -100.0  # finite, survives 16-bit quantization (DESIGN.md)
+PREDICTOR_SLOTS = CODE_GROUPS  # talker hidden + codes 0..14 are attended when predicting code 15
+
+
+@dataclass(frozen=True)
+class TtsExportOptions:
+    prefill_chunk: int = 32
+    buckets: tuple[int, ...] = (512, 1024)  # talker context: text prefix + frames
+    stream: StreamShape = field(default_factory=StreamShape)
+    validate: bool = True
+    validation_frames: int = 48
+    threads: int = 0
+
+
+class TalkerEmbedGraph(nn.Module):
+    offsets: torch.Tensor
+
+    def __init__(self, model: Qwen3Tts) -> None:
+        super().__init__()
+        t, ids = model.talker, model.ids
+        self.text_embedding = nn.Parameter(t.text_embedding.weight.detach().clone(), requires_grad=False)
+        self.text_projection = t.text_projection
+        rows = [torch.cat([e.weight.detach(), torch.zeros(1, e.weight.shape[1])])  # + the "absent" row
+                for e in t.code_predictor.model.codec_embedding]
+        self.codebook0 = nn.Parameter(t.model.embed_tokens.weight.detach().clone(), requires_grad=False)
+        self.codebooks = nn.Parameter(torch.cat(rows), requires_grad=False)       # [15 * (V + 1), H]
+        offsets = torch.arange(CODE_GROUPS - 1) * (ids.codebook_size + 1)
+        self.register_buffer("offsets", offsets, persistent=False)
+
+    def forward(self, text_ids: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+        text: torch.Tensor = self.text_projection(self.text_embedding[text_ids])
+        rest = self.codebooks[codes[..., 1:] + self.offsets].sum(-2)
+        return text + self.codebook0[codes[..., 0]] + rest
+
+
+class TalkerHeadGraph(nn.Module):
+    def __init__(self, model: Qwen3Tts, s: Qwen3Shape) -> None:
+        super().__init__()
+        t = model.talker
+        self.norm = RMSNorm(t.model.norm.weight, s.eps)
+        self.weight = nn.Parameter(t.codec_head.weight.detach().t().contiguous(), requires_grad=False)
+        self.s = s
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        normed = self.norm(hidden)
+        logits = (normed.reshape(1, self.s.hidden) @ self.weight).reshape(1, 1, -1)
+        return normed, logits
+
+
+class PredictorEmbedGraph(nn.Module):
+    def __init__(self, model: Qwen3Tts) -> None:
+        super().__init__()
+        p = model.talker.code_predictor
+        tables = [model.talker.model.embed_tokens.weight.detach()] + [e.weight.detach() for e in p.model.codec_embedding]
+        self.table = nn.Parameter(torch.cat(tables), requires_grad=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table[ids]
+
+
+def predictor_id(model: Qwen3Tts, group: int, code: int) -> int:
+    """Row of the predictor embed table for `code` of codebook `group`."""
+    return code if group == 0 else model.ids.vocab + (group - 1) * model.ids.codebook_size + code
+
+
+class PredictorHeadGraph(nn.Module):
+    def __init__(self, model: Qwen3Tts, s: Qwen3Shape) -> None:
+        super().__init__()
+        p = model.talker.code_predictor
+        self.norm = RMSNorm(p.model.norm.weight, s.eps)
+        self.weight = nn.Parameter(torch.cat([h.weight.detach() for h in p.lm_head]).t().contiguous(),
+                                   requires_grad=False)                                   # [H, 15 * V]
+        self.s = s
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = (self.norm(hidden).reshape(1, self.s.hidden) @ self.weight).reshape(1, CODE_GROUPS - 1, -1)
+        return logits
+
+
+class VocoderGraph(nn.Module):
+    """Code2Wav over a fixed window, with its sliding-window causal mask as a constant."""
+
+    mask: torch.Tensor
+    positions: torch.Tensor
+
+    def __init__(self, model: Qwen3Tts, frames: int) -> None:
+        super().__init__()
+        self.v: Any = model.vocoder
+        i = torch.arange(frames)
+        window = int(self.v.config.sliding_window)
+        allowed = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < window)
+        self.register_buffer("mask", torch.where(allowed, 0.0, MASK_VALUE)[None, None], persistent=False)
+        self.register_buffer("positions", i[None], persistent=False)
+
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:
+        v = self.v
+        hidden = v.code_embedding(codes + v.code_offset).mean(1)
+        masks = {"sliding_attention": self.mask, "full_attention": self.mask}
+        hidden = v.pre_transformer(inputs_embeds=hidden, attention_mask=masks, position_ids=self.positions).last_hidden_state
+        hidden = hidden.permute(0, 2, 1)
+        for blocks in v.upsample:
+            for block in blocks:
+                hidden = block(hidden)
+        for block in v.decoder:
+            hidden = block(hidden)
+        wav: torch.Tensor = hidden.clamp(min=-1, max=1)
+        return wav
+
+
+def _shape(config: Any) -> Qwen3Shape:
+    return Qwen3Shape.from_config(config)
+
+
+def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[str, str]:
+    """Every graph of the three stages into `out`, weights shared in one file; role -> file."""
+    talker_s, pred_s = _shape(model.talker.model.config), _shape(model.talker.code_predictor.config)
+    C = opts.prefill_chunk
+    files: dict[str, str] = {}
+    jobs: list[tuple[str, nn.Module, tuple[torch.Tensor, ...], list[str], list[str]]] = []
+    t_embed = TalkerEmbedGraph(model).eval()
+    for n in (C, 1):
+        jobs.append((f"talker_embed_n{n}", t_embed, (torch.zeros(1, n, dtype=torch.int64),
+                     torch.zeros(1, n, CODE_GROUPS, dtype=torch.int64)), ["text_ids", "codes"], ["hidden"]))
+    t_body, (b_in, b_out) = BodyGraph(model.talker, talker_s).eval(), body_io_names(talker_s.layers)
+    for cache in sorted(set(opts.buckets)):
+        jobs.append((f"talker_prefill_s{cache}", t_body, body_example(talker_s, C, cache), b_in, b_out))
+        jobs.append((f"talker_decode_s{cache}", t_body, body_example(talker_s, 1, cache), b_in, b_out))
+    jobs.append(("talker_head", TalkerHeadGraph(model, talker_s).eval(), (torch.zeros(1, 1, talker_s.hidden),),
+                 ["hidden"], ["normed", "logits"]))
+    p_embed = PredictorEmbedGraph(model).eval()
+    jobs.append(("predictor_embed_n1", p_embed, (torch.zeros(1, 1, dtype=torch.int64),), ["input_ids"], ["hidden"]))
+    p_body, (p_in, p_out) = BodyGraph(model.talker.code_predictor, pred_s).eval(), body_io_names(pred_s.layers)
+    jobs.append((f"predictor_decode_s{PREDICTOR_SLOTS}", p_body, body_example(pred_s, 1, PREDICTOR_SLOTS), p_in, p_out))
+    jobs.append(("predictor_head", PredictorHeadGraph(model, pred_s).eval(), (torch.zeros(1, 1, pred_s.hidden),),
+                 ["hidden"], ["logits"]))
+    w = opts.stream.window
+    jobs.append((f"vocoder_w{w}", VocoderGraph(model, w).eval(), (torch.zeros(1, CODE_GROUPS, w, dtype=torch.int64),),
+                 ["codes"], ["wav"]))
+    for name, module, example, ins, outs in tqdm(jobs, desc="export speech graphs", unit="graph", leave=False):
+        onnx_target.export_graph(module, example, ins, outs, out / f"{name}.onnx")
+        files[name] = f"{name}.onnx"
+    onnx_target.share_weights(out, list(files.values()))
+    return files
+
+
+# ---- validation: the graphs through ONNX Runtime against the PyTorch reference ----------------
+
+class _Runner:
+    """The exported graphs driven the way the controller will drive them, in Python: one KV
+    cache per decoder, slots in place, the additive mask built per step."""
+
+    def __init__(self, model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions) -> None:
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        if opts.threads:
+            so.intra_op_num_threads = opts.threads
+        self.s = {k: ort.InferenceSession(str(directory / f), so, providers=["CPUExecutionProvider"])
+                  for k, f in files.items()}
+        self.model, self.opts = model, opts
+        self.talker_s = _shape(model.talker.model.config)
+        self.pred_s = _shape(model.talker.code_predictor.config)
+        self.cache = max(opts.buckets)
+
+    def _body(self, name: str, s: Qwen3Shape, kv: list[np.ndarray], hidden: np.ndarray, start: int,
+              n_valid: int) -> np.ndarray:
+        """Run a body over positions [start, start + n); write new keys/values into their slots."""
+        n = hidden.shape[1]
+        slots = kv[0].shape[-1]
+        mask = np.full((1, 1, n, slots + n), MASK_VALUE, np.float32)
+        mask[..., :start] = 0.0
+        for i in range(n):
+            mask[0, 0, i, slots:slots + i + 1] = 0.0
+        feeds = {"hidden": hidden, "position_ids": np.arange(start, start + n, dtype=np.int64)[None],
+                 "attention_mask": mask}
+        for i in range(s.layers):
+            feeds[f"past_key_{i}"], feeds[f"past_value_{i}"] = kv[i], kv[s.layers + i]
+        out = self.s[name].run(None, feeds)
+        for i in range(s.layers):
+            kv[i][..., start:start + n_valid] = out[1 + i][0].transpose(0, 2, 1)[None, :, :, :n_valid]
+            kv[s.layers + i][:, :, start:start + n_valid] = out[1 + s.layers + i][:, :, :n_valid]
+        hidden_out: np.ndarray = out[0]
+        return hidden_out
+
+    def _empty(self, s: Qwen3Shape, slots: int) -> list[np.ndarray]:
+        return ([np.zeros((1, s.kv_heads, s.head_dim, slots), np.float32) for _ in range(s.layers)]
+                + [np.zeros((1, s.kv_heads, slots, s.head_dim), np.float32) for _ in range(s.layers)])
+
+    def codes(self, text_ids: list[int], max_frames: int) -> np.ndarray:
+        m, ids, C = self.model, self.model.ids, self.opts.prefill_chunk
+        absent = ids.codebook_size
+        kv = self._empty(self.talker_s, self.cache)
+        prefix_text = [*text_ids, m.text_pad_id]
+        prefix_codes = [[ids.pad] + [absent] * (CODE_GROUPS - 1) for _ in text_ids] + [[ids.bos] + [absent] * 15]
+        pos = 0
+        hidden_last = None
+        for start in range(0, len(prefix_text), C):
+            n_valid = min(C, len(prefix_text) - start)
+            text = np.array([prefix_text[start:start + n_valid] + [0] * (C - n_valid)], np.int64)
+            codes = np.array([prefix_codes[start:start + n_valid] + [[0] * CODE_GROUPS] * (C - n_valid)], np.int64)
+            emb = self.s[f"talker_embed_n{C}"].run(None, {"text_ids": text, "codes": codes})[0]
+            h = self._body(f"talker_prefill_s{self.cache}", self.talker_s, kv, emb, pos, n_valid)
+            hidden_last = h[:, n_valid - 1:n_valid]
+            pos += n_valid
+        frames: list[list[int]] = []
+        for _ in range(max_frames):
+            assert hidden_last is not None
+            normed, logits = self.s["talker_head"].run(None, {"hidden": hidden_last})
+            logits = logits[0, 0].copy()
+            logits[[ids.pad, ids.bos]] = -np.inf
+            c0 = int(np.argmax(logits))
+            if c0 == ids.eos:
+                break
+            frame = [c0, *self._predict(normed, c0)]
+            frames.append(frame)
+            emb = self.s["talker_embed_n1"].run(None, {"text_ids": np.array([[m.text_pad_id]], np.int64),
+                                                      "codes": np.array([[frame]], np.int64)})[0]
+            hidden_last = self._body(f"talker_decode_s{self.cache}", self.talker_s, kv, emb, pos, 1)
+            pos += 1
+        return np.array(frames, np.int64).reshape(-1, CODE_GROUPS)
+
+    def _predict(self, normed: np.ndarray, c0: int) -> list[int]:
+        kv = self._empty(self.pred_s, PREDICTOR_SLOTS)
+        body = f"predictor_decode_s{PREDICTOR_SLOTS}"
+        self._body(body, self.pred_s, kv, normed, 0, 1)
+        hidden = self.s["predictor_embed_n1"].run(None, {"input_ids": np.array([[c0]], np.int64)})[0]
+        codes: list[int] = []
+        for g in range(1, CODE_GROUPS):
+            h = self._body(body, self.pred_s, kv, hidden, g, 1)
+            logits = self.s["predictor_head"].run(None, {"hidden": h})[0][0, g - 1]
+            code = int(np.argmax(logits))
+            codes.append(code)
+            if g < CODE_GROUPS - 1:
+                row = predictor_id(self.model, g, code)
+                hidden = self.s["predictor_embed_n1"].run(None, {"input_ids": np.array([[row]], np.int64)})[0]
+        return codes
+
+    def pcm(self, codes: np.ndarray) -> list[np.ndarray]:
+        shape, tail = self.opts.stream, self.model.tail_samples
+        name = f"vocoder_w{shape.window}"
+        spans = shape.chunks(codes.shape[0])
+        chunks = []
+        for k, (start, end) in enumerate(spans):
+            ctx = min(shape.left_context, start)
+            window = np.zeros((1, CODE_GROUPS, shape.window), np.int64)
+            window[0, :, :end - start + ctx] = codes[start - ctx:end].T
+            wav = self.s[name].run(None, {"codes": window})[0][0, 0]
+            a = ctx * SAMPLES_PER_FRAME - (tail if start > 0 else 0)
+            b = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if k == len(spans) - 1 else tail)
+            chunks.append(wav[a:b])
+        return chunks
+
+
+def validate_graphs(model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions,
+                    text_ids: list[int]) -> dict[str, float]:
+    """Greedy codes of `validation_frames` frames through the graphs vs PyTorch, and the
+    streamed PCM of those codes vs the reference streaming decode."""
+    runner = _Runner(model, directory, files, opts)
+    got = runner.codes(text_ids, opts.validation_frames)
+    ref = generate_codes(model, text_ids, opts.validation_frames).numpy()
+    n = min(len(got), len(ref))
+    agree = float((got[:n] == ref[:n]).all(axis=1).mean()) if n else 0.0
+    pcm = np.concatenate(runner.pcm(ref))
+    ref_pcm = torch.cat(decode_streaming(model, torch.from_numpy(ref), opts.stream)).numpy()
+    err = pcm - ref_pcm
+    sqnr = float(10 * np.log10((ref_pcm ** 2).sum() / max(float((err ** 2).sum()), 1e-30)))
+    return {"frames": float(len(got)), "reference_frames": float(len(ref)), "frame_agreement": agree,
+            "pcm_sqnr_db": sqnr, "pcm_max_abs_diff": float(np.abs(err).max()),
+            "samples_match": float(pcm.shape[0] == ref.shape[0] * SAMPLES_PER_FRAME)}
+
+
+# Limits of the fp32 graphs against PyTorch: identical greedy codes; PCM equal to float32
+# rounding (measured 126 dB, max 3e-7 on the tiny checkpoint).
+LIMITS = {"frame_agreement": 1.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4}
+
+
+def _reports(identity: dict[str, str], got: dict[str, float] | None) -> tuple[ValidationReport, ValidationReport]:
+    def report(kind: str, checks: tuple[ReportCheck, ...]) -> ValidationReport:
+        return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
+                                identity["shape_bucket"], identity["target_abi"], checks)
+
+    if got is None:  # --no-validate: reports that say so and fail
+        skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
+        return report("numerical", skipped), report("task", skipped)
+    numerical = report("numerical", (
+        ReportCheck("pcm_sqnr_db", got["pcm_sqnr_db"], LIMITS["pcm_sqnr_db"], ">="),
+        ReportCheck("pcm_max_abs_diff", got["pcm_max_abs_diff"], LIMITS["pcm_max_abs_diff"], "<=")))
+    task = report("task", (
+        ReportCheck("frame_agreement", got["frame_agreement"], LIMITS["frame_agreement"], ">="),
+        ReportCheck("frames", got["frames"], got["reference_frames"], ">="),
+        ReportCheck("samples_exact", got["samples_match"], 1.0, ">=")))
+    return numerical, task
+
+
+def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> tuple[Path, dict[str, float]]:
+    """The speech component `speech-onnx/`: graphs, tokenizer, config, manifest v2 with the
+    validation reports; returns it and the validation numbers (empty when validation is off)."""
+    from tokenizers import Tokenizer
+
+    model = Qwen3Tts.from_pretrained(checkpoint)
+    if opts.prefill_chunk < 1 or not opts.buckets or min(opts.buckets) < opts.prefill_chunk:
+        raise ValueError("every talker bucket must hold at least one prefill chunk")
+    component = out / "speech-onnx"
+    if component.exists():
+        shutil.rmtree(component)
+    component.mkdir(parents=True)
+    for rel in ("tokenizer.json", "config.json"):
+        shutil.copy2(checkpoint / rel, component / rel)
+    files = export_graphs(model, component, opts)
+    got = None
+    if opts.validate:
+        text = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode("Hello from the speech pipeline.").ids
+        got = validate_graphs(model, component, files, opts, text)
+    revision = "local"
+    identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",
+                    shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
+                                 f"-w{opts.stream.window}", target_abi="x86_64-linux")
+    numerical, task = _reports(identity, got)
+    write_report(component / "reports" / "numerical.json", numerical)
+    write_report(component / "reports" / "task.json", task)
+    s = opts.stream
+    write_manifest(component, "speech-onnx", ArtifactMetadata(
+        **identity, runtime="onnxruntime", runtime_version=importlib.metadata.version("onnxruntime"),
+        adapter_version="1", exporter_version=__version__, compiler_version=f"torch-{torch.__version__}",
+        state_layout_version=1, numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
+        task_validation=ValidationRef("reports/task.json", task.passed)),
+        extra_metadata={"speech": {"graphs": files, "code_groups": CODE_GROUPS, "codebook_size": model.ids.codebook_size,
+                                   "codec_ids": {"pad": model.ids.pad, "bos": model.ids.bos, "eos": model.ids.eos},
+                                   "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
+                                   "tail_samples": model.tail_samples, "mask_value": MASK_VALUE,
+                                   "stream": {"first": s.first, "chunk": s.chunk, "left_context": s.left_context,
+                                              "window": s.window},
+                                   "validation": got or {}}})
+    return component, got or {}
