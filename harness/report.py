@@ -106,7 +106,10 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
         "",
         f"Cold (first launch after the push): process start {_fmt(report['startup']['cold']['process_start_ms'])} ms, "
         f"load {_fmt(report['startup']['cold']['load_ms'])} ms, first output "
-        f"{_fmt(report['startup']['cold']['first_output_ms'])} ms.",
+        f"{_fmt(report['startup']['cold']['first_output_ms'])} ms "
+        f"(page cache {report['protocol']['cold_start_page_cache']}).",
+        *([f"**Below the protocol:** {report['protocol']['measured_per_group']} measured requests per group, "
+           f"fewer than {report['protocol']['minimum']}."] if not report["protocol"]["met"] else []),
         "",
         "| warm restart | p50 | p95 | n |",
         "|---|---|---|---|",
