@@ -67,11 +67,9 @@ TEST(AdmissionLedger, PoolsFromJsonIsStrict) {
   EXPECT_FALSE(PoolsFromJson(Json::parse(R"([5])")).ok());
 }
 
-TEST(AdmissionPools, DevicesShareDramExceptDiscreteGpus) {
-  EXPECT_EQ(PoolForDevice("npu", false), "device_ram");
-  EXPECT_EQ(PoolForDevice("gpu", false), "device_ram");
-  EXPECT_EQ(PoolForDevice("cpu", true), "wsl_quota");
-  EXPECT_EQ(PoolForDevice("cuda", true), "vram");
+TEST(AdmissionPools, StagesDrawFromSharedDramOrTheWslQuota) {
+  EXPECT_EQ(StagePool(false), "device_ram");
+  EXPECT_EQ(StagePool(true), "wsl_quota");
 }
 
 }  // namespace
