@@ -16,7 +16,6 @@ report.json, or a failure log. Evidence files are copied next to the records and
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import secrets
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omni_edge.contracts.manifest import sha256_file
 from omni_edge.harness.catalog import FAMILIES, ROUTES, Family, Route, family, route
 from omni_edge.harness.ledger import AdmissionError, Ledger
 
@@ -53,14 +53,6 @@ class Cell:
                 "records": list(self.records), "budget": self.budget}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def load_records(store: Path) -> list[dict[str, Any]]:
     """Every record of the store; a malformed one is an error naming the file (nothing is skipped silently)."""
     records = []
@@ -85,7 +77,7 @@ def load_records(store: Path) -> list[dict[str, Any]]:
             raise RecordError(f"{path}: outcome and quality must be objects")
         for ev in evidence:
             file = store / ev["path"]
-            if not file.is_file() or _sha256(file) != ev["sha256"]:
+            if not file.is_file() or sha256_file(file) != ev["sha256"]:
                 raise RecordError(f"{path}: evidence {ev['path']} is missing or changed since it was recorded")
         record["_id"] = path.stem
         records.append(record)
@@ -149,7 +141,7 @@ def _copy_evidence(store: Path, record_id: str, files: list[Path]) -> list[dict[
         target = store / "evidence" / record_id / f.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, target)
-        out.append({"path": target.relative_to(store).as_posix(), "sha256": _sha256(target)})
+        out.append({"path": target.relative_to(store).as_posix(), "sha256": sha256_file(target)})
     return out
 
 
@@ -184,7 +176,7 @@ def record_from_artifact(store: Path, route_key: str, family_key: str, component
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "device": profile["device"] if profile else {"serial": execution, "htp_arch": qnn.get("htp_arch"),
                                                      "soc": qnn.get("soc")},
-        "artifact": {"component": manifest["component"], "manifest_sha256": _sha256(component / "manifest.json"),
+        "artifact": {"component": manifest["component"], "manifest_sha256": sha256_file(component / "manifest.json"),
                      **{k: meta.get("artifact", {}).get(k) for k in ("checkpoint_id", "precision", "target_abi", "runtime")}},
         "command": command,
         "placement": profile.get("placement") if profile else None,

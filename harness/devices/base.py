@@ -7,12 +7,13 @@ Remote paths are POSIX strings; local paths are `Path`s.
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from omni_edge.contracts.manifest import sha256_file
 
 
 class DeviceError(RuntimeError):
@@ -72,16 +73,10 @@ class DeviceFacts:
         return asdict(self)
 
 
+# Evicts file pages (needs root): the next start reads artifacts from storage.
+DROP_PAGE_CACHE = ["sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
 LineCallback = Callable[[str], None]
 StartCallback = Callable[[int], None]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def local_files(local: Path) -> list[tuple[Path, str]]:
@@ -163,7 +158,7 @@ class Device(ABC):
         """Evict file pages so the next start reads artifacts from storage (a cold start);
         needs root on the target. False when it could not be done: the start is then warm."""
         try:
-            result = self.shell(["sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"], timeout=60.0)
+            result = self.shell(DROP_PAGE_CACHE, timeout=60.0)
         except DeviceError:
             return False
         return result.returncode == 0

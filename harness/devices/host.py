@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from omni_edge.contracts.manifest import sha256_file
 from omni_edge.harness.devices.base import (
     Device,
     DeviceFacts,
@@ -20,7 +21,6 @@ from omni_edge.harness.devices.base import (
     RunResult,
     StartCallback,
     parse_meminfo_kb,
-    sha256_file,
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from omni_edge.harness.devices.base import DeviceError, DeviceFacts, LineCallback, RunResult, StartCallback
+from omni_edge.harness.devices.base import DROP_PAGE_CACHE, DeviceError, DeviceFacts, LineCallback, RunResult, StartCallback
 from omni_edge.harness.devices.host import HostDevice
 
 _EM_AARCH64 = 183
@@ -61,4 +61,4 @@ class QemuDevice(HostDevice):
                            thermal=host.thermal, runtimes={**host.runtimes, "qemu": self.qemu})
 
     def drop_page_cache(self) -> bool:  # the page cache is the host's: drop it there, not under qemu
-        return super().shell(["sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"], timeout=60.0).returncode == 0
+        return super().shell(DROP_PAGE_CACHE, timeout=60.0).returncode == 0
