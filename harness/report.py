@@ -14,6 +14,13 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+def _save(plt: Any, fig: Any, out: Path, name: str) -> str:
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
 def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> list[str]:
     import matplotlib
 
@@ -38,10 +45,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
         ax.set_xlabel("concurrent processes")
         ax.set_ylabel("ms")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out / "latency.png", dpi=110)
-    plt.close(fig)
-    files.append("latency.png")
+    files.append(_save(plt, fig, out, "latency.png"))
 
     # Token-interval timeline: inter-token gaps along each request.
     fig, ax = plt.subplots(figsize=(10, 4.5))
@@ -53,10 +57,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     ax.set_ylabel("interval since previous token (ms, at the harness)")
     ax.set_title(f"token intervals · {title}")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(out / "token_intervals.png", dpi=110)
-    plt.close(fig)
-    files.append("token_intervals.png")
+    files.append(_save(plt, fig, out, "token_intervals.png"))
 
     # Memory over time per process, with the ledger's prediction as a line.
     fig, ax = plt.subplots(figsize=(10, 4.5))
@@ -72,10 +73,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     ax.set_ylabel("RSS (MB)")
     ax.set_title(f"memory · {title}")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(out / "memory.png", dpi=110)
-    plt.close(fig)
-    files.append("memory.png")
+    files.append(_save(plt, fig, out, "memory.png"))
     return files
 
 
