@@ -21,6 +21,7 @@ multimodal RoPE in the talker; those two are not implemented here (the loader re
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,9 +169,10 @@ class Qwen3Tts(nn.Module):
         save_file({k: v.contiguous() for k, v in self.vocoder.state_dict().items()},
                   str(directory / VOCODER_DIR / "model.safetensors"), metadata={"format": "pt"})
 
-    @property
+    @functools.cached_property
     def tail_samples(self) -> int:
-        """Samples of the last frame that only a following frame releases (the vocoder's delay)."""
+        """Samples of the last frame that only a following frame releases (the vocoder's delay);
+        fixed by the architecture, measured once."""
         with torch.no_grad():
             one = self.vocoder(torch.zeros(1, CODE_GROUPS, 1, dtype=torch.long))
         return SAMPLES_PER_FRAME - int(one.shape[-1])
@@ -275,6 +277,15 @@ class StreamShape:
     def window(self) -> int:
         return self.left_context + max(self.chunk, self.first) + 1  # + 1: the frame that releases the tail
 
+    def emitted(self, start: int, end: int, tail: int, final: bool) -> tuple[int, int, int]:
+        """(context frames, first, last sample) of the window decoding frames [start, end): the
+        window starts `context` frames before `start`; samples [first, last) of its output are
+        the ones these frames make final (the tail only on the final chunk, released by a pad frame)."""
+        ctx = min(self.left_context, start)
+        first = ctx * SAMPLES_PER_FRAME - (tail if start > 0 else 0)
+        last = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if final else tail)
+        return ctx, first, last
+
     def chunks(self, n_frames: int) -> list[tuple[int, int]]:
         """(start, end) frame ranges, in order, covering [0, n_frames)."""
         out, start = [], 0
@@ -292,14 +303,11 @@ def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, sh
 
     Samples [a, b) of the stream with a = start*1920 - tail (0 for the first chunk) and b =
     end*1920 - tail, or end*1920 on the final chunk (a pad frame after it releases the tail)."""
-    tail = model.tail_samples
-    ctx = min(shape.left_context, start)
+    ctx, a, b = shape.emitted(start, end, model.tail_samples, final)
     frames = codes[start - ctx:end]
     pad = shape.window - frames.shape[0]
     window = torch.cat([frames, torch.zeros(pad, CODE_GROUPS, dtype=torch.long)]).t()[None]
     wav: torch.Tensor = model.vocoder(window)[0, 0]
-    a = ctx * SAMPLES_PER_FRAME - (tail if start > 0 else 0)
-    b = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if final else tail)
     return wav[a:b]
 
 

@@ -287,13 +287,10 @@ class _Runner:
         spans = shape.chunks(codes.shape[0])
         chunks = []
         for k, (start, end) in enumerate(spans):
-            ctx = min(shape.left_context, start)
+            ctx, a, b = shape.emitted(start, end, tail, final=(k == len(spans) - 1))
             window = np.zeros((1, CODE_GROUPS, shape.window), np.int64)
             window[0, :, :end - start + ctx] = codes[start - ctx:end].T
-            wav = self.s[name].run(None, {"codes": window})[0][0, 0]
-            a = ctx * SAMPLES_PER_FRAME - (tail if start > 0 else 0)
-            b = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if k == len(spans) - 1 else tail)
-            chunks.append(wav[a:b])
+            chunks.append(self.s[name].run(None, {"codes": window})[0][0, 0, a:b])
         return chunks
 
 
