@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/graph.h"
+#include "runtime/plan.h"
 
 namespace omni_edge {
 
@@ -17,5 +18,14 @@ class BackendPool {
  private:
   std::map<std::string, std::unique_ptr<Backend>> backends_;
 };
+
+// Loads graph `key` of a plan's graph group through the pool; `name` is for reports.
+Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup& group, const std::string& key,
+                                         const std::string& name);
+
+// Checks a graph's declared I/O against the buffers a caller binds, so a graph exported for
+// another context length or model fails at load with both shapes named, not as garbage later.
+Status ExpectIo(const Graph& g, const std::string& name, const std::vector<TensorView>& inputs,
+                const std::vector<TensorView>& outputs);
 
 }  // namespace omni_edge

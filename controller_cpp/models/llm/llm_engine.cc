@@ -4,54 +4,21 @@
 #include <cstring>
 
 namespace omni_edge::llm {
-namespace {
-
-Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup& group, const std::string& key,
-                                         const std::string& name) {
-  OE_ASSIGN_OR_RETURN(Backend * backend, backends.Get(group.backend, group.options));
-  const GraphRef& ref = group.graphs.at(key);
-  GraphSpec spec;
-  spec.name = name;
-  spec.path = ref.file;
-  spec.method = ref.method;
-  spec.device = group.device;
-  spec.options = group.options;
-  return backend->Load(spec);
-}
-
-// Checks a graph's declared I/O against what the engine binds, so a graph exported for another
-// context length or model fails at load with both shapes named, not as garbage text later.
-Status Expect(const Graph& g, const std::string& name, const std::vector<TensorView>& in, const std::vector<TensorView>& out) {
-  auto check = [&](const std::vector<GraphIo>& ios, const std::vector<TensorView>& views, const char* what) -> Status {
-    if (ios.size() != views.size()) {
-      return Status::Error("graph_mismatch", name + ": has " + std::to_string(ios.size()) + " " + what + ", expected " +
-                                                 std::to_string(views.size()));
-    }
-    for (size_t i = 0; i < ios.size(); ++i) {
-      bool ok = ios[i].dtype == views[i].dtype && ios[i].shape.size() == views[i].shape.size();
-      for (size_t d = 0; ok && d < ios[i].shape.size(); ++d) ok = ios[i].shape[d] < 0 || ios[i].shape[d] == views[i].shape[d];
-      if (!ok) {
-        return Status::Error("graph_mismatch", name + ": " + what + " " + std::to_string(i) + " (" + ios[i].name + ") is " +
-                                                   DTypeName(ios[i].dtype) + ShapeString(ios[i].shape) + ", the plan needs " +
-                                                   DTypeName(views[i].dtype) + ShapeString(views[i].shape));
-      }
-    }
-    return Status::Ok();
-  };
-  OE_RETURN_IF_ERROR(check(g.inputs(), in, "input"));
-  return check(g.outputs(), out, "output");
-}
-
-}  // namespace
 
 Result<std::unique_ptr<LlmEngine>> LlmEngine::Create(const StagePlan& stage, BackendPool& backends) {
   if (!stage.llm) return Status::Error("invalid_plan", "stage " + std::to_string(stage.stage_id) + " has no llm section");
-  std::unique_ptr<LlmEngine> engine(new LlmEngine(*stage.llm));
-  OE_RETURN_IF_ERROR(engine->Load(stage, backends));
+  return Create(*stage.llm, stage.graphs, backends);
+}
+
+Result<std::unique_ptr<LlmEngine>> LlmEngine::Create(const LlmConfig& config,
+                                                      const std::map<std::string, GraphGroup>& graphs,
+                                                      BackendPool& backends, const std::string& name_prefix) {
+  std::unique_ptr<LlmEngine> engine(new LlmEngine(config, name_prefix));
+  OE_RETURN_IF_ERROR(engine->Load(graphs, backends));
   return engine;
 }
 
-Status LlmEngine::Load(const StagePlan& stage, BackendPool& backends) {
+Status LlmEngine::Load(const std::map<std::string, GraphGroup>& g, BackendPool& backends) {
   const LlmConfig& c = config_;
   const int64_t C = c.prefill_chunk, H = c.hidden_size, L = c.num_layers, KV = c.num_kv_heads, D = c.head_dim;
   ids_chunk_ = HostTensor(DType::kInt64, {1, C});
@@ -71,24 +38,34 @@ Status LlmEngine::Load(const StagePlan& stage, BackendPool& backends) {
     new_v_step_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, 1, D});
   }
 
-  const auto& g = stage.graphs;
-  OE_ASSIGN_OR_RETURN(embed_chunk_, LoadGraph(backends, g.at("embed"), "chunk", "embed_chunk"));
-  OE_ASSIGN_OR_RETURN(embed_step_, LoadGraph(backends, g.at("embed"), "step", "embed_step"));
-  OE_ASSIGN_OR_RETURN(head_, LoadGraph(backends, g.at("lm_head"), "step", "lm_head"));
-  OE_RETURN_IF_ERROR(Expect(*embed_chunk_, "embed_chunk", {ids_chunk_.view()}, {hidden_chunk_.view()}));
-  OE_RETURN_IF_ERROR(Expect(*embed_step_, "embed_step", {ids_step_.view()}, {hidden_step_.view()}));
-  OE_RETURN_IF_ERROR(Expect(*head_, "lm_head", {head_in_.view()}, {logits_.view()}));
-  OE_RETURN_IF_ERROR(embed_chunk_->Bind({ids_chunk_.view()}, {hidden_chunk_.view()}));
-  OE_RETURN_IF_ERROR(embed_step_->Bind({ids_step_.view()}, {hidden_step_.view()}));
-  OE_RETURN_IF_ERROR(head_->Bind({head_in_.view()}, {logits_.view()}));
+  for (const char* role : {"decode", "prefill"}) {
+    if (g.count(role) == 0 && (role == std::string("decode") || C > 1)) {
+      return Status::Error("invalid_plan", std::string("a decoder needs '") + role + "' graphs");
+    }
+  }
+  if (g.count("embed") != 0) {
+    OE_ASSIGN_OR_RETURN(embed_chunk_, LoadGraph(backends, g.at("embed"), "chunk", "embed_chunk"));
+    OE_ASSIGN_OR_RETURN(embed_step_, LoadGraph(backends, g.at("embed"), "step", "embed_step"));
+    OE_RETURN_IF_ERROR(ExpectIo(*embed_chunk_, "embed_chunk", {ids_chunk_.view()}, {hidden_chunk_.view()}));
+    OE_RETURN_IF_ERROR(ExpectIo(*embed_step_, "embed_step", {ids_step_.view()}, {hidden_step_.view()}));
+    OE_RETURN_IF_ERROR(embed_chunk_->Bind({ids_chunk_.view()}, {hidden_chunk_.view()}));
+    OE_RETURN_IF_ERROR(embed_step_->Bind({ids_step_.view()}, {hidden_step_.view()}));
+  }
+  if (g.count("lm_head") != 0) {
+    OE_ASSIGN_OR_RETURN(head_, LoadGraph(backends, g.at("lm_head"), "step", "lm_head"));
+    OE_RETURN_IF_ERROR(ExpectIo(*head_, "lm_head", {head_in_.view()}, {logits_.view()}));
+    OE_RETURN_IF_ERROR(head_->Bind({head_in_.view()}, {logits_.view()}));
+  }
 
   const std::vector<int64_t> caches = c.kv.mode == "full" ? c.kv.buckets : std::vector<int64_t>{c.kv.window};
   for (int64_t cache : caches) {
     Body body;
     body.cache = cache;
     const std::string key = std::to_string(cache);
-    OE_ASSIGN_OR_RETURN(body.prefill, LoadGraph(backends, g.at("prefill"), key, "prefill_s" + key));
-    OE_ASSIGN_OR_RETURN(body.decode, LoadGraph(backends, g.at("decode"), key, "decode_s" + key));
+    if (C > 1) {
+      OE_ASSIGN_OR_RETURN(body.prefill, LoadGraph(backends, g.at("prefill"), key, prefix_ + "prefill_s" + key));
+    }
+    OE_ASSIGN_OR_RETURN(body.decode, LoadGraph(backends, g.at("decode"), key, prefix_ + "decode_s" + key));
     bodies_.push_back(std::move(body));
   }
   if (c.kv.mode == "ring") window_ = c.kv.window;
@@ -144,9 +121,11 @@ Status LlmEngine::Activate(size_t index, bool keep_contents) {
     for (const auto& t : *list) out_step.push_back(t.view());
   }
   const std::string tag = "_s" + std::to_string(S);
-  OE_RETURN_IF_ERROR(Expect(*body.prefill, "prefill" + tag, in_chunk, out_chunk));
-  OE_RETURN_IF_ERROR(Expect(*body.decode, "decode" + tag, in_step, out_step));
-  OE_RETURN_IF_ERROR(body.prefill->Bind(in_chunk, out_chunk));
+  if (body.prefill) {  // absent when the prefill chunk is 1: every step is a decode
+    OE_RETURN_IF_ERROR(ExpectIo(*body.prefill, "prefill" + tag, in_chunk, out_chunk));
+    OE_RETURN_IF_ERROR(body.prefill->Bind(in_chunk, out_chunk));
+  }
+  OE_RETURN_IF_ERROR(ExpectIo(*body.decode, "decode" + tag, in_step, out_step));
   OE_RETURN_IF_ERROR(body.decode->Bind(in_step, out_step));
   body_in_chunk_ = std::move(in_chunk);
   body_in_step_ = std::move(in_step);
@@ -199,17 +178,20 @@ Status LlmEngine::RunGraph(Graph& g, const std::string& name, const std::vector<
 
 Status LlmEngine::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
   const int64_t rows = chunk ? config_.prefill_chunk : 1;
-  OE_RETURN_IF_ERROR(EnsureCapacity(position_ + n_valid));
   HostTensor& ids = chunk ? ids_chunk_ : ids_step_;
+  for (int64_t t = 0; t < rows; ++t) ids.data<int64_t>()[t] = t < n_valid ? tokens[t] : 0;  // padding rows are dropped
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_, chunk ? "embed:chunk" : "embed:step", {ids.view()}));
+  return RunBody(n_valid, chunk);
+}
+
+Status LlmEngine::RunBody(int64_t n_valid, bool chunk) {
+  const int64_t rows = chunk ? config_.prefill_chunk : 1;
+  OE_RETURN_IF_ERROR(EnsureCapacity(position_ + n_valid));
   HostTensor& pos = chunk ? pos_chunk_ : pos_step_;
-  for (int64_t t = 0; t < rows; ++t) {
-    ids.data<int64_t>()[t] = t < n_valid ? tokens[t] : 0;  // padding rows are computed and dropped
-    pos.data<int64_t>()[t] = position_ + t;
-  }
+  for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[t] = position_ + t;
   FillMask((chunk ? mask_chunk_ : mask_step_).data<float>(), rows, n_valid);
   Body& body = bodies_[active_];
   const std::string cache = std::to_string(cache_);
-  OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_, chunk ? "embed:chunk" : "embed:step", {ids.view()}));
   OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode, (chunk ? "prefill:" : "decode:") + cache,
                               chunk ? body_in_chunk_ : body_in_step_));
 
@@ -239,6 +221,7 @@ Status LlmEngine::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
 
 Result<const float*> LlmEngine::Feed(const std::vector<TokenId>& tokens) {
   if (tokens.empty()) return Status::Error("invalid_argument", "no tokens to feed");
+  if (!embed_chunk_ || !head_) return Status::Error("invalid_argument", "this decoder has no embedding or head: feed hidden states");
   for (TokenId t : tokens) {
     if (t < 0 || t >= config_.vocab_size) {
       return Status::Error("invalid_argument", "token id " + std::to_string(t) + " is outside the vocabulary");
@@ -247,7 +230,7 @@ Result<const float*> LlmEngine::Feed(const std::vector<TokenId>& tokens) {
   const int64_t C = config_.prefill_chunk;
   for (size_t i = 0; i < tokens.size();) {
     const int64_t remaining = int64_t(tokens.size() - i);
-    const bool chunk = remaining > 1;
+    const bool chunk = remaining > 1 && C > 1;
     const int64_t n = chunk ? std::min(remaining, C) : 1;
     OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk));
     i += size_t(n);
@@ -256,9 +239,33 @@ Result<const float*> LlmEngine::Feed(const std::vector<TokenId>& tokens) {
   return static_cast<const float*>(logits_.data<float>());
 }
 
+Result<const float*> LlmEngine::FeedHidden(const float* hidden, int64_t n) {
+  if (n < 1) return Status::Error("invalid_argument", "no hidden states to feed");
+  const int64_t C = config_.prefill_chunk, H = config_.hidden_size;
+  for (int64_t i = 0; i < n;) {
+    const bool chunk = n - i > 1 && C > 1;
+    const int64_t rows = chunk ? C : 1, m = std::min(n - i, rows);
+    float* in = (chunk ? hidden_chunk_ : hidden_step_).data<float>();
+    std::memcpy(in, hidden + i * H, size_t(m * H) * sizeof(float));
+    std::memset(in + m * H, 0, size_t((rows - m) * H) * sizeof(float));  // padding rows are dropped
+    OE_RETURN_IF_ERROR(RunBody(m, chunk));
+    i += m;
+  }
+  return static_cast<const float*>(head_in_.data<float>());
+}
+
 Status LlmEngine::Reset() {
   position_ = 0;
   window_ = config_.kv.mode == "ring" ? config_.kv.window : 0;
+  if (active_ == 0 && !keys_.empty()) {
+    // Already the first bucket: clearing in place is what a fresh one would hold, without
+    // re-binding every body (the code predictor resets once per frame).
+    for (auto* list : {&keys_, &values_}) {
+      for (auto& t : *list) std::memset(t.data<float>(), 0, t.nbytes());
+    }
+    std::fill(slot_position_.begin(), slot_position_.end(), -1);
+    return Status::Ok();
+  }
   return Activate(0, /*keep_contents=*/false);
 }
 
@@ -281,12 +288,15 @@ Status LlmEngine::Rewind(int64_t position, const std::vector<TokenId>& context) 
 }
 
 std::vector<Placement> LlmEngine::placements() const {
-  std::vector<Placement> out = {embed_chunk_->placement(), embed_step_->placement()};
+  std::vector<Placement> out;
+  for (const auto* g : {embed_chunk_.get(), embed_step_.get()}) {
+    if (g != nullptr) out.push_back(g->placement());
+  }
   for (const auto& b : bodies_) {
-    out.push_back(b.prefill->placement());
+    if (b.prefill) out.push_back(b.prefill->placement());
     out.push_back(b.decode->placement());
   }
-  out.push_back(head_->placement());
+  if (head_) out.push_back(head_->placement());
   return out;
 }
 

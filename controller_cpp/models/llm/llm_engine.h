@@ -22,10 +22,20 @@ namespace omni_edge::llm {
 class LlmEngine {
  public:
   static Result<std::unique_ptr<LlmEngine>> Create(const StagePlan& stage, BackendPool& backends);
+  // A decoder from its graph roles: "decode" (and "prefill" when the prefill chunk is > 1) per
+  // cache size; "embed" and "lm_head" are optional, without them only FeedHidden runs (the
+  // speech decoders bring their own embeddings and heads).
+  static Result<std::unique_ptr<LlmEngine>> Create(const LlmConfig& config,
+                                                    const std::map<std::string, GraphGroup>& graphs,
+                                                    BackendPool& backends, const std::string& name_prefix = "");
 
   // Runs `tokens` at positions [position(), position() + n) and returns the logits of the last
   // one (vocab_size floats, valid until the next call).
   Result<const float*> Feed(const std::vector<TokenId>& tokens);
+  // Runs `n` input embeddings ([n, hidden_size] floats) at positions [position(), position() + n)
+  // through the body and returns the output hidden state of the last one (hidden_size floats,
+  // valid until the next call).
+  Result<const float*> FeedHidden(const float* hidden, int64_t n);
   // Forget every position; the cache shrinks back to the first bucket.
   Status Reset();
   // Forget the positions from `position` on. `context` holds the tokens of every position
@@ -52,8 +62,9 @@ class LlmEngine {
     std::unique_ptr<Graph> prefill, decode;
   };
 
-  explicit LlmEngine(LlmConfig config) : config_(std::move(config)) {}
-  Status Load(const StagePlan& stage, BackendPool& backends);
+  LlmEngine(LlmConfig config, std::string prefix) : config_(std::move(config)), prefix_(std::move(prefix)) {}
+  Status Load(const std::map<std::string, GraphGroup>& graphs, BackendPool& backends);
+  Status RunBody(int64_t n_valid, bool chunk);
   Status Activate(size_t body_index, bool keep_contents);
   Status EnsureCapacity(int64_t end_position);
   Status Step(const TokenId* tokens, int64_t n_valid, bool chunk);
@@ -62,6 +73,7 @@ class LlmEngine {
   Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
 
   LlmConfig config_;
+  std::string prefix_;  // of graph names in reports ("talker_", "predictor_")
   std::unique_ptr<Graph> embed_chunk_, embed_step_, head_;
   std::vector<Body> bodies_;
   size_t active_ = 0;
