@@ -17,6 +17,7 @@ Result<contract::VerifiedManifest> VerifyStageArtifact(const StagePlan& stage, b
     for (const auto& [key, ref] : group.graphs) used.push_back(ref.file);
   }
   if (stage.llm) used.push_back(stage.llm->tokenizer);
+  if (stage.talker) used.push_back(stage.talker->tokenizer);
   const fs::path root = fs::path(stage.artifact).lexically_normal();
   for (const auto& file : used) {
     const std::string rel = fs::path(file).lexically_normal().lexically_relative(root).generic_string();

@@ -83,12 +83,9 @@ Result<llm::SamplingParams> ParseSampling(const Json* j, const std::string& wher
   return p;
 }
 
-Result<LlmConfig> ParseLlm(const Json& j, const std::string& where, const std::string& artifact) {
-  FieldReader r(j, where);
-  LlmConfig c;
-  c.tokenizer = Resolve(artifact, r.String("tokenizer"));
-  c.chat_format = r.String("chat_format");
-  const Json* stops = r.Array("stop_tokens");
+// The geometry and KV cache of a decoder body, the fields text LLMs and speech decoders share;
+// returns the kv section for CheckDecoder.
+const Json* ReadDecoder(FieldReader& r, LlmConfig& c) {
   c.hidden_size = r.Int("hidden_size", true, 1);
   c.num_layers = r.Int("num_layers", true, 1);
   c.num_kv_heads = r.Int("num_kv_heads", true, 1);
@@ -96,24 +93,14 @@ Result<LlmConfig> ParseLlm(const Json& j, const std::string& where, const std::s
   c.vocab_size = r.Int("vocab_size", true, 1);
   c.prefill_chunk = r.Int("prefill_chunk", true, 1);
   c.mask_value = float(r.Number("mask_value"));
-  const Json* kv = r.Object("kv");
-  const Json* sampling = r.Object("sampling", false);
-  c.max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
-  if (!r.ok()) return r.status();
-  OE_RETURN_IF_ERROR(r.Done());
-  for (size_t i = 0; i < stops->size(); ++i) {
-    if (!(*stops)[i].is_string()) return PlanError(where + ".stop_tokens[" + std::to_string(i) + "]: expected a string");
-    c.stop_tokens.push_back((*stops)[i].get<std::string>());
-  }
-  if (c.chat_format != "chatml" && c.chat_format != "none") {
-    return PlanError(where + ".chat_format: must be chatml or none, got '" + c.chat_format + "'");
-  }
+  return r.Object("kv");
+}
+
+Status CheckDecoder(const Json& kv, const std::string& where, LlmConfig& c) {
   if (!(c.mask_value < 0) || c.mask_value < -1e30f) {
     return PlanError(where + ".mask_value: must be a finite negative number (never -inf)");
   }
-  if (!fs::is_regular_file(c.tokenizer)) return Status::Error("file_missing", where + ".tokenizer: " + c.tokenizer);
-
-  FieldReader k(*kv, where + ".kv");
+  FieldReader k(kv, where + ".kv");
   c.kv.mode = k.String("mode");
   const Json* buckets = k.Array("buckets", false);
   c.kv.overflow = k.String("overflow", false, true, "refuse");
@@ -136,7 +123,108 @@ Result<LlmConfig> ParseLlm(const Json& j, const std::string& where, const std::s
   } else {
     return PlanError(where + ".kv.mode: must be full or ring, got '" + c.kv.mode + "'");
   }
+  return Status::Ok();
+}
+
+Result<LlmConfig> ParseLlm(const Json& j, const std::string& where, const std::string& artifact) {
+  FieldReader r(j, where);
+  LlmConfig c;
+  c.tokenizer = Resolve(artifact, r.String("tokenizer"));
+  c.chat_format = r.String("chat_format");
+  const Json* stops = r.Array("stop_tokens");
+  const Json* kv = ReadDecoder(r, c);
+  const Json* sampling = r.Object("sampling", false);
+  c.max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  for (size_t i = 0; i < stops->size(); ++i) {
+    if (!(*stops)[i].is_string()) return PlanError(where + ".stop_tokens[" + std::to_string(i) + "]: expected a string");
+    c.stop_tokens.push_back((*stops)[i].get<std::string>());
+  }
+  if (c.chat_format != "chatml" && c.chat_format != "none") {
+    return PlanError(where + ".chat_format: must be chatml or none, got '" + c.chat_format + "'");
+  }
+  OE_RETURN_IF_ERROR(CheckDecoder(*kv, where, c));
+  if (!fs::is_regular_file(c.tokenizer)) return Status::Error("file_missing", where + ".tokenizer: " + c.tokenizer);
   OE_ASSIGN_OR_RETURN(c.sampling, ParseSampling(sampling, where + ".sampling"));
+  return c;
+}
+
+Result<LlmConfig> ParseDecoder(const Json& j, const std::string& where) {
+  FieldReader r(j, where);
+  LlmConfig c;
+  const Json* kv = ReadDecoder(r, c);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  OE_RETURN_IF_ERROR(CheckDecoder(*kv, where, c));
+  return c;
+}
+
+Result<TalkerConfig> ParseTalker(const Json& j, const std::string& where, const std::string& artifact) {
+  FieldReader r(j, where);
+  TalkerConfig c;
+  c.tokenizer = Resolve(artifact, r.String("tokenizer"));
+  c.text_pad_id = r.Int("text_pad_id", true, 0);
+  c.code_groups = r.Int("code_groups", true, 2);
+  c.codebook_size = r.Int("codebook_size", true, 1);
+  const Json* ids = r.Object("codec_ids");
+  c.max_frames = r.Int("max_frames", false, 1, 1500);
+  const Json* sampling = r.Object("sampling", false);
+  const Json* decoder = r.Object("decoder");
+  const Json* predictor = r.Object("predictor");
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  FieldReader i(*ids, where + ".codec_ids");
+  c.codec_pad = i.Int("pad", true, 0);
+  c.codec_bos = i.Int("bos", true, 0);
+  c.codec_eos = i.Int("eos", true, 0);
+  OE_RETURN_IF_ERROR(i.Done());
+  OE_ASSIGN_OR_RETURN(c.decoder, ParseDecoder(*decoder, where + ".decoder"));
+  OE_ASSIGN_OR_RETURN(c.predictor, ParseDecoder(*predictor, where + ".predictor"));
+  OE_ASSIGN_OR_RETURN(c.sampling, ParseSampling(sampling, where + ".sampling"));
+  for (int64_t id : {c.codec_pad, c.codec_bos, c.codec_eos}) {
+    if (id < c.codebook_size || id >= c.decoder.vocab_size) {
+      return PlanError(where + ".codec_ids: special ids lie past the codebook and inside the talker vocabulary (" +
+                       std::to_string(c.codebook_size) + ".." + std::to_string(c.decoder.vocab_size - 1) + "), got " +
+                       std::to_string(id));
+    }
+  }
+  if (c.predictor.vocab_size != c.codebook_size) return PlanError(where + ".predictor.vocab_size: must equal codebook_size");
+  if (c.predictor.hidden_size != c.decoder.hidden_size) {
+    return PlanError(where + ".predictor.hidden_size: must equal the talker's (its first input is the talker hidden)");
+  }
+  // The predictor runs one position at a time over the talker hidden and codes 0..G-2.
+  if (c.predictor.prefill_chunk != 1 || c.predictor.kv.mode != "full" || c.predictor.kv.buckets.back() < c.code_groups) {
+    return PlanError(where + ".predictor: needs prefill_chunk 1 and a full KV bucket of at least code_groups (" +
+                     std::to_string(c.code_groups) + ") slots");
+  }
+  if (!fs::is_regular_file(c.tokenizer)) return Status::Error("file_missing", where + ".tokenizer: " + c.tokenizer);
+  return c;
+}
+
+Result<VocoderConfig> ParseVocoder(const Json& j, const std::string& where) {
+  FieldReader r(j, where);
+  VocoderConfig c;
+  c.code_groups = r.Int("code_groups", true, 1);
+  c.samples_per_frame = r.Int("samples_per_frame", true, 1);
+  c.sample_rate = r.Int("sample_rate", true, 1);
+  c.tail_samples = r.Int("tail_samples", true, 0);
+  c.first_chunk = r.Int("first_chunk", true, 1);
+  c.chunk = r.Int("chunk", true, 1);
+  c.left_context = r.Int("left_context", true, 0);
+  c.window = r.Int("window", true, 1);
+  c.pcm_dtype = r.String("pcm_dtype", false, true, "float32");
+  OE_RETURN_IF_ERROR(r.Done());
+  if (c.pcm_dtype != "float32" && c.pcm_dtype != "int16") {
+    return PlanError(where + ".pcm_dtype: must be float32 or int16, got '" + c.pcm_dtype + "'");
+  }
+  if (c.tail_samples >= c.samples_per_frame) return PlanError(where + ".tail_samples: must be less than samples_per_frame");
+  if (c.window != c.left_context + std::max(c.first_chunk, c.chunk) + 1) {
+    return PlanError(where + ".window: must be left_context + max(first_chunk, chunk) + 1 = " +
+                     std::to_string(c.left_context + std::max(c.first_chunk, c.chunk) + 1) + ", got " +
+                     std::to_string(c.window));
+  }
+  if (c.window > 100000 || c.samples_per_frame > 100000) return PlanError(where + ": window or samples_per_frame too large");
   return c;
 }
 
@@ -161,6 +249,33 @@ Status CheckLlmGraphs(const StagePlan& s, const std::string& where) {
   return Status::Ok();
 }
 
+Status RequireGraphs(const StagePlan& s, const std::string& where, const std::string& role,
+                     const std::vector<std::string>& keys) {
+  auto it = s.graphs.find(role);
+  if (it == s.graphs.end()) return PlanError(where + ".graphs." + role + ": required for a " + s.model_stage + " stage");
+  for (const auto& key : keys) {
+    if (it->second.graphs.count(key) == 0) return PlanError(where + ".graphs." + role + ".graphs." + key + ": missing");
+  }
+  return Status::Ok();
+}
+
+Status CheckTalkerGraphs(const StagePlan& s, const std::string& where) {
+  const TalkerConfig& c = *s.talker;
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "embed", {"chunk", "step"}));
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "head", {"step"}));
+  std::vector<std::string> caches;
+  for (int64_t b : c.decoder.kv.mode == "full" ? c.decoder.kv.buckets : std::vector<int64_t>{c.decoder.kv.window}) {
+    caches.push_back(std::to_string(b));
+  }
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "prefill", caches));
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "decode", caches));
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "predictor_embed", {"step"}));
+  std::vector<std::string> slots;
+  for (int64_t b : c.predictor.kv.buckets) slots.push_back(std::to_string(b));
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "predictor_decode", slots));
+  return RequireGraphs(s, where, "predictor_head", {"step"});
+}
+
 Result<StagePlan> ParseStage(const Json& j, const std::string& where, const std::string& base) {
   FieldReader r(j, where);
   StagePlan s;
@@ -173,6 +288,8 @@ Result<StagePlan> ParseStage(const Json& j, const std::string& where, const std:
   s.engine_output_type = r.String("engine_output_type", false, false);
   s.artifact = Resolve(base, r.String("artifact"));
   const Json* llm = r.Object("llm", false);
+  const Json* talker = r.Object("talker", false);
+  const Json* vocoder = r.Object("vocoder", false);
   const Json* graphs = r.Object("graphs");
   OE_RETURN_IF_ERROR(r.Done());
   OE_ASSIGN_OR_RETURN(s.input_sources, IntList(sources, where + ".input_sources", 0));
@@ -184,11 +301,21 @@ Result<StagePlan> ParseStage(const Json& j, const std::string& where, const std:
   for (auto it = graphs->begin(); it != graphs->end(); ++it) {
     OE_ASSIGN_OR_RETURN(s.graphs[it.key()], ParseGroup(it.value(), where + ".graphs." + it.key(), s.artifact));
   }
+  if (int(llm != nullptr) + int(talker != nullptr) + int(vocoder != nullptr) > 1) {
+    return PlanError(where + ": a stage has one model section (llm, talker or vocoder)");
+  }
   if (llm != nullptr) {
     OE_ASSIGN_OR_RETURN(s.llm, ParseLlm(*llm, where + ".llm", s.artifact));
     OE_RETURN_IF_ERROR(CheckLlmGraphs(s, where));
+  } else if (talker != nullptr) {
+    OE_ASSIGN_OR_RETURN(s.talker, ParseTalker(*talker, where + ".talker", s.artifact));
+    OE_RETURN_IF_ERROR(CheckTalkerGraphs(s, where));
+  } else if (vocoder != nullptr) {
+    if (s.execution_type != "llm_generation") return PlanError(where + ".vocoder: a vocoder stage is llm_generation");
+    OE_ASSIGN_OR_RETURN(s.vocoder, ParseVocoder(*vocoder, where + ".vocoder"));
+    OE_RETURN_IF_ERROR(RequireGraphs(s, where, "vocoder", {std::to_string(s.vocoder->window)}));
   } else if (s.execution_type == "llm_ar") {
-    return PlanError(where + ".llm: required for an llm_ar stage");
+    return PlanError(where + ".llm: required for an llm_ar stage (or a talker section)");
   }
   return s;
 }

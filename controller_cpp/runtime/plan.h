@@ -51,6 +51,27 @@ struct LlmConfig {
   int64_t max_new_tokens = 256;
 };
 
+// A speech talker stage: a decoder emitting codebook 0 of each frame from text, and the code
+// predictor filling codebooks 1..code_groups-1 of the frame (CONTRACT: its output is codes).
+struct TalkerConfig {
+  std::string tokenizer;  // absolute path of tokenizer.json (the text side)
+  int64_t text_pad_id = 0;
+  int64_t code_groups = 0, codebook_size = 0;
+  int64_t codec_pad = 0, codec_bos = 0, codec_eos = 0;  // special ids of codebook 0
+  int64_t max_frames = 1500;
+  llm::SamplingParams sampling;
+  LlmConfig decoder;    // the talker body (only geometry and KV are used)
+  LlmConfig predictor;  // the code predictor body: one slot per code group
+};
+
+// A streaming vocoder stage: windows of `window` frames, each decoding a chunk of `chunk`
+// frames (the first `first_chunk`) after up to `left_context` frames of context.
+struct VocoderConfig {
+  int64_t code_groups = 0, samples_per_frame = 0, sample_rate = 0, tail_samples = 0;
+  int64_t first_chunk = 1, chunk = 25, left_context = 72, window = 98;
+  std::string pcm_dtype = "float32";  // float32 | int16: what pcm events carry
+};
+
 struct StagePlan {
   int64_t stage_id = 0;
   std::string model_stage;
@@ -61,6 +82,8 @@ struct StagePlan {
   std::string engine_output_type;
   std::string artifact;  // absolute path of the artifact directory
   std::optional<LlmConfig> llm;
+  std::optional<TalkerConfig> talker;
+  std::optional<VocoderConfig> vocoder;
   std::map<std::string, GraphGroup> graphs;
 };
 
