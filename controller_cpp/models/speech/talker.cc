@@ -1,0 +1,165 @@
+#include "models/speech/talker.h"
+
+#include <chrono>
+#include <cstring>
+#include <limits>
+
+namespace omni_edge::speech {
+namespace {
+
+// The roles of one decoder in the stage's graph groups, under the names LlmEngine expects.
+std::map<std::string, GraphGroup> DecoderGraphs(const StagePlan& stage, const std::string& prefix) {
+  std::map<std::string, GraphGroup> out;
+  for (const char* role : {"prefill", "decode"}) {
+    auto it = stage.graphs.find(prefix + role);
+    if (it != stage.graphs.end()) out[role] = it->second;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Talker>> Talker::Create(const StagePlan& stage, BackendPool& backends) {
+  if (!stage.talker) return Status::Error("invalid_plan", "stage " + std::to_string(stage.stage_id) + " has no talker section");
+  std::unique_ptr<Talker> t(new Talker(*stage.talker));
+  OE_RETURN_IF_ERROR(t->Load(stage, backends));
+  return t;
+}
+
+Status Talker::Load(const StagePlan& stage, BackendPool& backends) {
+  const TalkerConfig& c = config_;
+  const int64_t C = c.decoder.prefill_chunk, H = c.decoder.hidden_size, G = c.code_groups;
+  OE_ASSIGN_OR_RETURN(talker_, llm::LlmEngine::Create(c.decoder, DecoderGraphs(stage, ""), backends, "talker_"));
+  OE_ASSIGN_OR_RETURN(predictor_, llm::LlmEngine::Create(c.predictor, DecoderGraphs(stage, "predictor_"), backends, "predictor_"));
+
+  text_chunk_ = HostTensor(DType::kInt64, {1, C});
+  codes_chunk_ = HostTensor(DType::kInt64, {1, C, G});
+  hidden_chunk_ = HostTensor(DType::kFloat32, {1, C, H});
+  text_step_ = HostTensor(DType::kInt64, {1, 1});
+  codes_step_ = HostTensor(DType::kInt64, {1, 1, G});
+  hidden_step_ = HostTensor(DType::kFloat32, {1, 1, H});
+  head_in_ = HostTensor(DType::kFloat32, {1, 1, H});
+  normed_ = HostTensor(DType::kFloat32, {1, 1, H});
+  logits_ = HostTensor(DType::kFloat32, {1, 1, c.decoder.vocab_size});
+  predictor_id_ = HostTensor(DType::kInt64, {1, 1});
+  predictor_in_ = HostTensor(DType::kFloat32, {1, 1, H});
+  predictor_hidden_ = HostTensor(DType::kFloat32, {1, 1, H});
+  predictor_logits_ = HostTensor(DType::kFloat32, {1, G - 1, c.codebook_size});
+
+  auto prepare = [&](std::unique_ptr<Graph>& g, const std::string& role, const std::string& key, const std::string& name,
+                     const std::vector<TensorView>& in, const std::vector<TensorView>& out) -> Status {
+    OE_ASSIGN_OR_RETURN(g, LoadGraph(backends, stage.graphs.at(role), key, name));
+    OE_RETURN_IF_ERROR(ExpectIo(*g, name, in, out));
+    return g->Bind(in, out);
+  };
+  OE_RETURN_IF_ERROR(prepare(embed_chunk_, "embed", "chunk", "talker_embed_chunk", {text_chunk_.view(), codes_chunk_.view()},
+                             {hidden_chunk_.view()}));
+  OE_RETURN_IF_ERROR(prepare(embed_step_, "embed", "step", "talker_embed_step", {text_step_.view(), codes_step_.view()},
+                             {hidden_step_.view()}));
+  OE_RETURN_IF_ERROR(prepare(head_, "head", "step", "talker_head", {head_in_.view()}, {normed_.view(), logits_.view()}));
+  OE_RETURN_IF_ERROR(prepare(predictor_embed_, "predictor_embed", "step", "predictor_embed", {predictor_id_.view()},
+                             {predictor_in_.view()}));
+  return prepare(predictor_head_, "predictor_head", "step", "predictor_head", {predictor_hidden_.view()},
+                 {predictor_logits_.view()});
+}
+
+int64_t Talker::MaxPositions() const {
+  const KvConfig& kv = config_.decoder.kv;
+  return kv.mode == "full" && kv.overflow == "refuse" ? kv.buckets.back() : std::numeric_limits<int64_t>::max();
+}
+
+Status Talker::Run(Graph& g) {
+  const auto start = std::chrono::steady_clock::now();
+  Status st = g.Run();
+  graph_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return st;
+}
+
+Status Talker::Start(const std::vector<int32_t>& text_ids) {
+  const TalkerConfig& c = config_;
+  const int64_t C = c.decoder.prefill_chunk, G = c.code_groups;
+  const int64_t absent = c.codebook_size;
+  for (int32_t id : text_ids) {
+    if (id < 0) return Status::Error("invalid_prompt", "text token id " + std::to_string(id) + " is negative");
+  }
+  OE_RETURN_IF_ERROR(talker_->Reset());
+  unfed_.reset();
+  const int64_t n = PrefixLength(text_ids);
+  for (int64_t start = 0; start < n; start += C) {
+    const int64_t m = std::min(C, n - start);
+    int64_t* text = text_chunk_.data<int64_t>();
+    int64_t* codes = codes_chunk_.data<int64_t>();
+    for (int64_t t = 0; t < C; ++t) {
+      const int64_t p = start + t;
+      const bool last = p == n - 1;
+      text[t] = p >= n ? 0 : last ? c.text_pad_id : text_ids[size_t(p)];
+      for (int64_t g = 0; g < G; ++g) codes[t * G + g] = g == 0 ? (last ? c.codec_bos : c.codec_pad) : absent;
+    }
+    OE_RETURN_IF_ERROR(Run(*embed_chunk_));
+    OE_ASSIGN_OR_RETURN(last_hidden_, talker_->FeedHidden(hidden_chunk_.data<float>(), m));
+  }
+  return Status::Ok();
+}
+
+Result<int32_t> Talker::PredictorStep(llm::Sampler& sampler, int64_t group) {
+  OE_ASSIGN_OR_RETURN(const float* out, predictor_->FeedHidden(predictor_in_.data<float>(), 1));
+  std::memcpy(predictor_hidden_.data<float>(), out, predictor_hidden_.nbytes());
+  OE_RETURN_IF_ERROR(Run(*predictor_head_));
+  const int64_t V = config_.codebook_size;
+  return int32_t(sampler.Sample(predictor_logits_.data<float>() + (group - 1) * V, V, {}));
+}
+
+Result<std::optional<Frame>> Talker::Next(llm::Sampler& sampler) {
+  const TalkerConfig& c = config_;
+  const int64_t G = c.code_groups, H = c.decoder.hidden_size, V = c.decoder.vocab_size;
+  if (last_hidden_ == nullptr) return Status::Error("internal", "Next() before Start()");
+  if (unfed_) {
+    text_step_.data<int64_t>()[0] = c.text_pad_id;
+    for (int64_t g = 0; g < G; ++g) codes_step_.data<int64_t>()[g] = (*unfed_)[size_t(g)];
+    OE_RETURN_IF_ERROR(Run(*embed_step_));
+    OE_ASSIGN_OR_RETURN(last_hidden_, talker_->FeedHidden(hidden_step_.data<float>(), 1));
+    unfed_.reset();
+  }
+  std::memcpy(head_in_.data<float>(), last_hidden_, size_t(H) * sizeof(float));
+  OE_RETURN_IF_ERROR(Run(*head_));
+  // Codebook 0 is a code or the end of speech; the other control ids are never spoken.
+  scores_.assign(logits_.data<float>(), logits_.data<float>() + V);
+  for (int64_t id = c.codebook_size; id < V; ++id) {
+    if (id != c.codec_eos) scores_[size_t(id)] = -std::numeric_limits<float>::infinity();
+  }
+  const int32_t c0 = int32_t(sampler.Sample(scores_.data(), V, {}));
+  if (c0 == c.codec_eos) return std::optional<Frame>();
+
+  Frame frame(size_t(G), 0);
+  frame[0] = c0;
+  // The predictor sees [normed talker hidden, embedding of code 0, ..., of code G-2].
+  OE_RETURN_IF_ERROR(predictor_->Reset());
+  OE_RETURN_IF_ERROR(predictor_->FeedHidden(normed_.data<float>(), 1).status());
+  predictor_id_.data<int64_t>()[0] = c0;
+  OE_RETURN_IF_ERROR(Run(*predictor_embed_));
+  for (int64_t g = 1; g < G; ++g) {
+    OE_ASSIGN_OR_RETURN(frame[size_t(g)], PredictorStep(sampler, g));
+    if (g + 1 < G) {
+      predictor_id_.data<int64_t>()[0] = V + (g - 1) * c.codebook_size + frame[size_t(g)];
+      OE_RETURN_IF_ERROR(Run(*predictor_embed_));
+    }
+  }
+  unfed_ = frame;
+  return std::optional<Frame>(std::move(frame));
+}
+
+std::vector<Placement> Talker::placements() const {
+  std::vector<Placement> out = {embed_chunk_->placement(), embed_step_->placement()};
+  for (const auto& p : talker_->placements()) out.push_back(p);
+  out.push_back(head_->placement());
+  out.push_back(predictor_embed_->placement());
+  for (const auto& p : predictor_->placements()) out.push_back(p);
+  out.push_back(predictor_head_->placement());
+  return out;
+}
+
+double Talker::backend_seconds() const {
+  return graph_seconds_ + talker_->backend_seconds() + predictor_->backend_seconds();
+}
+
+}  // namespace omni_edge::speech

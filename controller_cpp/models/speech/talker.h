@@ -1,0 +1,62 @@
+// The talker stage of a speech model: a decoder that turns text into codebook 0 of each audio
+// frame, and the code predictor that fills the frame's other codebooks one after another.
+// Both decoders are LlmEngines fed hidden states (their bodies are the text LLM's graphs);
+// around them run the stage's own graphs:
+//   embed            (text ids [1, N], codes [1, N, G]) -> hidden [1, N, H]; code = codebook size
+//                    is an absent (zero) row
+//   head             hidden [1, 1, H] -> (normed hidden [1, 1, H], codebook-0 logits [1, 1, V])
+//   predictor_embed  id [1, 1] -> hidden [1, 1, H] over one table (codebook 0, then 1..G-1)
+//   predictor_head   hidden [1, 1, H] -> logits [1, G-1, codebook size]
+// The prefix is every text token with the codec pad, then the text pad with the codec BOS;
+// each later position is the text pad plus the sum of the previous frame's G embeddings.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "models/llm/llm_engine.h"
+#include "models/llm/sampler.h"
+#include "runtime/backend_pool.h"
+#include "runtime/graph.h"
+#include "runtime/plan.h"
+
+namespace omni_edge::speech {
+
+using Frame = std::vector<int32_t>;  // one code per code group
+
+class Talker {
+ public:
+  static Result<std::unique_ptr<Talker>> Create(const StagePlan& stage, BackendPool& backends);
+
+  // Positions the prefix of `text_ids` takes; frames can use the rest of the largest bucket.
+  int64_t PrefixLength(const std::vector<int32_t>& text_ids) const { return int64_t(text_ids.size()) + 1; }
+  int64_t MaxPositions() const;
+  // Forgets the last utterance and prefills the prefix of a new one.
+  Status Start(const std::vector<int32_t>& text_ids);
+  // The next frame, or nullopt when codebook 0 says end of speech.
+  Result<std::optional<Frame>> Next(llm::Sampler& sampler);
+
+  const TalkerConfig& config() const { return config_; }
+  std::vector<Placement> placements() const;
+  double backend_seconds() const;
+
+ private:
+  explicit Talker(TalkerConfig config) : config_(std::move(config)) {}
+  Status Load(const StagePlan& stage, BackendPool& backends);
+  Status Run(Graph& g);
+  Result<int32_t> PredictorStep(llm::Sampler& sampler, int64_t group);
+
+  TalkerConfig config_;
+  std::unique_ptr<llm::LlmEngine> talker_, predictor_;
+  std::unique_ptr<Graph> embed_chunk_, embed_step_, head_, predictor_embed_, predictor_head_;
+  HostTensor text_chunk_, codes_chunk_, hidden_chunk_, text_step_, codes_step_, hidden_step_;
+  HostTensor head_in_, normed_, logits_;
+  HostTensor predictor_id_, predictor_in_, predictor_hidden_, predictor_logits_;
+  std::vector<float> scores_;
+  std::optional<Frame> unfed_;        // the last frame, fed back at the next step
+  const float* last_hidden_ = nullptr;  // the talker's output at the newest position
+  double graph_seconds_ = 0;
+};
+
+}  // namespace omni_edge::speech
