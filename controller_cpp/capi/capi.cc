@@ -13,6 +13,7 @@
 #include "contract/features.h"
 #include "contract/manifest.h"
 #include "models/llm/llm_session.h"
+#include "models/speech/speech_session.h"
 #include "runtime/admission.h"
 
 struct OeError {
@@ -32,6 +33,16 @@ struct OeSession {
   int64_t reservation = 0;
   ~OeSession() {
     session.reset();  // the runtimes have let go of their memory: the reservation is drained
+    if (ledger != nullptr) (void)ledger->ledger.Release(reservation, true);
+  }
+};
+
+struct OeSpeech {
+  std::unique_ptr<omni_edge::speech::SpeechSession> session;
+  OeLedger* ledger = nullptr;
+  int64_t reservation = 0;
+  ~OeSpeech() {
+    session.reset();
     if (ledger != nullptr) (void)ledger->ledger.Release(reservation, true);
   }
 };
@@ -103,39 +114,65 @@ void oe_session_config_default(OeSessionConfig* config) {
   if (config != nullptr) *config = OeSessionConfig{nullptr, 0, 0, nullptr};
 }
 
+}  // extern "C"
+
+namespace {
+
+// Admission before loading: the plan's own memory cap, and the ledger's reservation (0 if
+// there is no ledger). Then opens the session with `open`, releasing the reservation if that fails.
+template <typename Handle, typename Open>
+omni_edge::Status OpenAdmitted(const OeSessionConfig* config, Handle** out, Open open) {
+  if (config == nullptr || config->plan_path == nullptr || out == nullptr) {
+    return omni_edge::Status::Error("invalid_argument", "config.plan_path and the output handle are required");
+  }
+  *out = nullptr;
+  int64_t reservation = 0;
+  auto plan = omni_edge::LoadPlan(config->plan_path);
+  if (!plan.ok()) return plan.status();
+  if (config->ledger != nullptr || plan.value().memory_budget_mb) {
+    auto budget = omni_edge::EstimatePlanBudget(plan.value(), 1, config->ledger != nullptr && config->ledger->wsl);
+    if (!budget.ok()) return budget.status();
+    OE_RETURN_IF_ERROR(omni_edge::CheckMemoryBudget(plan.value(), budget.value()));
+    if (config->ledger != nullptr) {
+      auto reserved = config->ledger->ledger.Reserve(plan.value().path, budget.value().per_pool());
+      if (!reserved.ok()) return reserved.status();
+      reservation = reserved.value();
+    }
+  }
+  omni_edge::llm::SessionOptions options;
+  options.allow_unqualified = config->allow_unqualified != 0;
+  if (config->threads > 0) options.backend_options["threads"] = std::to_string(config->threads);
+  auto session = open(config->plan_path, options);
+  if (!session.ok()) {
+    if (config->ledger != nullptr) (void)config->ledger->ledger.Release(reservation, true);
+    return session.status();
+  }
+  auto owned = std::make_unique<Handle>();
+  owned->session = std::move(session).value();
+  owned->ledger = config->ledger;
+  owned->reservation = reservation;
+  *out = owned.release();
+  return omni_edge::Status::Ok();
+}
+
+omni_edge::Json PlacementsJson(const std::vector<omni_edge::Placement>& placements) {
+  omni_edge::Json out = omni_edge::Json::array();
+  for (const auto& p : placements) {
+    out.push_back({{"graph", p.graph}, {"backend", p.backend}, {"device", p.device}, {"engine", p.engine},
+                   {"nodes_on_engine", p.nodes_on_engine}, {"nodes_elsewhere", p.nodes_elsewhere}, {"detail", p.detail}});
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
 OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session) {
   return Guard([&]() -> omni_edge::Status {
-    if (config == nullptr || config->plan_path == nullptr || out_session == nullptr) {
-      return omni_edge::Status::Error("invalid_argument", "config.plan_path and out_session are required");
-    }
-    *out_session = nullptr;
-    int64_t reservation = 0;
-    auto plan = omni_edge::LoadPlan(config->plan_path);
-    if (!plan.ok()) return plan.status();
-    if (config->ledger != nullptr || plan.value().memory_budget_mb) {
-      auto budget = omni_edge::EstimatePlanBudget(plan.value(), 1, config->ledger != nullptr && config->ledger->wsl);
-      if (!budget.ok()) return budget.status();
-      OE_RETURN_IF_ERROR(omni_edge::CheckMemoryBudget(plan.value(), budget.value()));
-      if (config->ledger != nullptr) {
-        auto reserved = config->ledger->ledger.Reserve(plan.value().path, budget.value().per_pool());
-        if (!reserved.ok()) return reserved.status();
-        reservation = reserved.value();
-      }
-    }
-    omni_edge::llm::SessionOptions options;
-    options.allow_unqualified = config->allow_unqualified != 0;
-    if (config->threads > 0) options.backend_options["threads"] = std::to_string(config->threads);
-    auto session = omni_edge::llm::LlmSession::Open(config->plan_path, options);
-    if (!session.ok()) {
-      if (config->ledger != nullptr) (void)config->ledger->ledger.Release(reservation, true);
-      return session.status();
-    }
-    auto owned = std::make_unique<OeSession>();
-    owned->session = std::move(session).value();
-    owned->ledger = config->ledger;
-    owned->reservation = reservation;
-    *out_session = owned.release();
-    return omni_edge::Status::Ok();
+    return OpenAdmitted(config, out_session, [](const char* plan, const omni_edge::llm::SessionOptions& options) {
+      return omni_edge::llm::LlmSession::Open(plan, options);
+    });
   });
 }
 
@@ -235,13 +272,65 @@ OeError* oe_session_reset(OeSession* session) {
 OeError* oe_session_info(OeSession* session, char** out_json) {
   return Guard([&]() -> omni_edge::Status {
     if (session == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "session and out_json are required");
-    omni_edge::Json placements = omni_edge::Json::array();
-    for (const auto& p : session->session->placements()) {
-      placements.push_back({{"graph", p.graph}, {"backend", p.backend}, {"device", p.device}, {"engine", p.engine},
-                            {"nodes_on_engine", p.nodes_on_engine}, {"nodes_elsewhere", p.nodes_elsewhere},
-                            {"detail", p.detail}});
+    omni_edge::Json info = {{"plan", session->session->plan().path}, {"placements", PlacementsJson(session->session->placements())}};
+    *out_json = CopyString(info.dump());
+    return omni_edge::Status::Ok();
+  });
+}
+
+void oe_speech_close(OeSpeech* speech) { std::unique_ptr<OeSpeech> owned(speech); }
+
+OeError* oe_speech_open(const OeSessionConfig* config, OeSpeech** out_speech) {
+  return Guard([&]() -> omni_edge::Status {
+    return OpenAdmitted(config, out_speech, [](const char* plan, const omni_edge::llm::SessionOptions& options) {
+      return omni_edge::speech::SpeechSession::Open(plan, options);
+    });
+  });
+}
+
+void oe_speak_params_default(OeSpeakParams* p) {
+  if (p == nullptr) return;
+  *p = OeSpeakParams{};
+  p->use_plan_sampling = 1;
+  p->top_p = 1.0f;
+  p->repetition_penalty = 1.0f;
+}
+
+OeError* oe_speech_speak(OeSpeech* speech, const OeSpeakParams* p, OeSpeechCallback on_event, void* user_data) {
+  return Guard([&]() -> omni_edge::Status {
+    if (speech == nullptr || p == nullptr) return omni_edge::Status::Error("invalid_argument", "speech and params are required");
+    omni_edge::speech::SpeakRequest r;
+    if (p->text != nullptr) r.text = p->text;
+    if (p->text_ids != nullptr && p->n_text_ids > 0) r.text_ids.assign(p->text_ids, p->text_ids + p->n_text_ids);
+    r.max_frames = p->max_frames;
+    r.prebuffer_ms = p->prebuffer_ms;
+    if (!p->use_plan_sampling) {
+      r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
     }
-    omni_edge::Json info = {{"plan", session->session->plan().path}, {"placements", placements}};
+    auto result = speech->session->Speak(r, [&](const omni_edge::speech::SpeechEvent& ev) {
+      if (on_event == nullptr) return true;
+      const void* pcm = ev.kind == "pcm" ? static_cast<const void*>(ev.pcm.data()) : nullptr;
+      return on_event(ev.ToJson().dump().c_str(), pcm, ev.n_samples, user_data) == 0;
+    });
+    return result.ok() ? omni_edge::Status::Ok() : result.status();
+  });
+}
+
+void oe_speech_cancel(OeSpeech* speech) {
+  if (speech != nullptr) speech->session->Cancel();
+}
+
+OeError* oe_speech_info(OeSpeech* speech, char** out_json) {
+  return Guard([&]() -> omni_edge::Status {
+    if (speech == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "speech and out_json are required");
+    const auto& s = *speech->session;
+    omni_edge::Json codes = omni_edge::Json::array();
+    const int64_t G = s.code_groups();
+    for (size_t i = 0; i + size_t(G) <= s.codes().size(); i += size_t(G)) {
+      codes.push_back(std::vector<int32_t>(s.codes().begin() + long(i), s.codes().begin() + long(i) + G));
+    }
+    omni_edge::Json info = {{"plan", s.plan().path}, {"sample_rate", s.sample_rate()}, {"pcm_dtype", s.pcm_dtype()},
+                            {"code_groups", G}, {"placements", PlacementsJson(s.placements())}, {"codes", codes}};
     *out_json = CopyString(info.dump());
     return omni_edge::Status::Ok();
   });

@@ -111,6 +111,47 @@ OE_API OeError* oe_session_reset(OeSession* session);
 /* {"plan", "placements": [...], "backends": [...]} */
 OE_API OeError* oe_session_info(OeSession* session, char** out_json);
 
+/* ---- Speech sessions (text -> codes -> PCM) ------------------------------------------ */
+
+typedef struct OeSpeech OeSpeech;
+
+/* Same configuration as a text session; plan_path names a plan with a talker and a vocoder stage. */
+OE_API OeError* oe_speech_open(const OeSessionConfig* config, OeSpeech** out_speech);
+OE_API void oe_speech_close(OeSpeech* speech);
+
+typedef struct {
+  const char* text;               /* the text to speak */
+  const int32_t* text_ids;        /* exact token ids instead of text (n_text_ids > 0) */
+  int n_text_ids;
+  int max_frames;                 /* 0: the plan's default (12.5 frames per second of audio) */
+  int use_plan_sampling;          /* 1 (default): ignore the fields below */
+  float temperature;              /* 0: greedy */
+  int top_k;
+  float top_p;
+  float min_p;
+  float repetition_penalty;
+  uint64_t seed;
+  double prebuffer_ms;            /* audio the playback clock queues before it starts (0: play at once) */
+} OeSpeakParams;
+
+OE_API void oe_speak_params_default(OeSpeakParams* params);
+
+/* Every event of an utterance: {"kind": "pcm", "seq", "first_sample", "n_samples", "frames_final",
+ * "dtype"} with `pcm` pointing at n_samples samples of that dtype (float32 or int16, valid during
+ * the call), then a terminal {"kind": "done" | "cancelled" | "error", "finish_reason", "frames",
+ * "samples", "sample_rate", "first_pcm_ms", "rtf", "underruns", "underrun_ms", ...} with pcm NULL.
+ * Return 0 to continue, non-zero to cancel. */
+typedef int (*OeSpeechCallback)(const char* event_json, const void* pcm, int64_t n_samples, void* user_data);
+
+/* Runs one utterance to its terminal event on the calling thread. */
+OE_API OeError* oe_speech_speak(OeSpeech* speech, const OeSpeakParams* params, OeSpeechCallback on_event,
+                                void* user_data);
+/* Thread-safe: the utterance ends at its next frame; queued PCM is withheld, a "cancelled" event ends it. */
+OE_API void oe_speech_cancel(OeSpeech* speech);
+/* {"plan", "sample_rate", "pcm_dtype", "code_groups", "placements": [...], "codes": [[...], ...]}:
+ * codes are the frames of the last utterance. */
+OE_API OeError* oe_speech_info(OeSpeech* speech, char** out_json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 //                 [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...
 //                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
 //                 [--memory-pools auto|off|JSON] [--repeat N] [--profile]
+//   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] ...
 //
 // Text streams to stdout; with --json every event is one JSON line (the last one "done",
 // "cancelled" or "error" with finish_reason and metrics). Ctrl-C cancels at the next token.
@@ -30,6 +31,7 @@
 
 #include "base/json_fields.h"
 #include "capi/omni_edge.h"
+#include "tools/speak.h"
 
 namespace {
 
@@ -51,7 +53,8 @@ int Usage(const char* why) {
                "                     [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]\n"
                "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
                "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n"
-               "                     [--memory-pools auto|off|JSON] [--repeat N] [--profile]\n");
+               "                     [--memory-pools auto|off|JSON] [--repeat N] [--profile]\n"
+               "       omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] ...\n");
   return 2;
 }
 
@@ -282,6 +285,7 @@ int main(int argc, char** argv) {
     return argc == 3 || argc == 4 ? Budget(argv[2], argc == 4 ? argv[3] : nullptr) : Usage("budget takes PLAN [SESSIONS]");
   }
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return Run(argc, argv, 2);
+  if (argc >= 2 && std::strcmp(argv[1], "speak") == 0) return omni_edge::tools::Speak(argc, argv, 2);
   if (argc >= 2 && argv[1][0] == '-') return Run(argc, argv, 1);
   return Usage(nullptr);
 }

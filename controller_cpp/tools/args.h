@@ -1,0 +1,55 @@
+// Flag values for omni-edge-run's subcommands: a missing value, a non-number or an
+// out-of-range number is a usage error (exit 2) naming the flag, never undefined behaviour.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+namespace omni_edge::tools {
+
+class ArgReader {
+ public:
+  ArgReader(int argc, char** argv, int first) : argc_(argc), argv_(argv), i_(first - 1) {}
+
+  // The next flag, or nullptr at the end.
+  const char* Next() { return ++i_ < argc_ ? argv_[i_] : nullptr; }
+
+  const char* Value(const char* flag) {
+    if (i_ + 1 >= argc_) Die("%s needs a value", flag);
+    return argv_[++i_];
+  }
+
+  double Number(const char* flag) {
+    const char* v = Value(flag);
+    char* end = nullptr;
+    const double d = std::strtod(v, &end);
+    // A finite value inside int64 range: casting NaN, inf or 1e300 to an integer is undefined.
+    if (end == v || *end != '\0' || !std::isfinite(d) || std::fabs(d) > 9.0e15) {
+      Die("%s: '%s' is not a finite number (at most 9e15 in size)", flag, v);
+    }
+    return d;
+  }
+
+  int64_t Whole(const char* flag, double lo, double hi) {
+    const double d = Number(flag);
+    if (d < lo || d > hi || d != std::floor(d)) Die("%s takes a whole number from %.0f to %.0f", flag, lo, hi);
+    return int64_t(d);
+  }
+
+ private:
+  template <typename... A>
+  [[noreturn]] static void Die(const char* format, A... args) {
+    std::fprintf(stderr, "omni-edge-run: ");
+    std::fprintf(stderr, format, args...);
+    std::fprintf(stderr, "\n");
+    std::exit(2);
+  }
+
+  int argc_;
+  char** argv_;
+  int i_;
+};
+
+}  // namespace omni_edge::tools
