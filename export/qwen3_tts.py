@@ -286,13 +286,17 @@ class StreamShape:
         last = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if final else tail)
         return ctx, first, last
 
-    def chunks(self, n_frames: int) -> list[tuple[int, int]]:
-        """(start, end) frame ranges, in order, covering [0, n_frames)."""
-        out, start = [], 0
-        while start < n_frames:
-            end = min(n_frames, start + (self.first if start == 0 else self.chunk))
-            out.append((start, end))
-            start = end
+    def chunks(self, n_frames: int) -> list[tuple[int, int, bool]]:
+        """(start, end, final) frame ranges in stream order, as a streaming vocoder meets them:
+        each chunk as soon as its frames exist (the end of speech is not known yet), then, at the
+        end, the frames left over (possibly none) with the tail flushed."""
+        out: list[tuple[int, int, bool]] = []
+        start = 0
+        while n_frames - start >= (size := self.first if start == 0 else self.chunk):
+            out.append((start, start + size, False))
+            start += size
+        if n_frames > 0:
+            out.append((start, n_frames, True))
         return out
 
 
@@ -313,5 +317,4 @@ def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, sh
 
 def decode_streaming(model: Qwen3Tts, codes: torch.Tensor, shape: StreamShape = StreamShape()) -> list[torch.Tensor]:
     """The straightforward PyTorch streaming loop: one vocoder window per chunk."""
-    spans = shape.chunks(codes.shape[0])
-    return [decode_window(model, codes, s, e, shape, final=(i == len(spans) - 1)) for i, (s, e) in enumerate(spans)]
+    return [decode_window(model, codes, s, e, shape, final) for s, e, final in shape.chunks(codes.shape[0])]

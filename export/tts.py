@@ -20,6 +20,7 @@ native engine that runs a text model runs them. What differs is around the bodie
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,10 +285,9 @@ class _Runner:
     def pcm(self, codes: np.ndarray) -> list[np.ndarray]:
         shape, tail = self.opts.stream, self.model.tail_samples
         name = f"vocoder_w{shape.window}"
-        spans = shape.chunks(codes.shape[0])
         chunks = []
-        for k, (start, end) in enumerate(spans):
-            ctx, a, b = shape.emitted(start, end, tail, final=(k == len(spans) - 1))
+        for start, end, final in shape.chunks(codes.shape[0]):
+            ctx, a, b = shape.emitted(start, end, tail, final)
             window = np.zeros((1, CODE_GROUPS, shape.window), np.int64)
             window[0, :, :end - start + ctx] = codes[start - ctx:end].T
             chunks.append(self.s[name].run(None, {"codes": window})[0][0, 0, a:b])
@@ -335,9 +335,55 @@ def _reports(identity: dict[str, str], got: dict[str, float] | None) -> tuple[Va
     return numerical, task
 
 
+def _decoder(s: Qwen3Shape, vocab: int, chunk: int, buckets: list[int]) -> dict[str, Any]:
+    return {"hidden_size": s.hidden, "num_layers": s.layers, "num_kv_heads": s.kv_heads, "head_dim": s.head_dim,
+            "vocab_size": vocab, "prefill_chunk": chunk, "mask_value": MASK_VALUE,
+            "kv": {"mode": "full", "buckets": buckets, "overflow": "refuse"}}
+
+
+def speech_plan(model: Qwen3Tts, component: str, files: dict[str, str], opts: TtsExportOptions) -> dict[str, Any]:
+    """The two-stage plan: talker (with its code predictor) -> vocoder, in the Omni stage vocabulary."""
+    C, buckets, w = opts.prefill_chunk, sorted(set(opts.buckets)), opts.stream.window
+
+    def group(graphs: dict[str, str]) -> dict[str, Any]:
+        return {"backend": "onnxruntime", "device": "cpu", "graphs": graphs}
+
+    ids, s = model.ids, opts.stream
+    talker = {
+        "stage_id": 0, "model_stage": "talker", "execution_type": "llm_ar", "input_sources": [],
+        "engine_output_type": "codes", "artifact": component,
+        "talker": {"tokenizer": "tokenizer.json", "text_pad_id": model.text_pad_id, "code_groups": CODE_GROUPS,
+                   "codebook_size": ids.codebook_size, "codec_ids": {"pad": ids.pad, "bos": ids.bos, "eos": ids.eos},
+                   "max_frames": 1500,
+                   "decoder": _decoder(_shape(model.talker.model.config), ids.vocab, C, buckets),
+                   "predictor": _decoder(_shape(model.talker.code_predictor.config), ids.codebook_size, 1,
+                                         [PREDICTOR_SLOTS])},
+        "graphs": {
+            "embed": group({"chunk": files[f"talker_embed_n{C}"], "step": files["talker_embed_n1"]}),
+            "prefill": group({str(b): files[f"talker_prefill_s{b}"] for b in buckets}),
+            "decode": group({str(b): files[f"talker_decode_s{b}"] for b in buckets}),
+            "head": group({"step": files["talker_head"]}),
+            "predictor_embed": group({"step": files["predictor_embed_n1"]}),
+            "predictor_decode": group({str(PREDICTOR_SLOTS): files[f"predictor_decode_s{PREDICTOR_SLOTS}"]}),
+            "predictor_head": group({"step": files["predictor_head"]}),
+        },
+    }
+    vocoder = {
+        "stage_id": 1, "model_stage": "code2wav", "execution_type": "llm_generation", "input_sources": [0],
+        "final_output": True, "final_output_type": "audio", "engine_output_type": "audio", "artifact": component,
+        "vocoder": {"code_groups": CODE_GROUPS, "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
+                    "tail_samples": model.tail_samples, "first_chunk": s.first, "chunk": s.chunk,
+                    "left_context": s.left_context, "window": w, "pcm_dtype": "float32"},
+        "graphs": {"vocoder": group({str(w): files[f"vocoder_w{w}"]})},
+    }
+    return {"plan_version": 1, "name": f"speech ({component})", "stages": [talker, vocoder],
+            "stream_limits": {"max_events": 64, "max_bytes": 16 << 20}}
+
+
 def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> tuple[Path, dict[str, float]]:
-    """The speech component `speech-onnx/`: graphs, tokenizer, config, manifest v2 with the
-    validation reports; returns it and the validation numbers (empty when validation is off)."""
+    """The speech component `speech-onnx/` (graphs, tokenizer, config, manifest v2 with the
+    validation reports) and OUT/plan.json; returns the component and the validation numbers
+    (empty when validation is off)."""
     from tokenizers import Tokenizer
 
     model = Qwen3Tts.from_pretrained(checkpoint)
@@ -374,4 +420,6 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> tuple[Pat
                                    "stream": {"first": s.first, "chunk": s.chunk, "left_context": s.left_context,
                                               "window": s.window},
                                    "validation": got or {}}})
+    plan = speech_plan(model, component.name, files, opts)
+    (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
     return component, got or {}

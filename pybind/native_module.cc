@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <climits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "models/llm/llm_engine.h"
 #include "models/llm/llm_session.h"
 #include "models/llm/tokenizer.h"
+#include "models/speech/speech_session.h"
 #include "runtime/admission.h"
 #include "runtime/plan.h"
 
@@ -141,6 +143,43 @@ nb::dict PlacementDict(const Placement& p) {
   return d;
 }
 
+llm::SamplingParams SamplingFromJson(const Json& sampling, const std::string& where) {
+  FieldReader sr(sampling, where);
+  llm::SamplingParams p;
+  p.temperature = float(sr.Number("temperature", false, 0.0));
+  p.top_k = int32_t(sr.Int("top_k", false, 0, 0));
+  p.top_p = float(sr.Number("top_p", false, 1.0));
+  p.min_p = float(sr.Number("min_p", false, 0.0));
+  p.repetition_penalty = float(sr.Number("repetition_penalty", false, 1.0));
+  p.seed = uint64_t(sr.Int("seed", false, 0, 0));
+  Check(sr.Done());
+  return p;
+}
+
+std::vector<int32_t> IdsFromJson(const Json* ids, const std::string& where) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; ids != nullptr && i < ids->size(); ++i) {
+    int64_t v = 0;
+    Check(CheckInt((*ids)[i], where + "[" + std::to_string(i) + "]", 0, &v));
+    if (v > INT32_MAX) throw StatusError{Status::Error("invalid_field", where + ": token id too large")};
+    out.push_back(int32_t(v));
+  }
+  return out;
+}
+
+speech::SpeakRequest SpeakRequestFromJson(const std::string& text) {
+  const Json j = Parse(text, "request");
+  FieldReader r(j, "speak");
+  speech::SpeakRequest s;
+  s.text = r.String("text", false, false);
+  s.text_ids = IdsFromJson(r.Array("text_ids", false), "speak.text_ids");
+  s.max_frames = r.Int("max_frames", false, 0, 0);
+  if (const Json* sampling = r.Object("sampling", false)) s.sampling = SamplingFromJson(*sampling, "speak.sampling");
+  s.prebuffer_ms = r.Number("prebuffer_ms", false, 0.0);
+  Check(r.Done());
+  return s;
+}
+
 llm::GenerateRequest RequestFromJson(const std::string& text) {
   const Json j = Parse(text, "request");
   FieldReader r(j, "generate");
@@ -148,27 +187,10 @@ llm::GenerateRequest RequestFromJson(const std::string& text) {
   g.prompt = r.String("prompt", false, false);
   g.chat = r.Bool("chat", false);
   g.system_prompt = r.String("system_prompt", false, false);
-  if (const Json* ids = r.Array("prompt_ids", false)) {
-    for (size_t i = 0; i < ids->size(); ++i) {
-      int64_t v = 0;
-      Check(CheckInt((*ids)[i], "generate.prompt_ids[" + std::to_string(i) + "]", 0, &v));
-      g.prompt_ids.push_back(llm::TokenId(v));
-    }
-  }
+  for (int32_t v : IdsFromJson(r.Array("prompt_ids", false), "generate.prompt_ids")) g.prompt_ids.push_back(llm::TokenId(v));
   g.continue_conversation = r.Bool("continue_conversation", false);
   g.max_new_tokens = r.Int("max_new_tokens", false, 0, 0);
-  if (const Json* sampling = r.Object("sampling", false)) {
-    FieldReader sr(*sampling, "generate.sampling");
-    llm::SamplingParams p;
-    p.temperature = float(sr.Number("temperature", false, 0.0));
-    p.top_k = int32_t(sr.Int("top_k", false, 0, 0));
-    p.top_p = float(sr.Number("top_p", false, 1.0));
-    p.min_p = float(sr.Number("min_p", false, 0.0));
-    p.repetition_penalty = float(sr.Number("repetition_penalty", false, 1.0));
-    p.seed = uint64_t(sr.Int("seed", false, 0, 0));
-    Check(sr.Done());
-    g.sampling = p;
-  }
+  if (const Json* sampling = r.Object("sampling", false)) g.sampling = SamplingFromJson(*sampling, "generate.sampling");
   if (const Json* stops = r.Array("stop_strings", false)) {
     for (const auto& s : *stops) {
       if (!s.is_string()) throw StatusError{Status::Error("invalid_field", "generate.stop_strings: expected strings")};
@@ -363,6 +385,60 @@ NB_MODULE(_native, m) {
       })
       .def("tokenize", [](const llm::LlmSession& s, const std::string& text) { return Unwrap(s.tokenizer().Encode(text)); })
       .def("placements", [](const llm::LlmSession& s) {
+        nb::list out;
+        for (const auto& p : s.placements()) out.append(PlacementDict(p));
+        return out;
+      }, nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+
+  nb::class_<speech::SpeechSession>(m, "SpeechSession")
+      .def_static("open", [](const std::string& plan_path, bool allow_unqualified, int threads) {
+        llm::SessionOptions options;
+        options.allow_unqualified = allow_unqualified;
+        if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
+        nb::gil_scoped_release release;
+        auto session = speech::SpeechSession::Open(plan_path, options);
+        nb::gil_scoped_acquire acquire;
+        return Unwrap(std::move(session));
+      }, nb::arg("plan_path"), nb::arg("allow_unqualified") = false, nb::arg("threads") = 0)
+      .def("speak", [](speech::SpeechSession& s, const std::string& request_json, nb::callable on_event) {
+        const speech::SpeakRequest request = SpeakRequestFromJson(request_json);
+        Result<speech::SpeechMetrics> result = Status::Error("internal", "not run");
+        std::optional<nb::python_error> raised;  // as in LlmSession.generate: cancel, then raise
+        {
+          nb::gil_scoped_release release;
+          result = s.Speak(request, [&](const speech::SpeechEvent& ev) {
+            nb::gil_scoped_acquire acquire;
+            if (raised) return false;
+            try {
+              nb::object pcm = nb::none();
+              if (ev.kind == "pcm") pcm = nb::bytes(ev.pcm.data(), ev.pcm.size());
+              nb::object keep = on_event(ev.ToJson().dump(), pcm);
+              return keep.is_none() || nb::cast<bool>(keep);
+            } catch (nb::python_error& e) {
+              raised.emplace(std::move(e));
+            } catch (const std::exception& e) {
+              PyErr_SetString(PyExc_RuntimeError, e.what());
+              raised.emplace();
+            }
+            return false;
+          });
+        }
+        if (raised) throw std::move(*raised);
+        return Unwrap(std::move(result)).ToJson().dump();
+      }, nb::arg("request_json"), nb::arg("on_event"),
+         nb::sig("def speak(self, request_json: str, on_event: typing.Callable[[str, bytes | None], object]) -> str"),
+         "Speak one utterance; on_event(event_json, pcm_bytes) sees every event and may return False to cancel.")
+      .def("cancel", &speech::SpeechSession::Cancel)
+      .def("codes", [](const speech::SpeechSession& s) {
+        std::vector<std::vector<int32_t>> frames;
+        const size_t G = size_t(s.code_groups());
+        for (size_t i = 0; i + G <= s.codes().size(); i += G) frames.emplace_back(s.codes().begin() + long(i), s.codes().begin() + long(i + G));
+        return frames;
+      })
+      .def("tokenize", [](const speech::SpeechSession& s, const std::string& text) { return Unwrap(s.Tokenize(text)); })
+      .def_prop_ro("sample_rate", &speech::SpeechSession::sample_rate)
+      .def_prop_ro("pcm_dtype", &speech::SpeechSession::pcm_dtype)
+      .def("placements", [](const speech::SpeechSession& s) {
         nb::list out;
         for (const auto& p : s.placements()) out.append(PlacementDict(p));
         return out;

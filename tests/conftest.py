@@ -77,3 +77,13 @@ def tts_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from omni_edge.export.checkpoints import make_tts_checkpoint
 
     return make_tts_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tts-tiny", preset="tiny", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tts_artifact(tts_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The exported speech plan (talker bucket 256, prefill chunk 16, default stream shape)."""
+    from omni_edge.export.tts import TtsExportOptions, export_tts
+
+    out = tmp_path_factory.mktemp("speech")
+    export_tts(tts_checkpoint, out, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
+    return out / "plan.json"

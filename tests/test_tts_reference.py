@@ -85,7 +85,11 @@ def test_streaming_equals_offline_within_the_measured_bound(model: Qwen3Tts, cod
     shape = StreamShape()
     chunks = decode_streaming(model, codes, shape)
     spans = shape.chunks(codes.shape[0])
-    assert [e - s for s, e in spans][:3] == [1, 25, 25] and len(chunks) == len(spans)
+    assert [e - s for s, e, _ in spans][:3] == [1, 25, 25] and len(chunks) == len(spans)
+    assert [final for *_, final in spans] == [False] * (len(spans) - 1) + [True]
+    # 120 frames: 1 + 4 x 25 as they arrive, then the 19 left over with the tail
+    assert spans[-1] == (101, 120, True)
+    assert shape.chunks(26)[-1] == (26, 26, True)  # speech ended on a chunk boundary: the tail alone
     tail = model.tail_samples
     assert chunks[0].shape[0] == SAMPLES_PER_FRAME - tail  # the first playable PCM: one frame, less the delay
     stream = torch.cat(chunks)

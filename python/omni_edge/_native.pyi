@@ -106,6 +106,29 @@ class LlmSession:
 
     def placements(self) -> list[dict[str, str | int]]: ...
 
+class SpeechSession:
+    @staticmethod
+    def open(plan_path: str, allow_unqualified: bool = False, threads: int = 0) -> SpeechSession: ...
+
+    def speak(self, request_json: str, on_event: Callable[[str, bytes | None], object]) -> str:
+        """
+        Speak one utterance; on_event(event_json, pcm_bytes) sees every event and may return False to cancel.
+        """
+
+    def cancel(self) -> None: ...
+
+    def codes(self) -> list[list[int]]: ...
+
+    def tokenize(self, arg: str, /) -> list[int]: ...
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    @property
+    def pcm_dtype(self) -> str: ...
+
+    def placements(self) -> list[dict[str, str | int]]: ...
+
 class EventStream:
     def __init__(self, request_json: str, max_events: int, max_bytes: int) -> None: ...
 

@@ -178,6 +178,35 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if terminal.get("kind") == "error" else 0
 
 
+def _speak(args: argparse.Namespace) -> int:
+    from omni_edge.contracts import ContractError
+    from omni_edge.runtime import SpeechSession
+
+    def on_event(event: dict[str, Any], pcm: Any) -> bool:
+        if args.json:
+            print(json.dumps(event), flush=True)
+        return True
+
+    try:
+        session = SpeechSession.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
+        if args.info:
+            print(json.dumps({"placements": session.placements()}, indent=1), file=sys.stderr)
+        utterance = session.speak(args.text or "", text_ids=args.text_ids or (), max_frames=args.max_frames,
+                                  sampling=_sampling(args), prebuffer_ms=args.prebuffer_ms, wav=args.out,
+                                  on_event=on_event)
+    except ContractError as exc:
+        print(f"omni-edge speak: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    m = utterance.metrics
+    if not args.json:
+        print(f"[{m['finish_reason']}] {m['frames']} frames, {m['samples']} samples ({m['audio_ms'] / 1000:.2f} s at "
+              f"{m['sample_rate']} Hz) -> {args.out}; first PCM {m['first_pcm_ms']:.1f} ms, RTF {m['rtf']:.3f}, "
+              f"{m['underruns']} underruns ({m['underrun_ms']:.1f} ms)", file=sys.stderr)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from omni_edge.export.checkpoints import make_checkpoint
     from omni_edge.export.llm import LlmExportOptions, export_llm
@@ -290,6 +319,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unqualified", action="store_true")
     p.add_argument("--info", action="store_true", help="print where each graph runs")
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("speak", help="text to a WAV through a speech plan (talker -> vocoder), streamed natively")
+    p.add_argument("--plan", type=Path, required=True)
+    text = p.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text")
+    text.add_argument("--text-ids", type=lambda t: [int(v) for v in t.split(",")], help="exact token ids: 1,2,3")
+    p.add_argument("--out", type=Path, required=True, help="the WAV to write (16-bit mono)")
+    p.add_argument("--max-frames", type=int, default=0, help="at most this many 80 ms frames (0: the plan's limit)")
+    p.add_argument("--prebuffer-ms", type=float, default=0.0, help="audio the playback clock queues before playing")
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--min-p", type=float, default=None)
+    p.add_argument("--repetition-penalty", type=float, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--json", action="store_true", help="one JSON object per event line; the last has the metrics")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--allow-unqualified", action="store_true")
+    p.add_argument("--info", action="store_true", help="print where each graph runs")
+    p.set_defaults(func=_speak)
 
     from omni_edge.harness.commands import add_parsers
 

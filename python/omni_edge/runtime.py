@@ -1,8 +1,12 @@
-"""Python API over the native controller's text session (the same code the phone runs).
+"""Python API over the native controller's sessions (the same code the phone runs).
 
     with Session.open("artifact/plan.json") as s:
         for event in s.generate("Hello", max_new_tokens=32):
             print(event["text"], end="") if event["kind"] == "token" else print(event)
+
+    speech = SpeechSession.open("speech/plan.json")
+    utterance = speech.speak("Hello there.", wav="hello.wav")
+    print(utterance.metrics["rtf"], utterance.pcm.shape)
 """
 
 from __future__ import annotations
@@ -10,9 +14,13 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import wave
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from omni_edge import _native
 
@@ -102,3 +110,82 @@ def _request(prompt: str, *, chat: bool = False, system_prompt: str = "", prompt
     if sampling is not None:
         request["sampling"] = sampling
     return request
+
+
+@dataclass
+class Utterance:
+    """One spoken utterance: its terminal event (metrics), the events in order (pcm events
+    without their samples) and the PCM the consumer received, as float32 in [-1, 1]."""
+
+    metrics: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    pcm: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+
+class SpeechSession:
+    """Text -> codes -> PCM through a speech plan (talker stage -> vocoder stage)."""
+
+    def __init__(self, native: Any) -> None:
+        self._s = native
+
+    @classmethod
+    def open(cls, plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> SpeechSession:
+        return cls(_native.SpeechSession.open(str(plan), allow_unqualified, threads))
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self._s.sample_rate)
+
+    def speak(self, text: str = "", *, text_ids: Sequence[int] = (), max_frames: int = 0,
+              sampling: dict[str, Any] | None = None, prebuffer_ms: float = 0.0, wav: str | Path | None = None,
+              on_event: Any = None) -> Utterance:
+        """Speak one utterance on this thread. on_event(event, pcm) sees each event (pcm is a
+        float32 array for pcm events, else None) and may return False to cancel. With `wav`, the
+        PCM is also written there as 16-bit mono."""
+        request: dict[str, Any] = {"text": text, "text_ids": list(text_ids), "max_frames": max_frames,
+                                   "prebuffer_ms": prebuffer_ms}
+        if sampling is not None:
+            request["sampling"] = sampling
+        events: list[dict[str, Any]] = []
+        chunks: list[np.ndarray] = []
+        dtype = np.float32 if self._s.pcm_dtype == "float32" else np.int16
+
+        def handle(text_json: str, data: bytes | None) -> bool:
+            event = json.loads(text_json)
+            events.append(event)
+            pcm = None
+            if data is not None:
+                raw = np.frombuffer(data, dtype)
+                pcm = raw if dtype == np.float32 else raw.astype(np.float32) / 32767.0
+                chunks.append(pcm)
+            return on_event is None or on_event(event, pcm) is not False
+
+        metrics = json.loads(self._s.speak(json.dumps(request), handle))
+        pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+        if wav is not None:
+            write_wav(wav, pcm, self.sample_rate)
+        return Utterance(metrics, events, pcm)
+
+    def cancel(self) -> None:
+        """End the utterance at its next frame (a terminal "cancelled" event, no more PCM)."""
+        self._s.cancel()
+
+    def codes(self) -> list[list[int]]:
+        """The frames of the last utterance (code_groups codes each)."""
+        return [list(f) for f in self._s.codes()]
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._s.tokenize(text))
+
+    def placements(self) -> list[dict[str, Any]]:
+        return [dict(p) for p in self._s.placements()]
+
+
+def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
+    """Mono 16-bit PCM, as omni-edge-run writes it."""
+    samples = np.round(np.clip(pcm, -1.0, 1.0) * 32767.0).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(sample_rate)
+        w.writeframes(samples.tobytes())

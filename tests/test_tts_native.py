@@ -1,0 +1,194 @@
+"""The native speech chain (talker stage -> vocoder stage on contract streams): codes equal the
+PyTorch reference, streamed PCM equals the reference decode within the measured bound, the
+stream is exact (no lost, duplicated or reordered samples), cancellation is clean."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from llm_reference import cli
+from omni_edge.contracts import ContractError
+from omni_edge.export.qwen3_tts import (
+    SAMPLES_PER_FRAME,
+    Qwen3Tts,
+    StreamShape,
+    decode_offline,
+    decode_streaming,
+    generate_codes,
+)
+from omni_edge.runtime import SpeechSession, Utterance
+
+TEXT = "Streaming speech, frame by frame."
+FRAMES = 100  # 8 s of audio: past the 72-frame left context, so the bound is exercised
+OFFLINE_SQNR_DB = 60.0  # left-context chunking vs one offline decode (measured 79 dB in the reference)
+
+
+@pytest.fixture(scope="module")
+def model(tts_checkpoint: Path) -> Qwen3Tts:
+    return Qwen3Tts.from_pretrained(tts_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def session(tts_artifact: Path) -> SpeechSession:
+    return SpeechSession.open(tts_artifact, threads=2)
+
+
+@pytest.fixture(scope="module")
+def spoken(session: SpeechSession) -> tuple[Utterance, list[list[int]]]:
+    utterance = session.speak(TEXT, max_frames=FRAMES)
+    return utterance, session.codes()
+
+
+def _sqnr(ref: np.ndarray, got: np.ndarray) -> float:
+    err = (got - ref).astype(np.float64)
+    return float(10 * np.log10((ref.astype(np.float64) ** 2).sum() / max(float((err ** 2).sum()), 1e-30)))
+
+
+def test_native_codes_equal_the_pytorch_reference(model: Qwen3Tts, session: SpeechSession,
+                                                  spoken: tuple[Utterance, list[list[int]]]) -> None:
+    utterance, codes = spoken
+    ref = generate_codes(model, session.tokenize(TEXT), FRAMES)
+    assert len(codes) == ref.shape[0] == utterance.metrics["frames"]
+    assert torch.equal(torch.tensor(codes), ref)
+    assert utterance.metrics["finish_reason"] in ("length", "eos")
+
+
+def test_streamed_pcm_is_exact_in_length_and_equals_the_reference(model: Qwen3Tts,
+                                                                 spoken: tuple[Utterance, list[list[int]]]) -> None:
+    utterance, codes = spoken
+    pcm, frames = utterance.pcm, len(codes)
+    assert pcm.shape[0] == frames * SAMPLES_PER_FRAME == utterance.metrics["samples"]
+    # No lost, duplicated or reordered chunk: each pcm event starts where the previous ended.
+    pcm_events = [e for e in utterance.events if e["kind"] == "pcm"]
+    assert [e["first_sample"] for e in pcm_events] == list(np.cumsum([0] + [e["n_samples"] for e in pcm_events])[:-1])
+    assert [e["seq"] for e in pcm_events] == sorted(e["seq"] for e in pcm_events)
+    assert [e["frames_final"] for e in pcm_events] == [s for _, s, _ in StreamShape().chunks(frames)]
+    assert utterance.events[-1]["kind"] == "done" and utterance.events[-1]["samples"] == pcm.shape[0]
+    # The same chunking in PyTorch: equal to float rounding.
+    codes_t = torch.tensor(codes)
+    streamed_ref = torch.cat(decode_streaming(model, codes_t)).numpy()
+    assert np.abs(pcm - streamed_ref).max() < 1e-4
+    # Against one offline decode: identical while the left context holds the whole history,
+    # within the measured bound after.
+    offline = decode_offline(model, codes_t).numpy()
+    whole_context = (StreamShape().left_context + 1) * SAMPLES_PER_FRAME - model.tail_samples
+    assert np.abs(pcm[:whole_context] - offline[:whole_context]).max() < 1e-4
+    assert _sqnr(offline, pcm) > OFFLINE_SQNR_DB
+
+
+def test_speak_cli_writes_an_exact_wav_and_metrics(tts_artifact: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.wav"
+    done = cli("speak", "--plan", str(tts_artifact), "--text", TEXT, "--out", str(out), "--max-frames", "30", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    last = lines[-1]
+    assert last["kind"] == "done" and lines[0]["kind"] == "pcm"
+    for key in ("first_pcm_ms", "rtf", "underruns", "underrun_ms", "samples", "sample_rate"):
+        assert key in last
+    assert last["samples"] == last["frames"] * SAMPLES_PER_FRAME and last["sample_rate"] == 24000
+    assert 0 < last["first_pcm_ms"] <= last["total_ms"] and last["rtf"] > 0
+    with wave.open(str(out)) as w:
+        assert (w.getnframes(), w.getframerate(), w.getsampwidth(), w.getnchannels()) == (last["samples"], 24000, 2, 1)
+
+
+def _speak_and_cancel(session: SpeechSession, rng: random.Random,
+                      from_thread: bool) -> tuple[list[dict[str, Any]], int | None, Utterance]:
+    """One utterance cancelled at a random point: by the consumer at its k-th pcm event, or by
+    another thread at a random time. Returns the events seen, the event count when the consumer
+    cancelled (None if it did not) and the utterance."""
+    seen: list[dict[str, Any]] = []
+    cancelled_at: list[int] = []
+    stop_after = rng.randrange(0, 4)
+    timer = threading.Timer(rng.uniform(0.0, 0.4), session.cancel) if from_thread else None
+    if timer is not None:
+        timer.start()
+
+    def on_event(event: dict[str, Any], pcm: Any) -> bool:
+        seen.append(event)
+        if event["kind"] == "pcm" and not from_thread and len(seen) > stop_after:
+            cancelled_at.append(len(seen))
+            return False
+        return True
+
+    utterance = session.speak(TEXT, max_frames=60, on_event=on_event)
+    if timer is not None:
+        timer.join()
+    return seen, (cancelled_at[0] if cancelled_at else None), utterance
+
+
+def test_cancel_at_a_random_point_of_20_requests(session: SpeechSession, spoken: tuple[Utterance, list[list[int]]]) -> None:
+    rng = random.Random(7)
+    for i in range(20):
+        seen, cancelled_at, utterance = _speak_and_cancel(session, rng, from_thread=bool(i % 2))
+        terminal = seen[-1]
+        assert terminal["kind"] in ("cancelled", "done") and [e["kind"] for e in seen].count(terminal["kind"]) == 1
+        if cancelled_at is not None:  # nothing but the terminal event after the cancel
+            assert len(seen) == cancelled_at + 1 and terminal["kind"] == "cancelled"
+        delivered = sum(e["n_samples"] for e in seen if e["kind"] == "pcm")
+        assert terminal["samples"] == delivered == utterance.pcm.shape[0]
+        if terminal["kind"] == "cancelled":
+            assert terminal["finish_reason"] == "cancelled"
+    # The next request on the same session is whole and identical to the first one.
+    again = session.speak(TEXT, max_frames=FRAMES)
+    first, codes = spoken
+    assert session.codes() == codes and np.array_equal(again.pcm, first.pcm)
+
+
+def test_bad_speech_input_is_a_clear_error_and_the_session_survives(session: SpeechSession, tts_artifact: Path,
+                                                                   tmp_path: Path) -> None:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"text": ""}, "invalid_prompt"),
+        ({"text_ids": [10 ** 7]}, "invalid_prompt"),
+        ({"text": "hi", "max_frames": -1}, "invalid"),
+        ({"text": "hi", "prebuffer_ms": -5.0}, "invalid_argument"),
+        ({"text": "word " * 400}, "context_overflow"),
+        ({"text": "hi", "sampling": {"temperature": -1.0}}, "invalid"),
+    ]
+    for kwargs, code in cases:
+        with pytest.raises(ContractError) as err:
+            session.speak(**kwargs)
+        assert code in err.value.code
+    assert session.speak("Still here.", max_frames=3).metrics["frames"] == 3
+
+    plan = json.loads(tts_artifact.read_text())
+    artifact = str(tts_artifact.parent / plan["stages"][0]["artifact"])
+    broken: list[tuple[str, Any]] = [
+        ("window", lambda p: p["stages"][1]["vocoder"].update(window=50)),
+        ("codec_ids", lambda p: p["stages"][0]["talker"]["codec_ids"].update(eos=3)),
+        ("predictor_head", lambda p: p["stages"][0]["graphs"].pop("predictor_head")),
+        ("pcm_dtype", lambda p: p["stages"][1]["vocoder"].update(pcm_dtype="int8")),
+        ("one model section", lambda p: p["stages"][1].update(llm={})),
+        ("no vocoder stage", lambda p: p["stages"][1].update(input_sources=[])),
+    ]
+    for expected, mutate in broken:
+        bad = json.loads(json.dumps(plan))
+        for stage in bad["stages"]:
+            stage["artifact"] = artifact
+        mutate(bad)
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ContractError) as err:
+            SpeechSession.open(path)
+        assert expected in err.value.message, err.value.message
+
+
+def test_int16_pcm_events_match_the_float_stream(tts_artifact: Path, tmp_path: Path,
+                                                  spoken: tuple[Utterance, list[list[int]]]) -> None:
+    plan = json.loads(tts_artifact.read_text())
+    plan["stages"][1]["vocoder"]["pcm_dtype"] = "int16"
+    for stage in plan["stages"]:
+        stage["artifact"] = str(tts_artifact.parent / stage["artifact"])
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    utterance = SpeechSession.open(path, threads=2).speak(TEXT, max_frames=FRAMES)
+    reference = spoken[0].pcm
+    assert utterance.pcm.shape == reference.shape
+    assert np.abs(utterance.pcm - np.clip(reference, -1, 1)).max() <= 1 / 32767 + 1e-6
