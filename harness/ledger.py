@@ -93,39 +93,55 @@ class PlanBudget:
         return {"sessions": self.sessions, "stages": [s.to_dict() for s in self.stages], "pools": self.per_pool()}
 
 
-def _stage_budget(stage_id: int, pool: str, files: list[int], llm: dict[str, Any] | None,
-                  n_backends: int, sessions: int) -> StageBudget:
+def _decoder_state(c: dict[str, Any]) -> int:
+    per_slot = 2 * int(c["num_layers"]) * int(c["num_kv_heads"]) * int(c["head_dim"]) * 4
+    kv = c.get("kv", {})
+    slots = int(kv.get("window", 0))
+    buckets = [int(b) for b in kv.get("buckets", [])]
+    if kv.get("mode", "full") == "full" and buckets:
+        slots = buckets[-1] + (buckets[-2] if len(buckets) > 1 else 0)  # a migration holds both
+    return per_slot * slots
+
+
+def _decoder_workspace(c: dict[str, Any]) -> int:
+    return max(int(c.get("prefill_chunk", 1)), 1) * (int(c["vocab_size"]) + 8 * int(c["hidden_size"])) * 4
+
+
+def _decoders(stage: dict[str, Any]) -> list[dict[str, Any]]:
+    if "talker" in stage:
+        return [stage["talker"]["decoder"], stage["talker"]["predictor"]]
+    return [stage["llm"]] if "llm" in stage else []
+
+
+def _stage_budget(stage_id: int, pool: str, files: list[int], decoders: list[dict[str, Any]],
+                  n_backends: int, sessions: int, vocoder: dict[str, Any] | None = None) -> StageBudget:
     weights, loading_peak = sum(files), max(files, default=0)
-    state = workspace = 0
-    if llm is not None:
-        per_slot = 2 * int(llm["num_layers"]) * int(llm["num_kv_heads"]) * int(llm["head_dim"]) * 4
-        kv = llm.get("kv", {})
-        slots = int(kv.get("window", 0))
-        buckets = [int(b) for b in kv.get("buckets", [])]
-        if kv.get("mode", "full") == "full" and buckets:
-            slots = buckets[-1] + (buckets[-2] if len(buckets) > 1 else 0)
-        state = per_slot * slots * sessions
-        chunk = max(int(llm.get("prefill_chunk", 1)), 1)
-        workspace = chunk * (int(llm["vocab_size"]) + 8 * int(llm["hidden_size"])) * 4
+    state = sum(_decoder_state(c) for c in decoders) * sessions
+    workspace = sum(_decoder_workspace(c) for c in decoders)
+    if vocoder is not None:  # the codes window in, its samples out
+        workspace += int(vocoder["window"]) * (int(vocoder["code_groups"]) * 8 + int(vocoder["samples_per_frame"]) * 4)
     workspace += RUNTIME_ARENA_BYTES * n_backends
     margin = int(MARGIN_FRACTION * (weights + state + loading_peak + workspace))
     return StageBudget(stage_id, pool, weights, state, loading_peak, workspace, margin)
 
 
 def estimate_plan_budget(plan_path: Path, sessions: int = 1, wsl: bool = False) -> PlanBudget:
-    """The budget of an exported plan, read from its manifests (nothing is loaded)."""
+    """The budget of an exported plan, read from its manifests (nothing is loaded). Stages that
+    share an artifact share its weights: they are counted once, on the first of them."""
     if sessions < 1:
         raise ValueError(f"sessions: at least 1, got {sessions}")
     plan = json.loads(plan_path.read_text())
     stages = []
+    loaded: set[Path] = set()
     for stage in plan["stages"]:
         artifact = (plan_path.parent / stage["artifact"]).resolve()
         manifest = json.loads((artifact / "manifest.json").read_text())
-        sizes = [(artifact / name).stat().st_size for name in sorted(manifest["files"])
-                 if Path(name).suffix in _WEIGHT_EXTENSIONS]
+        sizes = [] if artifact in loaded else [(artifact / name).stat().st_size for name in sorted(manifest["files"])
+                                               if Path(name).suffix in _WEIGHT_EXTENSIONS]
+        loaded.add(artifact)
         backends = {g["backend"] for g in stage.get("graphs", {}).values()}
-        stages.append(_stage_budget(int(stage["stage_id"]), stage_pool(wsl), sizes,
-                                    stage.get("llm"), len(backends), sessions))
+        stages.append(_stage_budget(int(stage["stage_id"]), stage_pool(wsl), sizes, _decoders(stage),
+                                    len(backends), sessions, stage.get("vocoder")))
     return PlanBudget(tuple(stages), sessions)
 
 
@@ -149,7 +165,7 @@ class Footprint:
         llm = {"num_layers": self.layers, "num_kv_heads": self.kv_heads, "head_dim": self.head_dim,
                "kv": {"mode": "full", "buckets": [self.context]}, "prefill_chunk": 128,
                "vocab_size": 151936, "hidden_size": self.kv_heads * self.head_dim * 4}
-        return PlanBudget((_stage_budget(0, pool, files, llm, 1, sessions),), sessions)
+        return PlanBudget((_stage_budget(0, pool, files, [llm], 1, sessions),), sessions)
 
 
 @dataclass

@@ -118,6 +118,19 @@ def test_native_budget_equals_the_python_mirror(tiny_artifact: Path) -> None:
         _native.plan_budget(str(plan), 0)
 
 
+def test_speech_budget_counts_shared_weights_once_and_both_kv_caches(tts_artifact: Path) -> None:
+    for sessions in (1, 2):
+        assert json.loads(_native.plan_budget(str(tts_artifact), sessions)) == \
+            ledger.estimate_plan_budget(tts_artifact, sessions).to_dict()
+    talker, vocoder = ledger.estimate_plan_budget(tts_artifact).stages
+    plan = json.loads(tts_artifact.read_text())
+    t = plan["stages"][0]["talker"]
+    kv = sum(2 * c["num_layers"] * c["num_kv_heads"] * c["head_dim"] * 4 * c["kv"]["buckets"][-1]
+             for c in (t["decoder"], t["predictor"]))
+    assert talker.state == kv and talker.weights > 0
+    assert vocoder.weights == 0 and vocoder.state == 0  # the same artifact: its weights are the talker's
+
+
 def test_the_controller_refuses_a_plan_that_does_not_fit_before_loading(tiny_artifact: Path, tmp_path: Path) -> None:
     base = [str(RUN), "--plan", str(tiny_artifact / "plan.json"), "--prompt", "hi", "--max-new-tokens", "2", "--json"]
     small = subprocess.run([*base, "--memory-pools", '{"device_ram": 1000000}'], capture_output=True, text=True)

@@ -46,10 +46,31 @@ Status CheckMemoryBudget(const Plan& plan, const PlanBudget& budget) {
                         std::to_string(*plan.memory_budget_mb) + "; nothing was loaded");
 }
 
+namespace {
+
+// The resident KV cache of a decoder: float32 host tensors on every backend; a full cache
+// that migrates holds its last two buckets at once.
+int64_t DecoderState(const LlmConfig& c) {
+  const int64_t per_slot = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;
+  int64_t slots = c.kv.window;
+  if (c.kv.mode == "full" && !c.kv.buckets.empty()) {
+    const size_t n = c.kv.buckets.size();
+    slots = c.kv.buckets[n - 1] + (n > 1 ? c.kv.buckets[n - 2] : 0);
+  }
+  return per_slot * slots;
+}
+
+int64_t DecoderWorkspace(const LlmConfig& c) {
+  return std::max<int64_t>(c.prefill_chunk, 1) * (c.vocab_size + 8 * c.hidden_size) * 4;
+}
+
+}  // namespace
+
 Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl) {
   if (sessions < 1) return Status::Error("invalid_argument", "sessions: at least 1, got " + std::to_string(sessions));
   PlanBudget budget;
   budget.sessions = sessions;
+  std::set<std::string> loaded;  // artifacts whose weights an earlier stage already holds (one pool shares them)
   for (const auto& stage : plan.stages) {
     StageBudget b;
     b.stage_id = stage.stage_id;
@@ -64,26 +85,25 @@ Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl) 
     text << in.rdbuf();
     OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), manifest_path));
     OE_ASSIGN_OR_RETURN(contract::ArtifactManifest manifest, contract::ArtifactManifestFromJson(j));
+    const bool shared = !loaded.insert(fs::path(stage.artifact).lexically_normal().string()).second;
     for (const auto& [name, hash] : manifest.files) {
-      if (kWeightExtensions.count(fs::path(name).extension().string()) == 0) continue;
+      if (shared || kWeightExtensions.count(fs::path(name).extension().string()) == 0) continue;
       std::error_code ec;
       const auto size = fs::file_size(fs::path(stage.artifact) / name, ec);
       if (ec) return Status::Error("file_missing", stage.artifact + "/" + name + ": listed in the manifest but " + ec.message());
       b.weights += int64_t(size);
       b.loading_peak = std::max(b.loading_peak, int64_t(size));
     }
-    if (stage.llm) {
-      const LlmConfig& llm = *stage.llm;
-      // The controller keeps the resident KV cache as float32 host tensors on every backend.
-      const int64_t per_slot = 2 * llm.num_layers * llm.num_kv_heads * llm.head_dim * 4;
-      int64_t slots = llm.kv.window;
-      if (llm.kv.mode == "full" && !llm.kv.buckets.empty()) {
-        const size_t n = llm.kv.buckets.size();
-        slots = llm.kv.buckets[n - 1] + (n > 1 ? llm.kv.buckets[n - 2] : 0);  // migration holds both
-      }
-      b.state = per_slot * slots * sessions;
-      const int64_t chunk = std::max<int64_t>(llm.prefill_chunk, 1);
-      b.workspace = chunk * (llm.vocab_size + 8 * llm.hidden_size) * 4;
+    std::vector<const LlmConfig*> decoders;
+    if (stage.llm) decoders.push_back(&*stage.llm);
+    if (stage.talker) decoders = {&stage.talker->decoder, &stage.talker->predictor};
+    for (const LlmConfig* c : decoders) {
+      b.state += DecoderState(*c) * sessions;
+      b.workspace += DecoderWorkspace(*c);
+    }
+    if (stage.vocoder) {  // the codes window in, its samples out
+      const VocoderConfig& v = *stage.vocoder;
+      b.workspace += v.window * (v.code_groups * 8 + v.samples_per_frame * 4);
     }
     b.workspace += kRuntimeArenaBytes * int64_t(backends.size());
     b.margin = int64_t(kMarginFraction * double(b.weights + b.state + b.loading_peak + b.workspace));
