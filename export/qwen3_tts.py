@@ -277,6 +277,12 @@ class StreamShape:
     def window(self) -> int:
         return self.left_context + max(self.chunk, self.first) + 1  # + 1: the frame that releases the tail
 
+    @property
+    def windows(self) -> tuple[int, ...]:
+        """Window sizes to export: the full one, and one just big enough for the first chunk
+        (it has no context), so the first PCM does not wait for a full window's compute."""
+        return tuple(sorted({self.first + 1, self.window}))
+
     def emitted(self, start: int, end: int, tail: int, final: bool) -> tuple[int, int, int]:
         """(context frames, first, last sample) of the window decoding frames [start, end): the
         window starts `context` frames before `start`; samples [first, last) of its output are

@@ -180,9 +180,9 @@ def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[st
     jobs.append((f"predictor_decode_s{PREDICTOR_SLOTS}", p_body, body_example(pred_s, 1, PREDICTOR_SLOTS), p_in, p_out))
     jobs.append(("predictor_head", PredictorHeadGraph(model, pred_s).eval(), (torch.zeros(1, 1, pred_s.hidden),),
                  ["hidden"], ["logits"]))
-    w = opts.stream.window
-    jobs.append((f"vocoder_w{w}", VocoderGraph(model, w).eval(), (torch.zeros(1, CODE_GROUPS, w, dtype=torch.int64),),
-                 ["codes"], ["wav"]))
+    for w in opts.stream.windows:
+        jobs.append((f"vocoder_w{w}", VocoderGraph(model, w).eval(),
+                     (torch.zeros(1, CODE_GROUPS, w, dtype=torch.int64),), ["codes"], ["wav"]))
     for name, module, example, ins, outs in tqdm(jobs, desc="export speech graphs", unit="graph", leave=False):
         onnx_target.export_graph(module, example, ins, outs, out / f"{name}.onnx")
         files[name] = f"{name}.onnx"
@@ -343,7 +343,7 @@ def _decoder(s: Qwen3Shape, vocab: int, chunk: int, buckets: list[int]) -> dict[
 
 def speech_plan(model: Qwen3Tts, component: str, files: dict[str, str], opts: TtsExportOptions) -> dict[str, Any]:
     """The two-stage plan: talker (with its code predictor) -> vocoder, in the Omni stage vocabulary."""
-    C, buckets, w = opts.prefill_chunk, sorted(set(opts.buckets)), opts.stream.window
+    C, buckets, windows = opts.prefill_chunk, sorted(set(opts.buckets)), opts.stream.windows
 
     def group(graphs: dict[str, str]) -> dict[str, Any]:
         return {"backend": "onnxruntime", "device": "cpu", "graphs": graphs}
@@ -373,8 +373,8 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, str], opts: Tt
         "final_output": True, "final_output_type": "audio", "engine_output_type": "audio", "artifact": component,
         "vocoder": {"code_groups": CODE_GROUPS, "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
                     "tail_samples": model.tail_samples, "first_chunk": s.first, "chunk": s.chunk,
-                    "left_context": s.left_context, "window": w, "pcm_dtype": "float32"},
-        "graphs": {"vocoder": group({str(w): files[f"vocoder_w{w}"]})},
+                    "left_context": s.left_context, "windows": list(windows), "pcm_dtype": "float32"},
+        "graphs": {"vocoder": group({str(w): files[f"vocoder_w{w}"] for w in windows})},
     }
     return {"plan_version": 1, "name": f"speech ({component})", "stages": [talker, vocoder],
             "stream_limits": {"max_events": 64, "max_bytes": 16 << 20}}
@@ -418,7 +418,7 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> tuple[Pat
                                    "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
                                    "tail_samples": model.tail_samples, "mask_value": MASK_VALUE,
                                    "stream": {"first": s.first, "chunk": s.chunk, "left_context": s.left_context,
-                                              "window": s.window},
+                                              "window": s.window, "windows": list(s.windows)},
                                    "validation": got or {}}})
     plan = speech_plan(model, component.name, files, opts)
     (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")

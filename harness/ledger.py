@@ -119,7 +119,8 @@ def _stage_budget(stage_id: int, pool: str, files: list[int], decoders: list[dic
     state = sum(_decoder_state(c) for c in decoders) * sessions
     workspace = sum(_decoder_workspace(c) for c in decoders)
     if vocoder is not None:  # the codes window in, its samples out
-        workspace += int(vocoder["window"]) * (int(vocoder["code_groups"]) * 8 + int(vocoder["samples_per_frame"]) * 4)
+        workspace += sum(int(w) for w in vocoder["windows"]) * (int(vocoder["code_groups"]) * 8
+                                                               + int(vocoder["samples_per_frame"]) * 4)
     workspace += RUNTIME_ARENA_BYTES * n_backends
     margin = int(MARGIN_FRACTION * (weights + state + loading_peak + workspace))
     return StageBudget(stage_id, pool, weights, state, loading_peak, workspace, margin)

@@ -175,7 +175,7 @@ speech::SpeakRequest SpeakRequestFromJson(const std::string& text) {
   s.text_ids = IdsFromJson(r.Array("text_ids", false), "speak.text_ids");
   s.max_frames = r.Int("max_frames", false, 0, 0);
   if (const Json* sampling = r.Object("sampling", false)) s.sampling = SamplingFromJson(*sampling, "speak.sampling");
-  s.prebuffer_ms = r.Number("prebuffer_ms", false, 0.0);
+  s.prebuffer_ms = r.Number("prebuffer_ms", false, speech::kDefaultPrebufferMs);
   Check(r.Done());
   return s;
 }

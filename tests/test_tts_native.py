@@ -161,7 +161,7 @@ def test_bad_speech_input_is_a_clear_error_and_the_session_survives(session: Spe
     plan = json.loads(tts_artifact.read_text())
     artifact = str(tts_artifact.parent / plan["stages"][0]["artifact"])
     broken: list[tuple[str, Any]] = [
-        ("window", lambda p: p["stages"][1]["vocoder"].update(window=50)),
+        ("windows", lambda p: p["stages"][1]["vocoder"].update(windows=[2, 50])),
         ("codec_ids", lambda p: p["stages"][0]["talker"]["codec_ids"].update(eos=3)),
         ("predictor_head", lambda p: p["stages"][0]["graphs"].pop("predictor_head")),
         ("pcm_dtype", lambda p: p["stages"][1]["vocoder"].update(pcm_dtype="int8")),

@@ -294,6 +294,7 @@ void oe_speak_params_default(OeSpeakParams* p) {
   p->use_plan_sampling = 1;
   p->top_p = 1.0f;
   p->repetition_penalty = 1.0f;
+  p->prebuffer_ms = omni_edge::speech::kDefaultPrebufferMs;
 }
 
 OeError* oe_speech_speak(OeSpeech* speech, const OeSpeakParams* p, OeSpeechCallback on_event, void* user_data) {

@@ -131,7 +131,7 @@ typedef struct {
   float min_p;
   float repetition_penalty;
   uint64_t seed;
-  double prebuffer_ms;            /* audio the playback clock queues before it starts (0: play at once) */
+  double prebuffer_ms;            /* audio the playback clock queues before it starts (default 200; 0: play at once) */
 } OeSpeakParams;
 
 OE_API void oe_speak_params_default(OeSpeakParams* params);

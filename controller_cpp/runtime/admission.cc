@@ -103,7 +103,7 @@ Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl) 
     }
     if (stage.vocoder) {  // the codes window in, its samples out
       const VocoderConfig& v = *stage.vocoder;
-      b.workspace += v.window * (v.code_groups * 8 + v.samples_per_frame * 4);
+      for (int64_t w : v.windows) b.workspace += w * (v.code_groups * 8 + v.samples_per_frame * 4);
     }
     b.workspace += kRuntimeArenaBytes * int64_t(backends.size());
     b.margin = int64_t(kMarginFraction * double(b.weights + b.state + b.loading_peak + b.workspace));

@@ -212,19 +212,26 @@ Result<VocoderConfig> ParseVocoder(const Json& j, const std::string& where) {
   c.first_chunk = r.Int("first_chunk", true, 1);
   c.chunk = r.Int("chunk", true, 1);
   c.left_context = r.Int("left_context", true, 0);
-  c.window = r.Int("window", true, 1);
+  const Json* windows = r.Array("windows");
   c.pcm_dtype = r.String("pcm_dtype", false, true, "float32");
+  if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
+  OE_ASSIGN_OR_RETURN(c.windows, IntList(windows, where + ".windows", 1));
+  if (c.windows.empty() || !std::is_sorted(c.windows.begin(), c.windows.end()) ||
+      std::adjacent_find(c.windows.begin(), c.windows.end()) != c.windows.end()) {
+    return PlanError(where + ".windows: at least one, strictly ascending");
+  }
   if (c.pcm_dtype != "float32" && c.pcm_dtype != "int16") {
     return PlanError(where + ".pcm_dtype: must be float32 or int16, got '" + c.pcm_dtype + "'");
   }
   if (c.tail_samples >= c.samples_per_frame) return PlanError(where + ".tail_samples: must be less than samples_per_frame");
-  if (c.window != c.left_context + std::max(c.first_chunk, c.chunk) + 1) {
-    return PlanError(where + ".window: must be left_context + max(first_chunk, chunk) + 1 = " +
-                     std::to_string(c.left_context + std::max(c.first_chunk, c.chunk) + 1) + ", got " +
-                     std::to_string(c.window));
+  const int64_t full = c.left_context + std::max(c.first_chunk, c.chunk) + 1;
+  if (c.windows.back() != full) {
+    return PlanError(where + ".windows: the largest must be left_context + max(first_chunk, chunk) + 1 = " +
+                     std::to_string(full) + ", got " + std::to_string(c.windows.back()));
   }
-  if (c.window > 100000 || c.samples_per_frame > 100000) return PlanError(where + ": window or samples_per_frame too large");
+  if (full > 100000 || c.samples_per_frame > 100000) return PlanError(where + ": windows or samples_per_frame too large");
+  if (c.windows.front() * c.samples_per_frame <= c.tail_samples) return PlanError(where + ".windows: too small for the tail");
   return c;
 }
 
@@ -313,7 +320,9 @@ Result<StagePlan> ParseStage(const Json& j, const std::string& where, const std:
   } else if (vocoder != nullptr) {
     if (s.execution_type != "llm_generation") return PlanError(where + ".vocoder: a vocoder stage is llm_generation");
     OE_ASSIGN_OR_RETURN(s.vocoder, ParseVocoder(*vocoder, where + ".vocoder"));
-    OE_RETURN_IF_ERROR(RequireGraphs(s, where, "vocoder", {std::to_string(s.vocoder->window)}));
+    std::vector<std::string> keys;
+    for (int64_t w : s.vocoder->windows) keys.push_back(std::to_string(w));
+    OE_RETURN_IF_ERROR(RequireGraphs(s, where, "vocoder", keys));
   } else if (s.execution_type == "llm_ar") {
     return PlanError(where + ".llm: required for an llm_ar stage (or a talker section)");
   }

@@ -64,11 +64,14 @@ struct TalkerConfig {
   LlmConfig predictor;  // the code predictor body: one slot per code group
 };
 
-// A streaming vocoder stage: windows of `window` frames, each decoding a chunk of `chunk`
-// frames (the first `first_chunk`) after up to `left_context` frames of context.
+// A streaming vocoder stage: each chunk of `chunk` frames (the first `first_chunk`) is decoded
+// after up to `left_context` frames of context, in the smallest window graph it fits. The
+// largest window is left_context + max(first_chunk, chunk) + 1; smaller ones serve the first
+// chunks (a one-frame first chunk in a two-frame window is the low first-PCM latency).
 struct VocoderConfig {
   int64_t code_groups = 0, samples_per_frame = 0, sample_rate = 0, tail_samples = 0;
-  int64_t first_chunk = 1, chunk = 25, left_context = 72, window = 98;
+  int64_t first_chunk = 1, chunk = 25, left_context = 72;
+  std::vector<int64_t> windows = {2, 98};  // ascending, frames per window graph
   std::string pcm_dtype = "float32";  // float32 | int16: what pcm events carry
 };
 

@@ -327,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--text-ids", type=lambda t: [int(v) for v in t.split(",")], help="exact token ids: 1,2,3")
     p.add_argument("--out", type=Path, required=True, help="the WAV to write (16-bit mono)")
     p.add_argument("--max-frames", type=int, default=0, help="at most this many 80 ms frames (0: the plan's limit)")
-    p.add_argument("--prebuffer-ms", type=float, default=0.0, help="audio the playback clock queues before playing")
+    p.add_argument("--prebuffer-ms", type=float, default=200.0,
+                   help="audio the playback clock queues before it starts playing (0: at the first PCM)")
     p.add_argument("--temperature", type=float, default=None)
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--top-p", type=float, default=None)

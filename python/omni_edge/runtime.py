@@ -137,7 +137,7 @@ class SpeechSession:
         return int(self._s.sample_rate)
 
     def speak(self, text: str = "", *, text_ids: Sequence[int] = (), max_frames: int = 0,
-              sampling: dict[str, Any] | None = None, prebuffer_ms: float = 0.0, wav: str | Path | None = None,
+              sampling: dict[str, Any] | None = None, prebuffer_ms: float = 200.0, wav: str | Path | None = None,
               on_event: Any = None) -> Utterance:
         """Speak one utterance on this thread. on_event(event, pcm) sees each event (pcm is a
         float32 array for pcm events, else None) and may return False to cancel. With `wav`, the

@@ -30,12 +30,16 @@
 
 namespace omni_edge::speech {
 
+inline constexpr double kDefaultPrebufferMs = 200;
+
 struct SpeakRequest {
   std::string text;
   std::vector<int32_t> text_ids;  // exact token ids instead of `text`
   int64_t max_frames = 0;         // 0: the plan's default
   std::optional<llm::SamplingParams> sampling;
-  double prebuffer_ms = 0;        // audio the player queues before it starts playing
+  // Audio the player queues before it starts (a jitter buffer): with a one-frame first chunk,
+  // the first full chunk comes a window's compute later than the first 57 ms of audio ran out.
+  double prebuffer_ms = kDefaultPrebufferMs;
 };
 
 struct SpeechMetrics {

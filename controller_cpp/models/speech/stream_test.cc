@@ -15,7 +15,7 @@ VocoderConfig Config() {
   c.first_chunk = 1;
   c.chunk = 25;
   c.left_context = 72;
-  c.window = 98;
+  c.windows = {2, 98};
   return c;
 }
 

@@ -1,6 +1,7 @@
-// The vocoder stage: codes -> PCM through one fixed-size window graph
-// (codes [1, G, window] -> wav [1, 1, window x samples_per_frame - tail]), cut as StreamShape
-// says. Causal, so right padding never changes the samples a chunk emits.
+// The vocoder stage: codes -> PCM through fixed-size window graphs
+// (codes [1, G, W] -> wav [1, 1, W x samples_per_frame - tail]), cut as StreamShape says, each
+// chunk in the smallest window it fits. Causal, so neither right padding nor the window size
+// changes the samples a chunk emits.
 #pragma once
 
 #include <memory>
@@ -23,7 +24,7 @@ class Vocoder {
 
   const VocoderConfig& config() const { return config_; }
   const StreamShape& shape() const { return shape_; }
-  std::vector<Placement> placements() const { return {graph_->placement()}; }
+  std::vector<Placement> placements() const;
   double backend_seconds() const { return graph_seconds_; }
 
  private:
@@ -31,8 +32,12 @@ class Vocoder {
 
   VocoderConfig config_;
   StreamShape shape_;
-  std::unique_ptr<Graph> graph_;
-  HostTensor window_, wav_;
+  struct Window {
+    int64_t frames = 0;
+    std::unique_ptr<Graph> graph;
+    HostTensor codes, wav;
+  };
+  std::vector<Window> windows_;  // ascending
   double graph_seconds_ = 0;
 };
 
