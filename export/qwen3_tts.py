@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -211,9 +212,10 @@ def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator) -> int
 
 
 @torch.no_grad()
-def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = Sampling()) -> torch.Tensor:
-    """The talker + code predictor, frame by frame with KV caches: codes [T, 16] (T <= max_frames;
-    fewer when codebook 0 says end of speech)."""
+def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
+                 sampling: Sampling = Sampling()) -> Iterator[list[int]]:
+    """The talker + code predictor, frame by frame with KV caches: yields each frame's 16 codes
+    as it is made (at most max_frames; fewer when codebook 0 says end of speech)."""
     from transformers import DynamicCache
 
     t, ids = model.talker, model.ids
@@ -223,7 +225,6 @@ def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampli
     codec = torch.tensor([[ids.pad] * len(text_ids) + [ids.bos]])
     embeds = t.text_part(text) + t.model.embed_tokens(codec)
     cache = DynamicCache(config=t.model.config)
-    frames: list[list[int]] = []
     suppress = torch.zeros(ids.vocab, dtype=torch.bool)
     suppress[[ids.pad, ids.bos]] = True  # never speak a control id; EOS ends speech
     for _ in range(max_frames):
@@ -231,10 +232,15 @@ def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampli
         logits0 = t.codec_head(hidden)[0, -1].masked_fill(suppress, -float("inf"))
         c0 = _pick(logits0, sampling, gen)
         if c0 == ids.eos:
-            break
+            return
         frame = [c0, *predict_codes(model, hidden, c0, sampling, gen)]
-        frames.append(frame)
+        yield frame
         embeds = t.text_part(torch.tensor([[model.text_pad_id]])) + t.frame_embedding(torch.tensor([[frame]]))
+
+
+def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = Sampling()) -> torch.Tensor:
+    """Every frame of `stream_codes`: codes [T, 16]."""
+    frames = list(stream_codes(model, text_ids, max_frames, sampling))
     return torch.tensor(frames, dtype=torch.long).reshape(-1, CODE_GROUPS)
 
 

@@ -162,6 +162,8 @@ def _run(args: argparse.Namespace) -> int:
             _print_event(event, args.json)
             if event["kind"] != "token":
                 terminal.update(event)
+            elif getattr(args, "reply", None) is not None:
+                args.reply.append(event["text"])
             return True
 
         session.run(prompt, on_event=on_event, chat=args.chat, system_prompt=args.system or "",
@@ -208,8 +210,9 @@ def _speak(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from omni_edge.export.checkpoints import make_checkpoint
+    from omni_edge.export.checkpoints import make_checkpoint, make_tts_checkpoint
     from omni_edge.export.llm import LlmExportOptions, export_llm
+    from omni_edge.export.tts import TtsExportOptions, export_tts
 
     work = args.workdir
     checkpoint = work / "checkpoint-qwen3-tiny"
@@ -224,7 +227,25 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"[demo] streaming a reply through the native controller ({plan})", file=sys.stderr)
     run_args = build_parser().parse_args(["run", "--plan", str(plan), "--chat", "--prompt", args.prompt,
                                           "--max-new-tokens", str(args.max_new_tokens)])
-    return _run(run_args)
+    run_args.reply = []
+    status = _run(run_args)
+    if status != 0 or args.no_speech:
+        return status
+
+    tts_checkpoint, speech = work / "checkpoint-qwen3-tts-tiny", work / "speech"
+    if not (tts_checkpoint / "model.safetensors").exists():
+        print(f"[demo] making the default speech checkpoint (Qwen3-TTS shape, tiny preset) in {tts_checkpoint}",
+              file=sys.stderr)
+        make_tts_checkpoint(tts_checkpoint, preset="tiny")
+    if not (speech / "plan.json").exists():
+        print(f"[demo] exporting it (talker, code predictor, vocoder windows) to {speech}", file=sys.stderr)
+        export_tts(tts_checkpoint, speech, TtsExportOptions())
+    wav = work / "reply.wav"
+    text = "".join(run_args.reply).strip() or args.prompt
+    print(f"[demo] speaking the reply through the native speech chain to {wav}", file=sys.stderr)
+    speak_args = build_parser().parse_args(["speak", "--plan", str(speech / "plan.json"), "--text", text[:400],
+                                            "--out", str(wav), "--max-frames", "150"])
+    return _speak(speak_args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="make the default checkpoint, export it and stream a reply (the README's main job)")
     p.add_argument("--workdir", type=Path, default=Path("work/demo"))
+    p.add_argument("--no-speech", action="store_true", help="only the text reply, not its speech")
     p.add_argument("--prompt", default="What does a context manager do in Python?")
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.set_defaults(func=_demo)
