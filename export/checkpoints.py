@@ -6,6 +6,7 @@ next-token distributions are peaked (like a real model's) rather than flat."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from dataclasses import dataclass
@@ -113,7 +114,8 @@ def train_causal_lm(model: Any, tokenizer: Any, texts: list[str], steps: int, se
 
 
 def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: int = 0,
-                    sliding_window: int | None = None, train_steps: int | None = None) -> Path:
+                    sliding_window: int | None = None, train_steps: int | None = None,
+                    thinker: Path | None = None) -> Path:
     """Write a checkpoint directory: config.json, model.safetensors, tokenizer.json, tokenizer_config.json."""
     import torch
     from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
@@ -121,7 +123,9 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
     if arch == "qwen3-tts":
         if sliding_window is not None or train_steps:
             raise ValueError("qwen3-tts checkpoints take neither --sliding-window nor --train-steps")
-        return make_tts_checkpoint(out, preset, seed)
+        return make_tts_checkpoint(out, preset, seed, thinker)
+    if thinker is not None:
+        raise ValueError("--thinker makes an omni talker: it needs --arch qwen3-tts")
     if arch != "qwen3":
         raise ValueError(f"unknown architecture {arch!r} (available: {', '.join(ARCHS)})")
     if preset not in PRESETS:
@@ -201,8 +205,12 @@ def tts_configs(p: TtsPreset, text_pad_id: int) -> tuple[dict[str, Any], dict[st
     return config, vocoder
 
 
-def make_tts_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path:
-    """config.json + model.safetensors + tokenizer.json + speech_tokenizer/ (the vocoder)."""
+def make_tts_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, thinker: Path | None = None) -> Path:
+    """config.json + model.safetensors + tokenizer.json + speech_tokenizer/ (the vocoder).
+
+    With `thinker` (a Qwen3 checkpoint directory) the talker is an omni one: its text side is
+    the thinker's (tokenizer, vocabulary, hidden width), so it can read the thinker's hidden
+    states through its text projection."""
     import torch
     from omni_edge.export.qwen3_tts import Qwen3Tts
     from transformers import PreTrainedTokenizerFast
@@ -212,8 +220,20 @@ def make_tts_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path:
     p = TTS_PRESETS[preset]
     random.seed(seed)
     torch.manual_seed(seed)
-    tokenizer = train_tokenizer(stdlib_corpus(), p.text_vocab)
-    config, vocoder = tts_configs(p, tokenizer.token_to_id("<|endoftext|>"))
+    if thinker is not None:
+        from tokenizers import Tokenizer
+
+        if not (thinker / "config.json").is_file() or not (thinker / "tokenizer.json").is_file():
+            raise ValueError(f"{thinker}: not a checkpoint directory (config.json and tokenizer.json)")
+        text = json.loads((thinker / "config.json").read_text())
+        tokenizer = Tokenizer.from_file(str(thinker / "tokenizer.json"))
+        p = dataclasses.replace(p, text_vocab=int(text["vocab_size"]), text_hidden=int(text["hidden_size"]))
+    else:
+        tokenizer = train_tokenizer(stdlib_corpus(), p.text_vocab)
+    pad = tokenizer.token_to_id("<|endoftext|>")
+    if pad is None:
+        raise ValueError("the text tokenizer has no <|endoftext|> token for the text pad")
+    config, vocoder = tts_configs(p, pad)
     model = Qwen3Tts(config, vocoder)
     with torch.no_grad():
         model.talker.codec_head.weight.mul_(p.head_gain)
@@ -231,5 +251,6 @@ def make_tts_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path:
     fast_class: Any = PreTrainedTokenizerFast
     fast_class(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>").save_pretrained(out)
     (out / "omni_edge_checkpoint.json").write_text(json.dumps(
-        {"arch": "qwen3-tts", "preset": preset, "seed": seed, "head_gain": p.head_gain}, indent=2) + "\n")
+        {"arch": "qwen3-tts", "preset": preset, "seed": seed, "head_gain": p.head_gain,
+         "thinker": str(thinker) if thinker is not None else None}, indent=2) + "\n")
     return out

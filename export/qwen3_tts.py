@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -211,23 +211,18 @@ def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator) -> int
     return int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=gen))
 
 
-@torch.no_grad()
-def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
-                 sampling: Sampling = Sampling()) -> Iterator[list[int]]:
-    """The talker + code predictor, frame by frame with KV caches: yields each frame's 16 codes
-    as it is made (at most max_frames; fewer when codebook 0 says end of speech)."""
+def _talk(model: Qwen3Tts, embeds: torch.Tensor, text_part: Callable[[int], torch.Tensor], max_frames: int,
+          sampling: Sampling) -> Iterator[list[int]]:
+    """The talker + code predictor frame by frame with KV caches, from the first input `embeds`;
+    the input of frame t > 0 is text_part(t) plus the embeddings of frame t-1's codes."""
     from transformers import DynamicCache
 
     t, ids = model.talker, model.ids
     gen = torch.Generator().manual_seed(sampling.seed)
-    # Prefix: every text token with the codec pad, then the text pad with the codec BOS.
-    text = torch.tensor([[*text_ids, model.text_pad_id]])
-    codec = torch.tensor([[ids.pad] * len(text_ids) + [ids.bos]])
-    embeds = t.text_part(text) + t.model.embed_tokens(codec)
     cache = DynamicCache(config=t.model.config)
     suppress = torch.zeros(ids.vocab, dtype=torch.bool)
     suppress[[ids.pad, ids.bos]] = True  # never speak a control id; EOS ends speech
-    for _ in range(max_frames):
+    for frame_index in range(max_frames):
         hidden = t.model(inputs_embeds=embeds, cache=cache, use_cache=True).last_hidden_state[:, -1:]
         logits0 = t.codec_head(hidden)[0, -1].masked_fill(suppress, -float("inf"))
         c0 = _pick(logits0, sampling, gen)
@@ -235,7 +230,36 @@ def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
             return
         frame = [c0, *predict_codes(model, hidden, c0, sampling, gen)]
         yield frame
-        embeds = t.text_part(torch.tensor([[model.text_pad_id]])) + t.frame_embedding(torch.tensor([[frame]]))
+        embeds = text_part(frame_index + 1) + t.frame_embedding(torch.tensor([[frame]]))
+
+
+@torch.no_grad()
+def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
+                 sampling: Sampling = Sampling()) -> Iterator[list[int]]:
+    """Text to speech: yields each frame's 16 codes as it is made (at most max_frames; fewer when
+    codebook 0 says end of speech). The prefix is every text token with the codec pad, then the
+    text pad with the codec BOS; every frame after reads the text pad."""
+    t, ids = model.talker, model.ids
+    text = torch.tensor([[*text_ids, model.text_pad_id]])
+    codec = torch.tensor([[ids.pad] * len(text_ids) + [ids.bos]])
+    pad = t.text_part(torch.tensor([[model.text_pad_id]]))
+    yield from _talk(model, t.text_part(text) + t.model.embed_tokens(codec), lambda _: pad, max_frames, sampling)
+
+
+@torch.no_grad()
+def stream_codes_from_hidden(model: Qwen3Tts, hidden: torch.Tensor, max_frames: int,
+                             sampling: Sampling = Sampling()) -> Iterator[list[int]]:
+    """Dual-track speech from a thinker's hidden states [n, text_hidden] (the omni pipeline):
+    frame t reads text_projection(hidden[t]) (the text pad's part once t >= n) plus the codes of
+    frame t-1 (the codec BOS for frame 0), so it needs only the first t + 1 text tokens."""
+    t, ids = model.talker, model.ids
+    pad = t.text_part(torch.tensor([[model.text_pad_id]]))
+
+    def text_part(i: int) -> torch.Tensor:
+        return t.text_projection(hidden[i].reshape(1, 1, -1)) if i < hidden.shape[0] else pad
+
+    first = text_part(0) + t.model.embed_tokens(torch.tensor([[ids.bos]]))
+    yield from _talk(model, first, text_part, max_frames, sampling)
 
 
 def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = Sampling()) -> torch.Tensor:

@@ -7,6 +7,8 @@ native engine that runs a text model runs them. What differs is around the bodie
   talker embed      (text_ids [1, N], codes [1, N, 16]) -> hidden: projected text embedding plus
                     the sum of the 16 codebook embeddings; a code equal to the codebook size
                     means "absent" (a zero row), as in the prefix where only codebook 0 is set.
+  talker embed from hidden  (text_hidden [1, 1, Ht], codes [1, 1, 16]) -> hidden: the omni
+                    talker's input, a thinker hidden state through the text projection.
   talker head       hidden [1, 1, H] -> (normed hidden [1, 1, H], codebook-0 logits [1, 1, V0]);
                     the normed hidden is the code predictor's first input.
   predictor embed   ids [1, N] -> hidden over one table: codebook 0 (V0 rows), then codebooks
@@ -78,6 +80,21 @@ class TalkerEmbedGraph(nn.Module):
         text: torch.Tensor = self.text_projection(self.text_embedding[text_ids])
         rest = self.codebooks[codes[..., 1:] + self.offsets].sum(-2)
         return text + self.codebook0[codes[..., 0]] + rest
+
+
+class TalkerHiddenEmbedGraph(nn.Module):
+    """The omni talker's input: a thinker hidden state through the text projection, plus the
+    codebook embeddings (as TalkerEmbedGraph, which takes text ids instead)."""
+
+    def __init__(self, embed: TalkerEmbedGraph) -> None:
+        super().__init__()
+        self.embed = embed
+
+    def forward(self, text_hidden: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+        e = self.embed
+        rest = e.codebooks[codes[..., 1:] + e.offsets].sum(-2)
+        out: torch.Tensor = e.text_projection(text_hidden) + e.codebook0[codes[..., 0]] + rest
+        return out
 
 
 class TalkerHeadGraph(nn.Module):
@@ -168,6 +185,10 @@ def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[st
     for n in (C, 1):
         jobs.append((f"talker_embed_n{n}", t_embed, (torch.zeros(1, n, dtype=torch.int64),
                      torch.zeros(1, n, CODE_GROUPS, dtype=torch.int64)), ["text_ids", "codes"], ["hidden"]))
+    text_hidden = int(model.config["talker_config"]["text_hidden_size"])
+    jobs.append(("talker_embed_hidden_n1", TalkerHiddenEmbedGraph(t_embed).eval(),
+                 (torch.zeros(1, 1, text_hidden), torch.zeros(1, 1, CODE_GROUPS, dtype=torch.int64)),
+                 ["text_hidden", "codes"], ["hidden"]))
     t_body, (b_in, b_out) = BodyGraph(model.talker, talker_s).eval(), body_io_names(talker_s.layers)
     for cache in sorted(set(opts.buckets)):
         jobs.append((f"talker_prefill_s{cache}", t_body, body_example(talker_s, C, cache), b_in, b_out))
@@ -362,6 +383,7 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, str], opts: Tt
             "embed": group({"chunk": files[f"talker_embed_n{C}"], "step": files["talker_embed_n1"]}),
             "prefill": group({str(b): files[f"talker_prefill_s{b}"] for b in buckets}),
             "decode": group({str(b): files[f"talker_decode_s{b}"] for b in buckets}),
+            "embed_hidden": group({"step": files["talker_embed_hidden_n1"]}),
             "head": group({"step": files["talker_head"]}),
             "predictor_embed": group({"step": files["predictor_embed_n1"]}),
             "predictor_decode": group({str(PREDICTOR_SLOTS): files[f"predictor_decode_s{PREDICTOR_SLOTS}"]}),

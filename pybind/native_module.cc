@@ -25,6 +25,7 @@
 #include "models/llm/llm_engine.h"
 #include "models/llm/llm_session.h"
 #include "models/llm/tokenizer.h"
+#include "models/omni/omni_session.h"
 #include "models/speech/speech_session.h"
 #include "runtime/admission.h"
 #include "runtime/plan.h"
@@ -429,12 +430,7 @@ NB_MODULE(_native, m) {
          nb::sig("def speak(self, request_json: str, on_event: typing.Callable[[str, bytes | None], object]) -> str"),
          "Speak one utterance; on_event(event_json, pcm_bytes) sees every event and may return False to cancel.")
       .def("cancel", &speech::SpeechSession::Cancel)
-      .def("codes", [](const speech::SpeechSession& s) {
-        std::vector<std::vector<int32_t>> frames;
-        const size_t G = size_t(s.code_groups());
-        for (size_t i = 0; i + G <= s.codes().size(); i += G) frames.emplace_back(s.codes().begin() + long(i), s.codes().begin() + long(i + G));
-        return frames;
-      })
+      .def("codes", &speech::SpeechSession::frames)
       .def("tokenize", [](const speech::SpeechSession& s, const std::string& text) { return Unwrap(s.Tokenize(text)); })
       .def_prop_ro("sample_rate", &speech::SpeechSession::sample_rate)
       .def_prop_ro("pcm_dtype", &speech::SpeechSession::pcm_dtype)
@@ -443,6 +439,59 @@ NB_MODULE(_native, m) {
         for (const auto& p : s.placements()) out.append(PlacementDict(p));
         return out;
       }, nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+
+  nb::class_<omni::OmniSession>(m, "OmniSession")
+      .def_static("open", [](const std::string& plan_path, bool allow_unqualified, int threads) {
+        llm::SessionOptions options;
+        options.allow_unqualified = allow_unqualified;
+        if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
+        nb::gil_scoped_release release;
+        auto session = omni::OmniSession::Open(plan_path, options);
+        nb::gil_scoped_acquire acquire;
+        return Unwrap(std::move(session));
+      }, nb::arg("plan_path"), nb::arg("allow_unqualified") = false, nb::arg("threads") = 0)
+      .def("run", [](omni::OmniSession& s, const std::string& text_json, const std::string& speak_json,
+                     nb::callable on_text, nb::callable on_audio) {
+        omni::OmniRequest request{RequestFromJson(text_json), SpeakRequestFromJson(speak_json)};
+        Result<omni::OmniMetrics> result = Status::Error("internal", "not run");
+        std::optional<nb::python_error> raised;  // the session orders the two callbacks
+        auto call = [&](auto&& fn) {
+          nb::gil_scoped_acquire acquire;
+          if (raised) return false;
+          try {
+            nb::object keep = fn();
+            return keep.is_none() || nb::cast<bool>(keep);
+          } catch (nb::python_error& e) {
+            raised.emplace(std::move(e));
+          } catch (const std::exception& e) {
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+            raised.emplace();
+          }
+          return false;
+        };
+        {
+          nb::gil_scoped_release release;
+          result = s.Run(
+              request, [&](const llm::OutputEvent& ev) { return call([&] { return on_text(ev.ToJson().dump()); }); },
+              [&](const speech::SpeechEvent& ev) {
+                return call([&] {
+                  nb::object pcm = nb::none();
+                  if (ev.kind == "pcm") pcm = nb::bytes(ev.pcm.data(), ev.pcm.size());
+                  return on_audio(ev.ToJson().dump(), pcm);
+                });
+              });
+        }
+        if (raised) throw std::move(*raised);
+        return Unwrap(std::move(result)).ToJson().dump();
+      }, nb::arg("text_json"), nb::arg("speak_json"), nb::arg("on_text"), nb::arg("on_audio"),
+         nb::sig("def run(self, text_json: str, speak_json: str, on_text: typing.Callable[[str], object], "
+                 "on_audio: typing.Callable[[str, bytes | None], object]) -> str"),
+         "One omni request: on_text(event_json) and on_audio(event_json, pcm_bytes), one at a time, may return False to cancel.")
+      .def("cancel", &omni::OmniSession::Cancel)
+      .def("codes", [](omni::OmniSession& s) { return s.speech().frames(); })
+      .def("tokenize", [](omni::OmniSession& s, const std::string& text) { return Unwrap(s.thinker().tokenizer().Encode(text)); })
+      .def_prop_ro("sample_rate", [](omni::OmniSession& s) { return s.speech().sample_rate(); })
+      .def_prop_ro("pcm_dtype", [](omni::OmniSession& s) { return s.speech().pcm_dtype(); });
 
   nb::class_<EventStream>(m, "EventStream")
       .def("__init__", [](EventStream* self, const std::string& request_json, int64_t max_events, int64_t max_bytes) {

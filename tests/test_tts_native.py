@@ -131,7 +131,9 @@ def test_cancel_at_a_random_point_of_20_requests(session: SpeechSession, spoken:
         terminal = seen[-1]
         assert terminal["kind"] in ("cancelled", "done") and [e["kind"] for e in seen].count(terminal["kind"]) == 1
         if cancelled_at is not None:  # nothing but the terminal event after the cancel
-            assert len(seen) == cancelled_at + 1 and terminal["kind"] == "cancelled"
+            assert len(seen) == cancelled_at + 1
+            # "done" only when the cancel came with the last chunk: the consumer has it all
+            assert terminal["kind"] == "cancelled" or terminal["samples"] == terminal["frames"] * SAMPLES_PER_FRAME
         delivered = sum(e["n_samples"] for e in seen if e["kind"] == "pcm")
         assert terminal["samples"] == delivered == utterance.pcm.shape[0]
         if terminal["kind"] == "cancelled":

@@ -325,13 +325,9 @@ OeError* oe_speech_info(OeSpeech* speech, char** out_json) {
   return Guard([&]() -> omni_edge::Status {
     if (speech == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "speech and out_json are required");
     const auto& s = *speech->session;
-    omni_edge::Json codes = omni_edge::Json::array();
-    const int64_t G = s.code_groups();
-    for (size_t i = 0; i + size_t(G) <= s.codes().size(); i += size_t(G)) {
-      codes.push_back(std::vector<int32_t>(s.codes().begin() + long(i), s.codes().begin() + long(i) + G));
-    }
-    omni_edge::Json info = {{"plan", s.plan().path}, {"sample_rate", s.sample_rate()}, {"pcm_dtype", s.pcm_dtype()},
-                            {"code_groups", G}, {"placements", PlacementsJson(s.placements())}, {"codes", codes}};
+    omni_edge::Json info = {{"plan", s.plan().path},      {"sample_rate", s.sample_rate()},
+                            {"pcm_dtype", s.pcm_dtype()}, {"code_groups", s.code_groups()},
+                            {"placements", PlacementsJson(s.placements())}, {"codes", s.frames()}};
     *out_json = CopyString(info.dump());
     return omni_edge::Status::Ok();
   });

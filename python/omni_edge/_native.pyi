@@ -129,6 +129,27 @@ class SpeechSession:
 
     def placements(self) -> list[dict[str, str | int]]: ...
 
+class OmniSession:
+    @staticmethod
+    def open(plan_path: str, allow_unqualified: bool = False, threads: int = 0) -> OmniSession: ...
+
+    def run(self, text_json: str, speak_json: str, on_text: Callable[[str], object], on_audio: Callable[[str, bytes | None], object]) -> str:
+        """
+        One omni request: on_text(event_json) and on_audio(event_json, pcm_bytes), one at a time, may return False to cancel.
+        """
+
+    def cancel(self) -> None: ...
+
+    def codes(self) -> list[list[int]]: ...
+
+    def tokenize(self, arg: str, /) -> list[int]: ...
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    @property
+    def pcm_dtype(self) -> str: ...
+
 class EventStream:
     def __init__(self, request_json: str, max_events: int, max_bytes: int) -> None: ...
 

@@ -54,7 +54,7 @@ def _make_checkpoint(args: argparse.Namespace) -> int:
 
     try:
         out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed,
-                              sliding_window=args.sliding_window, train_steps=args.train_steps)
+                              sliding_window=args.sliding_window, train_steps=args.train_steps, thinker=args.thinker)
     except ValueError as exc:
         print(f"omni-edge make-checkpoint: {exc}", file=sys.stderr)
         return 2
@@ -77,6 +77,18 @@ def _export_tts(args: argparse.Namespace) -> int:
         print(f"omni-edge export tts: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {component}" + (f" (validated: {json.dumps(got)})" if got else " (not validated)"))
+    return 0
+
+
+def _export_omni(args: argparse.Namespace) -> int:
+    from omni_edge.export.omni import write_omni_plan
+
+    try:
+        path = write_omni_plan(args.thinker_plan, args.speech_plan, args.out)
+    except (ValueError, OSError, KeyError) as exc:
+        print(f"omni-edge export omni: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
     return 0
 
 
@@ -147,11 +159,48 @@ def _aihub(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_omni(args: argparse.Namespace, prompt: str) -> int:
+    """run --speak: the omni plan's text stream on stdout, its audio into the WAV."""
+    from omni_edge.contracts import ContractError
+    from omni_edge.runtime import OmniSession
+
+    def on_text(event: dict[str, Any]) -> bool:
+        if args.json:
+            print(json.dumps({"stream": "text", **event}), flush=True)
+        else:
+            _print_event(event, False)
+        return True
+
+    def on_audio(event: dict[str, Any], pcm: Any) -> bool:
+        if args.json:
+            print(json.dumps({"stream": "audio", **event}), flush=True)
+        return True
+
+    try:
+        session = OmniSession.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
+        result = session.run(prompt, on_text=on_text, on_audio=on_audio, wav=args.speak, max_frames=args.max_frames,
+                             chat=args.chat, system_prompt=args.system or "", prompt_ids=args.prompt_ids or (),
+                             max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
+                             stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens)
+    except ContractError as exc:
+        print(f"omni-edge run: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    a = result.audio
+    if not args.json:
+        print(f"[audio: {a['finish_reason']}] {a['frames']} frames, {a['samples']} samples -> {args.speak}; "
+              f"first PCM {a['first_pcm_ms']:.1f} ms, RTF {a['rtf']:.3f}, {a['underruns']} underruns", file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from omni_edge.contracts import ContractError
     from omni_edge.runtime import Session
 
     prompt = args.prompt if args.prompt is not None else args.prompt_file.read_text() if args.prompt_file else ""
+    if getattr(args, "speak", None) is not None:
+        return _run_omni(args, prompt)
     try:
         session = Session.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
         if args.info:
@@ -273,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sliding-window", type=int, default=None, help="make every layer sliding-window attention")
     p.add_argument("--train-steps", type=int, default=None, help="override the preset's training steps (0: random weights)")
+    p.add_argument("--thinker", type=Path, default=None,
+                   help="qwen3-tts: an omni talker reading this Qwen3 checkpoint's hidden states (its text side)")
     p.set_defaults(func=_make_checkpoint)
 
     p = sub.add_parser("export", help="export a checkpoint into per-stage artifacts")
@@ -310,6 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--threads", type=int, default=0)
     e.set_defaults(func=_export_tts)
 
+    e = export_sub.add_parser("omni", help="join a thinker plan and a speech plan into one omni plan (thinker -> talker -> vocoder)")
+    e.add_argument("--thinker-plan", type=Path, required=True, help="a text LLM plan (export llm)")
+    e.add_argument("--speech-plan", type=Path, required=True,
+                   help="a speech plan whose talker reads the thinker (make-checkpoint --arch qwen3-tts --thinker)")
+    e.add_argument("--out", type=Path, required=True, help="directory for plan.json (artifacts are referenced)")
+    e.set_defaults(func=_export_omni)
+
     p = sub.add_parser("aihub", help="compile or profile a QNN component on Qualcomm AI Hub's hosted devices")
     p.add_argument("kind", choices=["compile", "profile"])
     p.add_argument("--artifact", type=Path, required=True, help="a QNN component directory (thinker-qnn-<soc>-<precision>)")
@@ -339,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--allow-unqualified", action="store_true")
     p.add_argument("--info", action="store_true", help="print where each graph runs")
+    p.add_argument("--speak", type=Path, default=None,
+                   help="an omni plan (thinker -> talker -> vocoder): also speak the reply into this WAV")
+    p.add_argument("--max-frames", type=int, default=0, help="with --speak: at most this many 80 ms frames")
     p.set_defaults(func=_run)
 
     p = sub.add_parser("speak", help="text to a WAV through a speech plan (talker -> vocoder), streamed natively")

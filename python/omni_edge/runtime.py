@@ -181,6 +181,82 @@ class SpeechSession:
         return [dict(p) for p in self._s.placements()]
 
 
+@dataclass
+class OmniResult:
+    """One omni request: the text stream and the audio stream, each with its terminal metrics."""
+
+    text_metrics: dict[str, Any]
+    audio: dict[str, Any]
+    text_events: list[dict[str, Any]] = field(default_factory=list)
+    audio_events: list[dict[str, Any]] = field(default_factory=list)
+    pcm: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+    @property
+    def text(self) -> str:
+        return "".join(e.get("text", "") for e in self.text_events if e["kind"] == "token")
+
+
+class OmniSession:
+    """Thinker -> talker -> vocoder: one request, a text stream and an audio stream. The talker
+    reads the thinker's hidden states as they are made (dual-track), so speech starts after the
+    first token."""
+
+    def __init__(self, native: Any) -> None:
+        self._s = native
+
+    @classmethod
+    def open(cls, plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> OmniSession:
+        return cls(_native.OmniSession.open(str(plan), allow_unqualified, threads))
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self._s.sample_rate)
+
+    def run(self, prompt: str = "", *, on_text: Any = None, on_audio: Any = None, wav: str | Path | None = None,
+            max_frames: int = 0, speech_sampling: dict[str, Any] | None = None, prebuffer_ms: float = 200.0,
+            **text_options: Any) -> OmniResult:
+        """One request; on_text(event) and on_audio(event, pcm) are called one at a time (from two
+        threads) and may return False to cancel. text_options are Session.run's."""
+        speak: dict[str, Any] = {"max_frames": max_frames, "prebuffer_ms": prebuffer_ms}
+        if speech_sampling is not None:
+            speak["sampling"] = speech_sampling
+        text_events: list[dict[str, Any]] = []
+        audio_events: list[dict[str, Any]] = []
+        chunks: list[np.ndarray] = []
+        dtype = np.float32 if self._s.pcm_dtype == "float32" else np.int16
+
+        def handle_text(text_json: str) -> bool:
+            event = json.loads(text_json)
+            text_events.append(event)
+            return on_text is None or on_text(event) is not False
+
+        def handle_audio(text_json: str, data: bytes | None) -> bool:
+            event = json.loads(text_json)
+            audio_events.append(event)
+            pcm = None
+            if data is not None:
+                raw = np.frombuffer(data, dtype)
+                pcm = raw if dtype == np.float32 else raw.astype(np.float32) / 32767.0
+                chunks.append(pcm)
+            return on_audio is None or on_audio(event, pcm) is not False
+
+        metrics = json.loads(self._s.run(json.dumps(_request(prompt, **text_options)), json.dumps(speak),
+                                         handle_text, handle_audio))
+        pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+        if wav is not None:
+            write_wav(wav, pcm, self.sample_rate)
+        return OmniResult(metrics["text"], metrics["audio"], text_events, audio_events, pcm)
+
+    def cancel(self) -> None:
+        self._s.cancel()
+
+    def codes(self) -> list[list[int]]:
+        return [list(f) for f in self._s.codes()]
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._s.tokenize(text))
+
+
 def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
     """Mono 16-bit PCM, as omni-edge-run writes it."""
     samples = np.round(np.clip(pcm, -1.0, 1.0) * 32767.0).astype("<i2")

@@ -47,6 +47,9 @@ class LlmEngine {
   using Observer = std::function<void(const std::string& graph, const std::vector<TensorView>& inputs)>;
   void set_observer(Observer observer) { observer_ = std::move(observer); }
 
+  // The body's output (before the final norm) at the newest position: what produced the last
+  // logits. hidden_size floats, valid until the next call.
+  const float* last_hidden() const { return head_in_.data<float>(); }
   int64_t position() const { return position_; }
   int64_t cache_slots() const { return cache_; }
   bool ringing() const { return window_ > 0; }

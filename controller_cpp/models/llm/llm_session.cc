@@ -83,6 +83,7 @@ struct LlmSession::Run {
   int64_t max_new_tokens = 0;
   std::vector<std::string> stop_strings;
   bool ignore_stop_tokens = false;
+  bool emit_hidden = false;
   Clock::time_point start;
   int64_t seq = 0;
   std::vector<TokenId> generated;  // every sampled token, in order
@@ -97,7 +98,7 @@ OutputEvent LlmSession::DecodeEvent(const contract::Delivered& delivered) {
   out.seq = ev.seq;
   out.error = ev.error.value_or("");
   out.state = ev.state;
-  if (ev.kind == "token" && delivered.data.size() == 2) {
+  if (ev.kind == "token" && delivered.data.size() >= 2) {
     const std::string& ids = delivered.data[0];
     for (size_t i = 0; i + 4 <= ids.size(); i += 4) {
       int32_t v = 0;
@@ -105,6 +106,10 @@ OutputEvent LlmSession::DecodeEvent(const contract::Delivered& delivered) {
       out.token_ids.push_back(v);
     }
     out.text = delivered.data[1];
+    if (delivered.data.size() == 3 && delivered.data[2].size() % sizeof(float) == 0) {
+      out.hidden.resize(delivered.data[2].size() / sizeof(float));
+      std::memcpy(out.hidden.data(), delivered.data[2].data(), delivered.data[2].size());
+    }
   } else if (ev.terminal && !delivered.data.empty()) {
     auto body = ParseJson(delivered.data[0], "metrics");
     if (body.ok()) {
@@ -334,7 +339,13 @@ void LlmSession::Produce(Run& run) {
     const std::string ids = TokenBytes({token});
     ev.buffers = {Buffer("token_ids", req.request_id, "int32", 1, 4),
                   Buffer("text", req.request_id, "uint8", int64_t(delta.text.size()), 1)};
-    auto emitted = emit(std::move(ev), {ids, delta.text});
+    contract::BufferData data = {ids, delta.text};
+    if (run.emit_hidden) {
+      const int64_t H = engine_->config().hidden_size;
+      ev.buffers.push_back(Buffer("hidden", req.request_id, "float32", H, 4));
+      data.emplace_back(reinterpret_cast<const char*>(engine_->last_hidden()), size_t(H) * sizeof(float));
+    }
+    auto emitted = emit(std::move(ev), std::move(data));
     if (i == 0) {
       t_first = Clock::now();
       m.ttft_ms = Ms(run.start, t_first);
@@ -392,6 +403,7 @@ Result<Metrics> LlmSession::Generate(const GenerateRequest& r, const std::functi
   run.max_new_tokens = r.max_new_tokens > 0 ? r.max_new_tokens : stage_->llm->max_new_tokens;
   run.stop_strings = r.stop_strings;
   run.ignore_stop_tokens = r.ignore_stop_tokens;
+  run.emit_hidden = r.emit_hidden;
   if (r.continue_conversation && !kv_state_) {
     return Status::Error("no_conversation", "nothing to continue: the session holds no resident context");
   }

@@ -42,6 +42,7 @@ struct GenerateRequest {
   std::optional<SamplingParams> sampling;
   std::vector<std::string> stop_strings;
   bool ignore_stop_tokens = false;    // generate exactly max_new_tokens (reference checks)
+  bool emit_hidden = false;           // token events carry the hidden state that produced them (omni)
 };
 
 struct Metrics {
@@ -65,6 +66,7 @@ struct OutputEvent {
   int64_t seq = 0;
   std::vector<TokenId> token_ids;
   std::string text;
+  std::vector<float> hidden;  // with emit_hidden: the thinker's last hidden state before this token
   std::string finish_reason;  // terminal: stop | stop_string | length | context_full | cancelled | error
   std::string error;
   Metrics metrics;  // terminal

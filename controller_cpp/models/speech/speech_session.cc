@@ -101,6 +101,7 @@ struct SpeechSession::Run {
   contract::StageRequest talker_request, vocoder_request;
   std::shared_ptr<contract::EventStream> codes;  // talker -> vocoder
   std::vector<int32_t> text_ids;
+  HiddenFeed* text_hidden = nullptr;
   llm::SamplingParams sampling;
   int64_t max_frames = 0;
   Clock::time_point start;
@@ -162,6 +163,13 @@ Result<std::vector<int32_t>> SpeechSession::Tokenize(const std::string& text) co
   return std::vector<int32_t>(ids->begin(), ids->end());
 }
 
+std::vector<Frame> SpeechSession::frames() const {
+  std::vector<Frame> out;
+  const size_t G = size_t(code_groups());
+  for (size_t i = 0; i + G <= codes_.size(); i += G) out.emplace_back(codes_.begin() + long(i), codes_.begin() + long(i + G));
+  return out;
+}
+
 std::vector<Placement> SpeechSession::placements() const {
   std::vector<Placement> out = talker_->placements();
   for (const auto& p : vocoder_->placements()) out.push_back(p);
@@ -194,17 +202,33 @@ void SpeechSession::ProduceCodes(Run& run) {
     (void)emit(std::move(ev), {text});
   };
 
-  Status st = talker_->Start(run.text_ids);
+  Status st = run.text_hidden != nullptr ? talker_->StartDual() : talker_->Start(run.text_ids);
   if (!st.ok()) return terminal("error", "error", 0, st.ToString());
   llm::Sampler sampler(run.sampling);
   int64_t frames = 0;
   std::string reason = "length";
+  std::vector<float> text_hidden;
+  bool text_ended = run.text_hidden == nullptr;
   while (frames < run.max_frames) {
     if (cancel_) {
       reason = "cancelled";
       break;
     }
-    auto frame = talker_->Next(sampler);
+    // Dual-track: frame t reads text hidden state t, waiting for the thinker to make it.
+    if (!text_ended) {
+      const HiddenFeed::Next next = run.text_hidden->Pop(&text_hidden);
+      if (next == HiddenFeed::Next::kCancelled) {
+        reason = "cancelled";
+        break;
+      }
+      text_ended = next == HiddenFeed::Next::kEnded;
+      if (!text_ended && int64_t(text_hidden.size()) != talker_->text_hidden_size()) {
+        return terminal("error", "error", frames, "a text hidden state of " + std::to_string(text_hidden.size()) +
+                                                      " floats; this talker reads " +
+                                                      std::to_string(talker_->text_hidden_size()));
+      }
+    }
+    auto frame = talker_->Next(sampler, text_ended ? nullptr : text_hidden.data());
     if (!frame.ok()) return terminal("error", "error", frames, frame.status().ToString());
     if (!frame.value()) {
       reason = "eos";
@@ -318,7 +342,9 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
   if (!(r.prebuffer_ms >= 0) || r.prebuffer_ms > 60000) {
     return Status::Error("invalid_argument", "prebuffer_ms must be within [0, 60000]");
   }
-  if (!r.text_ids.empty()) {
+  if (r.text_hidden != nullptr) {
+    run.text_hidden = r.text_hidden;  // the text comes from a thinker, as it is generated
+  } else if (!r.text_ids.empty()) {
     for (int32_t id : r.text_ids) {
       if (id < 0 || id >= tokenizer_->vocab_size()) {
         return Status::Error("invalid_prompt", "text token id " + std::to_string(id) + " is outside the vocabulary");
@@ -330,7 +356,8 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
     OE_ASSIGN_OR_RETURN(run.text_ids, Tokenize(r.text));
     if (run.text_ids.empty()) return Status::Error("invalid_prompt", "the text has no tokens");
   }
-  const int64_t prefix = talker_->PrefixLength(run.text_ids), room = talker_->MaxPositions() - prefix;
+  const int64_t prefix = run.text_hidden != nullptr ? 0 : talker_->PrefixLength(run.text_ids);
+  const int64_t room = talker_->MaxPositions() - prefix;
   if (room < 1) {
     return Status::Error("context_overflow", "the text takes " + std::to_string(prefix) + " positions but the talker holds " +
                                                  std::to_string(talker_->MaxPositions()));
@@ -371,6 +398,7 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
   std::optional<SpeechEvent> last;
   double last_pcm_ms = 0;
   bool withholding = false;
+  int64_t withheld = 0;
   while (auto delivered = pcm_stream.value()->Receive()) {
     const contract::StageEvent& ev = delivered->event;
     const double now = Ms(run.start, Clock::now());
@@ -381,6 +409,7 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
     withholding = withholding || cancel_;
     if (ev.kind == "pcm") {
       if (withholding || delivered->data.size() != 2 || delivered->data[1].size() != 2 * sizeof(int64_t)) {
+        withheld += withholding ? 1 : 0;
         pcm_stream.value()->Acknowledge(ev.release_token);
         continue;
       }
@@ -407,6 +436,7 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
     out.error = ev.error.value_or("");
     SpeechMetrics& m = out.metrics;
     m.finish_reason = body.value("finish_reason", ev.kind);
+    if (out.kind == "done" && withheld > 0) out.kind = m.finish_reason = "cancelled";  // the consumer did not get it all
     m.text_tokens = int64_t(run.text_ids.size());
     m.frames = body.value("frames", int64_t(0));
     m.samples = playback.stats().samples;

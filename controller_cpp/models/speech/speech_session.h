@@ -24,6 +24,7 @@
 #include "contract/stage_controller.h"
 #include "models/llm/llm_session.h"
 #include "models/llm/tokenizer.h"
+#include "models/speech/hidden_feed.h"
 #include "models/speech/talker.h"
 #include "models/speech/vocoder.h"
 #include "runtime/plan.h"
@@ -40,6 +41,9 @@ struct SpeakRequest {
   // Audio the player queues before it starts (a jitter buffer): with a one-frame first chunk,
   // the first full chunk comes a window's compute later than the first 57 ms of audio ran out.
   double prebuffer_ms = kDefaultPrebufferMs;
+  // The omni pipeline: the talker runs dual-track on a thinker's hidden states from this feed
+  // (one per text token, as they come) instead of `text`. Not owned; outlives Speak().
+  HiddenFeed* text_hidden = nullptr;
 };
 
 struct SpeechMetrics {
@@ -78,8 +82,9 @@ class SpeechSession {
   Result<SpeechMetrics> Speak(const SpeakRequest& request, const std::function<bool(const SpeechEvent&)>& on_event);
   void Cancel() { cancel_ = true; }
 
-  // Codes of the last utterance, code_groups per frame, in order.
+  // Codes of the last utterance, code_groups per frame, in order; and split into frames.
   const std::vector<int32_t>& codes() const { return codes_; }
+  std::vector<Frame> frames() const;
   int64_t code_groups() const { return talker_->config().code_groups; }
   int64_t sample_rate() const { return vocoder_->config().sample_rate; }
   const std::string& pcm_dtype() const { return vocoder_->config().pcm_dtype; }

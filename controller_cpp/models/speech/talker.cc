@@ -56,6 +56,19 @@ Status Talker::Load(const StagePlan& stage, BackendPool& backends) {
                              {hidden_chunk_.view()}));
   OE_RETURN_IF_ERROR(prepare(embed_step_, "embed", "step", "talker_embed_step", {text_step_.view(), codes_step_.view()},
                              {hidden_step_.view()}));
+  if (stage.graphs.count("embed_hidden") != 0) {
+    // Its text input is as wide as the thinker's hidden states: read from the graph, checked
+    // against the thinker's hidden size when a state arrives.
+    OE_ASSIGN_OR_RETURN(embed_hidden_, LoadGraph(backends, stage.graphs.at("embed_hidden"), "step", "talker_embed_hidden"));
+    const auto& in = embed_hidden_->inputs();
+    if (in.empty() || in[0].shape.size() != 3 || in[0].shape[2] < 1) {
+      return Status::Error("graph_mismatch", "talker_embed_hidden: input 0 must be [1, 1, text_hidden]");
+    }
+    text_hidden_ = HostTensor(DType::kFloat32, {1, 1, in[0].shape[2]});
+    OE_RETURN_IF_ERROR(ExpectIo(*embed_hidden_, "talker_embed_hidden", {text_hidden_.view(), codes_step_.view()},
+                                {hidden_step_.view()}));
+    OE_RETURN_IF_ERROR(embed_hidden_->Bind({text_hidden_.view(), codes_step_.view()}, {hidden_step_.view()}));
+  }
   OE_RETURN_IF_ERROR(prepare(head_, "head", "step", "talker_head", {head_in_.view()}, {normed_.view(), logits_.view()}));
   OE_RETURN_IF_ERROR(prepare(predictor_embed_, "predictor_embed", "step", "predictor_embed", {predictor_id_.view()},
                              {predictor_in_.view()}));
@@ -101,6 +114,17 @@ Status Talker::Start(const std::vector<int32_t>& text_ids) {
   return Status::Ok();
 }
 
+Status Talker::StartDual() {
+  if (!embed_hidden_) return Status::Error("invalid_plan", "this talker has no embed_hidden graph: it cannot read a thinker");
+  OE_RETURN_IF_ERROR(talker_->Reset());
+  // Frame 0's codec input is the BOS (codebook 0 only); its text input comes with Next().
+  Frame bos(size_t(config_.code_groups), int32_t(config_.codebook_size));
+  bos[0] = int32_t(config_.codec_bos);
+  unfed_ = bos;
+  last_hidden_ = nullptr;
+  return Status::Ok();
+}
+
 Result<int32_t> Talker::PredictorStep(llm::Sampler& sampler, int64_t group) {
   OE_ASSIGN_OR_RETURN(const float* out, predictor_->FeedHidden(predictor_in_.data<float>(), 1));
   std::memcpy(predictor_hidden_.data<float>(), out, predictor_hidden_.nbytes());
@@ -109,14 +133,20 @@ Result<int32_t> Talker::PredictorStep(llm::Sampler& sampler, int64_t group) {
   return int32_t(sampler.Sample(predictor_logits_.data<float>() + (group - 1) * V, V, {}));
 }
 
-Result<std::optional<Frame>> Talker::Next(llm::Sampler& sampler) {
+Result<std::optional<Frame>> Talker::Next(llm::Sampler& sampler, const float* text_hidden) {
   const TalkerConfig& c = config_;
   const int64_t G = c.code_groups, H = c.decoder.hidden_size, V = c.decoder.vocab_size;
-  if (last_hidden_ == nullptr) return Status::Error("internal", "Next() before Start()");
+  if (last_hidden_ == nullptr && !unfed_) return Status::Error("internal", "Next() before Start()");
+  if (text_hidden != nullptr && !embed_hidden_) return Status::Error("internal", "a text hidden state for a talker without embed_hidden");
   if (unfed_) {
-    text_step_.data<int64_t>()[0] = c.text_pad_id;
     for (int64_t g = 0; g < G; ++g) codes_step_.data<int64_t>()[g] = (*unfed_)[size_t(g)];
-    OE_RETURN_IF_ERROR(Run(*embed_step_));
+    if (text_hidden != nullptr) {
+      std::memcpy(text_hidden_.data<float>(), text_hidden, text_hidden_.nbytes());
+      OE_RETURN_IF_ERROR(Run(*embed_hidden_));
+    } else {
+      text_step_.data<int64_t>()[0] = c.text_pad_id;
+      OE_RETURN_IF_ERROR(Run(*embed_step_));
+    }
     OE_ASSIGN_OR_RETURN(last_hidden_, talker_->FeedHidden(hidden_step_.data<float>(), 1));
     unfed_.reset();
   }
@@ -150,6 +180,7 @@ Result<std::optional<Frame>> Talker::Next(llm::Sampler& sampler) {
 
 std::vector<Placement> Talker::placements() const {
   std::vector<Placement> out = {embed_chunk_->placement(), embed_step_->placement()};
+  if (embed_hidden_) out.push_back(embed_hidden_->placement());
   for (const auto& p : talker_->placements()) out.push_back(p);
   out.push_back(head_->placement());
   out.push_back(predictor_embed_->placement());

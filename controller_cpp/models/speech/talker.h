@@ -34,8 +34,14 @@ class Talker {
   int64_t MaxPositions() const;
   // Forgets the last utterance and prefills the prefix of a new one.
   Status Start(const std::vector<int32_t>& text_ids);
-  // The next frame, or nullopt when codebook 0 says end of speech.
-  Result<std::optional<Frame>> Next(llm::Sampler& sampler);
+  // Forgets the last utterance and starts a dual-track one (the omni pipeline): no prefix, every
+  // frame reads one text hidden state through Next(); needs the stage's "embed_hidden" graph.
+  Status StartDual();
+  // The next frame, or nullopt when codebook 0 says end of speech. `text_hidden` (dual-track
+  // only; text_hidden_size() floats) is this frame's text input, nullptr for the text pad.
+  Result<std::optional<Frame>> Next(llm::Sampler& sampler, const float* text_hidden = nullptr);
+  // Width of the text hidden states a dual-track talker reads (0 without an embed_hidden graph).
+  int64_t text_hidden_size() const { return text_hidden_.empty() ? 0 : text_hidden_.shape()[2]; }
 
   const TalkerConfig& config() const { return config_; }
   std::vector<Placement> placements() const;
@@ -49,8 +55,8 @@ class Talker {
 
   TalkerConfig config_;
   std::unique_ptr<llm::LlmEngine> talker_, predictor_;
-  std::unique_ptr<Graph> embed_chunk_, embed_step_, head_, predictor_embed_, predictor_head_;
-  HostTensor text_chunk_, codes_chunk_, hidden_chunk_, text_step_, codes_step_, hidden_step_;
+  std::unique_ptr<Graph> embed_chunk_, embed_step_, embed_hidden_, head_, predictor_embed_, predictor_head_;
+  HostTensor text_chunk_, codes_chunk_, hidden_chunk_, text_step_, codes_step_, hidden_step_, text_hidden_;
   HostTensor head_in_, normed_, logits_;
   HostTensor predictor_id_, predictor_in_, predictor_hidden_, predictor_logits_;
   std::vector<float> scores_;

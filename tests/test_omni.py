@@ -1,0 +1,107 @@
+"""The three-stage omni pipeline (thinker -> talker -> vocoder): one request yields text and
+audio; the thinker's tokens equal transformers', the talker's codes equal the PyTorch dual-track
+reference fed with transformers' hidden states, the audio is exact in length, cancel is clean."""
+
+from __future__ import annotations
+
+import json
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from llm_reference import cli
+from omni_edge.export.omni import thinker_reference, write_omni_plan
+from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
+from omni_edge.runtime import OmniSession
+
+PROMPT = "The stage controller"
+TOKENS, FRAMES = 12, 24
+
+
+@pytest.fixture(scope="module")
+def omni_speech_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.checkpoints import make_tts_checkpoint
+
+    return make_tts_checkpoint(tmp_path_factory.mktemp("omni") / "talker", preset="tiny", thinker=tiny_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def omni_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.tts import TtsExportOptions, export_tts
+
+    speech = tmp_path_factory.mktemp("omni-speech")
+    export_tts(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
+    return write_omni_plan(tiny_artifact / "plan.onnx.json", speech / "plan.json", tmp_path_factory.mktemp("omni-plan"))
+
+
+@pytest.fixture(scope="module")
+def session(omni_plan: Path) -> OmniSession:
+    return OmniSession.open(omni_plan, threads=2)
+
+
+def test_text_and_audio_of_one_request_equal_the_references(session: OmniSession, tiny_checkpoint: Path,
+                                                           omni_speech_checkpoint: Path) -> None:
+    result = session.run(PROMPT, max_new_tokens=TOKENS, ignore_stop_tokens=True, max_frames=FRAMES)
+    tokens = [t for e in result.text_events if e["kind"] == "token" for t in e["token_ids"]]
+    ref_tokens, ref_hidden = thinker_reference(tiny_checkpoint, session.tokenize(PROMPT), TOKENS)
+    assert tokens == ref_tokens and len(tokens) == TOKENS
+    model = Qwen3Tts.from_pretrained(omni_speech_checkpoint)
+    ref_codes = list(stream_codes_from_hidden(model, ref_hidden, FRAMES))
+    assert session.codes() == ref_codes and len(ref_codes) == FRAMES
+    assert result.pcm.shape[0] == FRAMES * SAMPLES_PER_FRAME == result.audio["samples"]
+    kinds = [e["kind"] for e in result.text_events]
+    assert kinds[-1] == "done" and result.audio["finish_reason"] == "length"
+    pcm_events = [e for e in result.audio_events if e["kind"] == "pcm"]
+    assert [e["first_sample"] for e in pcm_events] == list(np.cumsum([0] + [e["n_samples"] for e in pcm_events])[:-1])
+
+
+def test_frame_t_needs_only_the_first_t_plus_1_tokens(session: OmniSession) -> None:
+    # The streaming property of the dual track, without timing: a reply cut after 6 tokens gives
+    # the same first 6 frames as a longer one (frame t reads text hidden state t, or the pad).
+    session.run(PROMPT, max_new_tokens=6, ignore_stop_tokens=True, max_frames=FRAMES)
+    short = session.codes()
+    session.run(PROMPT, max_new_tokens=TOKENS, ignore_stop_tokens=True, max_frames=FRAMES)
+    long = session.codes()
+    assert short[:6] == long[:6] and short != long
+
+
+def test_cancel_ends_both_streams_and_the_next_request_is_whole(session: OmniSession) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def on_audio(event: dict[str, Any], pcm: Any) -> bool:
+        seen.append(event)
+        return event["kind"] != "pcm"  # cancel at the first audio chunk
+
+    result = session.run(PROMPT, max_new_tokens=TOKENS, ignore_stop_tokens=True, max_frames=FRAMES, on_audio=on_audio)
+    assert result.audio["finish_reason"] == "cancelled" and seen[-1]["kind"] == "cancelled"
+    assert [e["kind"] for e in seen].count("pcm") == 1
+    assert result.text_events[-1]["kind"] in ("cancelled", "done")
+    again = session.run(PROMPT, max_new_tokens=TOKENS, ignore_stop_tokens=True, max_frames=FRAMES)
+    assert again.pcm.shape[0] == FRAMES * SAMPLES_PER_FRAME and again.audio["finish_reason"] == "length"
+
+
+def test_run_speak_cli_prints_text_and_writes_the_wav(omni_plan: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reply.wav"
+    done = cli("run", "--plan", str(omni_plan), "--prompt", PROMPT, "--max-new-tokens", "8", "--ignore-stop-tokens",
+               "--speak", str(out), "--max-frames", "10", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    streams = {(e["stream"], e["kind"]) for e in lines}
+    assert ("text", "token") in streams and ("audio", "pcm") in streams and ("audio", "done") in streams
+    with wave.open(str(out)) as w:
+        assert w.getnframes() == 10 * SAMPLES_PER_FRAME
+
+
+def test_a_talker_that_does_not_read_the_thinker_is_refused(omni_plan: Path, tmp_path: Path) -> None:
+    plan = json.loads(omni_plan.read_text())
+    plan["stages"][1]["input_sources"] = []
+    for stage in plan["stages"]:
+        stage["artifact"] = str((omni_plan.parent / stage["artifact"]).resolve())
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    from omni_edge.contracts import ContractError
+
+    with pytest.raises(ContractError, match="does not read the thinker"):
+        OmniSession.open(path)
