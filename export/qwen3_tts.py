@@ -313,6 +313,11 @@ class StreamShape:
         (it has no context), so the first PCM does not wait for a full window's compute."""
         return tuple(sorted({self.first + 1, self.window}))
 
+    def __post_init__(self) -> None:
+        if min(self.first, self.chunk, self.left_context) < 1:
+            raise ValueError("chunk sizes and the left context must be at least 1 (a chunk's tail is "
+                             "released from the next chunk's window)")
+
     def emitted(self, start: int, end: int, tail: int, final: bool) -> tuple[int, int, int]:
         """(context frames, first, last sample) of the window decoding frames [start, end): the
         window starts `context` frames before `start`; samples [first, last) of its output are

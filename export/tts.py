@@ -59,6 +59,7 @@ class TtsExportOptions:
     validate: bool = True
     validation_frames: int = 48
     threads: int = 0
+    formats: tuple[str, ...] = ("onnx",)  # onnx (ONNX Runtime) and/or pte (ExecuTorch, XNNPACK)
 
 
 class TalkerEmbedGraph(nn.Module):
@@ -98,10 +99,10 @@ class TalkerHiddenEmbedGraph(nn.Module):
 
 
 class TalkerHeadGraph(nn.Module):
-    def __init__(self, model: Qwen3Tts, s: Qwen3Shape) -> None:
+    def __init__(self, model: Qwen3Tts, s: Qwen3Shape, reduce: str = "mean") -> None:
         super().__init__()
         t = model.talker
-        self.norm = RMSNorm(t.model.norm.weight, s.eps)
+        self.norm = RMSNorm(t.model.norm.weight, s.eps, reduce)
         self.weight = nn.Parameter(t.codec_head.weight.detach().t().contiguous(), requires_grad=False)
         self.s = s
 
@@ -128,10 +129,10 @@ def predictor_id(model: Qwen3Tts, group: int, code: int) -> int:
 
 
 class PredictorHeadGraph(nn.Module):
-    def __init__(self, model: Qwen3Tts, s: Qwen3Shape) -> None:
+    def __init__(self, model: Qwen3Tts, s: Qwen3Shape, reduce: str = "mean") -> None:
         super().__init__()
         p = model.talker.code_predictor
-        self.norm = RMSNorm(p.model.norm.weight, s.eps)
+        self.norm = RMSNorm(p.model.norm.weight, s.eps, reduce)
         self.weight = nn.Parameter(torch.cat([h.weight.detach() for h in p.lm_head]).t().contiguous(),
                                    requires_grad=False)                                   # [H, 15 * V]
         self.s = s
@@ -175,12 +176,15 @@ def _shape(config: Any) -> Qwen3Shape:
     return Qwen3Shape.from_config(config)
 
 
-def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[str, str]:
-    """Every graph of the three stages into `out`, weights shared in one file; role -> file."""
+Job = tuple[str, nn.Module, tuple[torch.Tensor, ...], list[str], list[str]]
+
+
+def graph_jobs(model: Qwen3Tts, opts: TtsExportOptions, reduce: str = "mean") -> list[Job]:
+    """Every graph of the speech stages: (name, module, example inputs, input names, output
+    names). `reduce="matmul"` writes the RMSNorms as XNNPACK runs them (ExecuTorch)."""
     talker_s, pred_s = _shape(model.talker.model.config), _shape(model.talker.code_predictor.config)
     C = opts.prefill_chunk
-    files: dict[str, str] = {}
-    jobs: list[tuple[str, nn.Module, tuple[torch.Tensor, ...], list[str], list[str]]] = []
+    jobs: list[Job] = []
     t_embed = TalkerEmbedGraph(model).eval()
     for n in (C, 1):
         jobs.append((f"talker_embed_n{n}", t_embed, (torch.zeros(1, n, dtype=torch.int64),
@@ -189,26 +193,45 @@ def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[st
     jobs.append(("talker_embed_hidden_n1", TalkerHiddenEmbedGraph(t_embed).eval(),
                  (torch.zeros(1, 1, text_hidden), torch.zeros(1, 1, CODE_GROUPS, dtype=torch.int64)),
                  ["text_hidden", "codes"], ["hidden"]))
-    t_body, (b_in, b_out) = BodyGraph(model.talker, talker_s).eval(), body_io_names(talker_s.layers)
+    t_body, (b_in, b_out) = BodyGraph(model.talker, talker_s, reduce).eval(), body_io_names(talker_s.layers)
     for cache in sorted(set(opts.buckets)):
         jobs.append((f"talker_prefill_s{cache}", t_body, body_example(talker_s, C, cache), b_in, b_out))
         jobs.append((f"talker_decode_s{cache}", t_body, body_example(talker_s, 1, cache), b_in, b_out))
-    jobs.append(("talker_head", TalkerHeadGraph(model, talker_s).eval(), (torch.zeros(1, 1, talker_s.hidden),),
+    jobs.append(("talker_head", TalkerHeadGraph(model, talker_s, reduce).eval(), (torch.zeros(1, 1, talker_s.hidden),),
                  ["hidden"], ["normed", "logits"]))
     p_embed = PredictorEmbedGraph(model).eval()
     jobs.append(("predictor_embed_n1", p_embed, (torch.zeros(1, 1, dtype=torch.int64),), ["input_ids"], ["hidden"]))
-    p_body, (p_in, p_out) = BodyGraph(model.talker.code_predictor, pred_s).eval(), body_io_names(pred_s.layers)
+    p_body, (p_in, p_out) = BodyGraph(model.talker.code_predictor, pred_s, reduce).eval(), body_io_names(pred_s.layers)
     jobs.append((f"predictor_decode_s{PREDICTOR_SLOTS}", p_body, body_example(pred_s, 1, PREDICTOR_SLOTS), p_in, p_out))
-    jobs.append(("predictor_head", PredictorHeadGraph(model, pred_s).eval(), (torch.zeros(1, 1, pred_s.hidden),),
+    jobs.append(("predictor_head", PredictorHeadGraph(model, pred_s, reduce).eval(), (torch.zeros(1, 1, pred_s.hidden),),
                  ["hidden"], ["logits"]))
     for w in opts.stream.windows:
         jobs.append((f"vocoder_w{w}", VocoderGraph(model, w).eval(),
                      (torch.zeros(1, CODE_GROUPS, w, dtype=torch.int64),), ["codes"], ["wav"]))
-    for name, module, example, ins, outs in tqdm(jobs, desc="export speech graphs", unit="graph", leave=False):
+    return jobs
+
+
+def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[str, str]:
+    """Every graph as ONNX into `out`, weights shared in one file; graph name -> file."""
+    files: dict[str, str] = {}
+    for name, module, example, ins, outs in tqdm(graph_jobs(model, opts), desc="export speech graphs", unit="graph",
+                                                 leave=False):
         onnx_target.export_graph(module, example, ins, outs, out / f"{name}.onnx")
         files[name] = f"{name}.onnx"
     onnx_target.share_weights(out, list(files.values()))
     return files
+
+
+def export_program(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[str, str]:
+    """Every graph as a method of one ExecuTorch program `out/model.pte` (XNNPACK); graph name ->
+    method."""
+    from omni_edge.export import executorch_target
+
+    jobs = graph_jobs(model, opts, reduce="matmul")
+    with tqdm(total=len(jobs), desc="export speech methods", unit="graph", leave=False) as progress:
+        executorch_target.export_program({name: (module, example) for name, module, example, _, _ in jobs},
+                                         out / "model.pte", progress)
+    return {name: name for name, *_ in jobs}
 
 
 # ---- validation: the graphs through ONNX Runtime against the PyTorch reference ----------------
@@ -315,22 +338,39 @@ class _Runner:
         return chunks
 
 
-def validate_graphs(model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions,
-                    text_ids: list[int]) -> dict[str, float]:
-    """Greedy codes of `validation_frames` frames through the graphs vs PyTorch, and the
-    streamed PCM of those codes vs the reference streaming decode."""
-    runner = _Runner(model, directory, files, opts)
-    got = runner.codes(text_ids, opts.validation_frames)
-    ref = generate_codes(model, text_ids, opts.validation_frames).numpy()
+def _compare(model: Qwen3Tts, got: np.ndarray, ref: np.ndarray, pcm: np.ndarray, opts: TtsExportOptions) -> dict[str, float]:
+    """Codes `got` against the reference's `ref`; `pcm` (streamed from `got`) against the
+    PyTorch streaming decode of the same codes."""
     n = min(len(got), len(ref))
     agree = float((got[:n] == ref[:n]).all(axis=1).mean()) if n else 0.0
-    pcm = np.concatenate(runner.pcm(ref))
-    ref_pcm = torch.cat(decode_streaming(model, torch.from_numpy(ref), opts.stream)).numpy()
-    err = pcm - ref_pcm
+    ref_pcm = torch.cat(decode_streaming(model, torch.from_numpy(got), opts.stream)).numpy() if len(got) else pcm
+    err = pcm - ref_pcm if pcm.shape == ref_pcm.shape else np.full(1, np.inf, np.float32)
     sqnr = float(10 * np.log10((ref_pcm ** 2).sum() / max(float((err ** 2).sum()), 1e-30)))
     return {"frames": float(len(got)), "reference_frames": float(len(ref)), "frame_agreement": agree,
             "pcm_sqnr_db": sqnr, "pcm_max_abs_diff": float(np.abs(err).max()),
-            "samples_match": float(pcm.shape[0] == ref.shape[0] * SAMPLES_PER_FRAME)}
+            "samples_match": float(pcm.shape[0] == got.shape[0] * SAMPLES_PER_FRAME)}
+
+
+def validate_graphs(model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions,
+                    text_ids: list[int]) -> dict[str, float]:
+    """Greedy codes of `validation_frames` frames through the ONNX graphs (driven from Python)
+    vs PyTorch, and the streamed PCM of those codes."""
+    runner = _Runner(model, directory, files, opts)
+    got = runner.codes(text_ids, opts.validation_frames)
+    ref = generate_codes(model, text_ids, opts.validation_frames).numpy()
+    return _compare(model, got, ref, np.concatenate(runner.pcm(got)) if len(got) else np.zeros(0, np.float32), opts)
+
+
+def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_ids: list[int]) -> dict[str, float]:
+    """The same checks through the native speech chain on `plan` (its artifact's manifest may
+    not be qualified yet)."""
+    from omni_edge.runtime import SpeechSession
+
+    session = SpeechSession.open(plan, allow_unqualified=True, threads=opts.threads)
+    utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames)
+    got = np.array(session.codes(), np.int64).reshape(-1, CODE_GROUPS)
+    ref = generate_codes(model, text_ids, opts.validation_frames).numpy()
+    return _compare(model, got, ref, utterance.pcm, opts)
 
 
 # Limits of the fp32 graphs against PyTorch: identical greedy codes; PCM equal to float32
@@ -362,12 +402,14 @@ def _decoder(s: Qwen3Shape, vocab: int, chunk: int, buckets: list[int]) -> dict[
             "kv": {"mode": "full", "buckets": buckets, "overflow": "refuse"}}
 
 
-def speech_plan(model: Qwen3Tts, component: str, files: dict[str, str], opts: TtsExportOptions) -> dict[str, Any]:
-    """The two-stage plan: talker (with its code predictor) -> vocoder, in the Omni stage vocabulary."""
+def speech_plan(model: Qwen3Tts, component: str, files: dict[str, Any], opts: TtsExportOptions,
+                backend: str = "onnxruntime") -> dict[str, Any]:
+    """The two-stage plan: talker (with its code predictor) -> vocoder, in the Omni stage
+    vocabulary; `files` maps each graph name to its plan reference (a file, or file + method)."""
     C, buckets, windows = opts.prefill_chunk, sorted(set(opts.buckets)), opts.stream.windows
 
-    def group(graphs: dict[str, str]) -> dict[str, Any]:
-        return {"backend": "onnxruntime", "device": "cpu", "graphs": graphs}
+    def group(graphs: dict[str, Any]) -> dict[str, Any]:
+        return {"backend": backend, "device": "cpu", "graphs": graphs}
 
     ids, s = model.ids, opts.stream
     talker = {
@@ -402,46 +444,71 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, str], opts: Tt
             "stream_limits": {"max_events": 64, "max_bytes": 16 << 20}}
 
 
-def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> tuple[Path, dict[str, float]]:
-    """The speech component `speech-onnx/` (graphs, tokenizer, config, manifest v2 with the
-    validation reports) and OUT/plan.json; returns the component and the validation numbers
-    (empty when validation is off)."""
+def _runtime(fmt: str) -> tuple[str, str]:
+    name = "onnxruntime" if fmt == "onnx" else "executorch"
+    return name, importlib.metadata.version(name)
+
+
+def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tuple[Path, dict[str, float]]]:
+    """Per format a speech component `speech-<fmt>/` (graphs, tokenizer, config, manifest v2 with
+    the validation reports) and OUT/plan.<fmt>.json; OUT/plan.json is the first format's plan.
+    Returns each component with its validation numbers (empty when validation is off)."""
     from tokenizers import Tokenizer
 
     model = Qwen3Tts.from_pretrained(checkpoint)
     if opts.prefill_chunk < 1 or not opts.buckets or min(opts.buckets) < opts.prefill_chunk:
         raise ValueError("every talker bucket must hold at least one prefill chunk")
-    component = out / "speech-onnx"
-    if component.exists():
-        shutil.rmtree(component)
-    component.mkdir(parents=True)
-    for rel in ("tokenizer.json", "config.json"):
-        shutil.copy2(checkpoint / rel, component / rel)
-    files = export_graphs(model, component, opts)
-    got = None
-    if opts.validate:
-        text = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode("Hello from the speech pipeline.").ids
-        got = validate_graphs(model, component, files, opts, text)
-    revision = "local"
-    identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",
+    if not opts.formats or any(f not in ("onnx", "pte") for f in opts.formats):
+        raise ValueError(f"formats: onnx and/or pte, got {', '.join(opts.formats) or 'none'}")
+    text = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode("Hello from the speech pipeline.").ids
+    identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision="fp32",
                     shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
                                  f"-w{opts.stream.window}", target_abi="x86_64-linux")
-    numerical, task = _reports(identity, got)
-    write_report(component / "reports" / "numerical.json", numerical)
-    write_report(component / "reports" / "task.json", task)
     s = opts.stream
-    write_manifest(component, "speech-onnx", ArtifactMetadata(
-        **identity, runtime="onnxruntime", runtime_version=importlib.metadata.version("onnxruntime"),
-        adapter_version="1", exporter_version=__version__, compiler_version=f"torch-{torch.__version__}",
-        state_layout_version=1, numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
-        task_validation=ValidationRef("reports/task.json", task.passed)),
-        extra_metadata={"speech": {"graphs": files, "code_groups": CODE_GROUPS, "codebook_size": model.ids.codebook_size,
-                                   "codec_ids": {"pad": model.ids.pad, "bos": model.ids.bos, "eos": model.ids.eos},
-                                   "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
-                                   "tail_samples": model.tail_samples, "mask_value": MASK_VALUE,
-                                   "stream": {"first": s.first, "chunk": s.chunk, "left_context": s.left_context,
-                                              "window": s.window, "windows": list(s.windows)},
-                                   "validation": got or {}}})
-    plan = speech_plan(model, component.name, files, opts)
-    (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
-    return component, got or {}
+    speech_metadata = {"code_groups": CODE_GROUPS, "codebook_size": model.ids.codebook_size,
+                       "codec_ids": {"pad": model.ids.pad, "bos": model.ids.bos, "eos": model.ids.eos},
+                       "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
+                       "tail_samples": model.tail_samples, "mask_value": MASK_VALUE,
+                       "stream": {"first": s.first, "chunk": s.chunk, "left_context": s.left_context,
+                                  "window": s.window, "windows": list(s.windows)}}
+    results: list[tuple[Path, dict[str, float]]] = []
+    for fmt in opts.formats:
+        component = out / f"speech-{fmt}"
+        if component.exists():
+            shutil.rmtree(component)
+        component.mkdir(parents=True)
+        for rel in ("tokenizer.json", "config.json"):
+            shutil.copy2(checkpoint / rel, component / rel)
+        backend, version = _runtime(fmt)
+        if fmt == "onnx":
+            files = export_graphs(model, component, opts)
+            refs: dict[str, Any] = dict(files)
+        else:
+            files = export_program(model, component, opts)
+            refs = {name: {"file": "model.pte", "method": method} for name, method in files.items()}
+        plan_path = out / f"plan.{fmt}.json"
+        plan_path.write_text(json.dumps(speech_plan(model, component.name, refs, opts, backend), indent=2) + "\n")
+
+        def manifest(got: dict[str, float] | None, fmt: str = fmt, component: Path = component,
+                     files: dict[str, str] = files, backend: str = backend, version: str = version) -> None:
+            numerical, task = _reports(identity, got)
+            write_report(component / "reports" / "numerical.json", numerical)
+            write_report(component / "reports" / "task.json", task)
+            write_manifest(component, component.name, ArtifactMetadata(
+                **identity, runtime=backend, runtime_version=version, adapter_version="1", exporter_version=__version__,
+                compiler_version=f"torch-{torch.__version__}", state_layout_version=1,
+                numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
+                task_validation=ValidationRef("reports/task.json", task.passed)),
+                extra_metadata={"speech": {**speech_metadata, "graphs": files, "format": fmt,
+                                           "validation": got or {}}})
+
+        got = None
+        if opts.validate and fmt == "onnx":
+            got = validate_graphs(model, component, files, opts, text)
+        elif opts.validate:
+            manifest(None)  # the native chain verifies the artifact before it runs it
+            got = validate_native(model, plan_path, opts, text)
+        manifest(got)
+        results.append((component, got or {}))
+    shutil.copy2(out / f"plan.{opts.formats[0]}.json", out / "plan.json")
+    return results

@@ -160,10 +160,19 @@ def test_bad_speech_input_is_a_clear_error_and_the_session_survives(session: Spe
         assert code in err.value.code
     assert session.speak("Still here.", max_frames=3).metrics["frames"] == 3
 
+    def failing(event: dict[str, Any], pcm: Any) -> bool:
+        raise RuntimeError("the consumer broke")
+
+    with pytest.raises(RuntimeError, match="the consumer broke"):  # cancels, ends, then raises
+        session.speak("Still here.", max_frames=30, on_event=failing)
+    assert session.speak("Still here.", max_frames=3).metrics["frames"] == 3
+
     plan = json.loads(tts_artifact.read_text())
     artifact = str(tts_artifact.parent / plan["stages"][0]["artifact"])
     broken: list[tuple[str, Any]] = [
         ("windows", lambda p: p["stages"][1]["vocoder"].update(windows=[2, 50])),
+        ("left_context", lambda p: p["stages"][1]["vocoder"].update(left_context=0, windows=[2, 26])),
+        ("above 100000", lambda p: p["stages"][1]["vocoder"].update(left_context=2 ** 62)),
         ("codec_ids", lambda p: p["stages"][0]["talker"]["codec_ids"].update(eos=3)),
         ("predictor_head", lambda p: p["stages"][0]["graphs"].pop("predictor_head")),
         ("pcm_dtype", lambda p: p["stages"][1]["vocoder"].update(pcm_dtype="int8")),
@@ -194,3 +203,20 @@ def test_int16_pcm_events_match_the_float_stream(tts_artifact: Path, tmp_path: P
     reference = spoken[0].pcm
     assert utterance.pcm.shape == reference.shape
     assert np.abs(utterance.pcm - np.clip(reference, -1, 1)).max() <= 1 / 32767 + 1e-6
+
+
+def test_the_executorch_speech_program_speaks_the_same_codes(tts_checkpoint: Path, tmp_path: Path,
+                                                            spoken: tuple[Utterance, list[list[int]]]) -> None:
+    from omni_edge.export.qwen3_tts import StreamShape as Shape
+    from omni_edge.export.tts import TtsExportOptions, export_tts
+
+    # Small vocoder windows (2 and 9 frames) keep the export short; the chain is the same.
+    opts = TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=30, formats=("pte",),
+                            stream=Shape(first=1, chunk=4, left_context=4))
+    [(component, got)] = export_tts(tts_checkpoint, tmp_path, opts)
+    assert component.name == "speech-pte" and (component / "model.pte").is_file()
+    assert got["frame_agreement"] == 1.0 and got["pcm_sqnr_db"] > 80 and got["samples_match"] == 1.0, got
+    session = SpeechSession.open(tmp_path / "plan.json", threads=2)
+    assert {p["backend"] for p in session.placements()} == {"executorch"}
+    utterance = session.speak(TEXT, max_frames=40)
+    assert session.codes() == spoken[1][:40] and utterance.pcm.shape[0] == 40 * SAMPLES_PER_FRAME

@@ -18,11 +18,11 @@
 namespace omni_edge::tools {
 namespace {
 
-OeSpeech* g_speech = nullptr;
+volatile std::sig_atomic_t g_interrupted = 0;
 
-void OnSigint(int) {
-  if (g_speech != nullptr) oe_speech_cancel(g_speech);  // only sets an atomic flag
-}
+// Only a flag (cancelling takes a lock, which a signal handler must not): the next event's
+// callback cancels the utterance, and the --repeat loop stops.
+void OnSigint(int) { g_interrupted = 1; }
 
 int SpeakUsage(const char* why) {
   std::fprintf(stderr, "omni-edge-run speak: %s\n", why);
@@ -49,6 +49,7 @@ struct Sink {
 
 int OnEvent(const char* event_json, const void* pcm, int64_t n_samples, void* user_data) {
   auto* sink = static_cast<Sink*>(user_data);
+  if (g_interrupted) return 1;
   if (pcm != nullptr && !sink->wav->Append(pcm, n_samples, sink->dtype)) {
     sink->write_failed = true;
     return 1;  // cancel: the audio can no longer be kept
@@ -125,14 +126,13 @@ int Speak(int argc, char** argv, int first) {
   params.text = text.c_str();
   params.text_ids = ids.empty() ? nullptr : ids.data();
   params.n_text_ids = int(ids.size());
-  g_speech = speech;
   std::signal(SIGINT, OnSigint);
   OeError* error = nullptr;
   Sink sink;
   sink.json = json;
   sink.dtype = dtype;
   bool wav_ok = true;
-  for (int64_t i = 0; i < repeat && error == nullptr; ++i) {
+  for (int64_t i = 0; i < repeat && error == nullptr && !g_interrupted; ++i) {
     WavWriter wav;  // each run rewrites the file: it holds the last utterance
     if (!wav.Open(out_path, rate)) {
       std::fprintf(stderr, "omni-edge-run speak: cannot write %s\n", out_path.c_str());
@@ -144,7 +144,6 @@ int Speak(int argc, char** argv, int first) {
     wav_ok = wav.Close() && !sink.write_failed;
     if (!wav_ok) break;
   }
-  g_speech = nullptr;
   oe_speech_close(speech);
   if (error != nullptr) return SpeakFail(error);
   if (!wav_ok) {

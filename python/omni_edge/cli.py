@@ -66,17 +66,21 @@ def _export_tts(args: argparse.Namespace) -> int:
     from omni_edge.export.qwen3_tts import StreamShape
     from omni_edge.export.tts import TtsExportOptions, export_tts
 
-    if min(args.first_chunk, args.chunk, args.prefill_chunk) < 1 or args.left_context < 0:
-        print("omni-edge export tts: chunk sizes must be at least 1 and the left context at least 0", file=sys.stderr)
+    if min(args.first_chunk, args.chunk, args.prefill_chunk, args.left_context) < 1:
+        # left context >= 1: a chunk's last samples are released from the next chunk's window
+        print("omni-edge export tts: chunk sizes and the left context must be at least 1", file=sys.stderr)
         return 2
+    formats = ("onnx", "pte") if args.format == "both" else (args.format,)
     opts = TtsExportOptions(prefill_chunk=args.prefill_chunk, buckets=args.buckets, validate=not args.no_validate,
-                            threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context))
+                            threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context),
+                            formats=formats)
     try:
-        component, got = export_tts(args.checkpoint, args.out, opts)
+        results = export_tts(args.checkpoint, args.out, opts)
     except ValueError as exc:
         print(f"omni-edge export tts: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {component}" + (f" (validated: {json.dumps(got)})" if got else " (not validated)"))
+    for component, got in results:
+        print(f"wrote {component}" + (f" (validated: {json.dumps(got)})" if got else " (not validated)"))
     return 0
 
 
@@ -357,6 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--first-chunk", type=int, default=1, help="frames in the first vocoder chunk")
     e.add_argument("--chunk", type=int, default=25, help="frames per vocoder chunk after the first")
     e.add_argument("--left-context", type=int, default=72, help="frames of left context per vocoder chunk")
+    e.add_argument("--format", choices=["onnx", "pte", "both"], default="onnx",
+                   help="ONNX Runtime graphs, an ExecuTorch program (XNNPACK), or both")
     e.add_argument("--no-validate", action="store_true")
     e.add_argument("--threads", type=int, default=0)
     e.set_defaults(func=_export_tts)

@@ -1,6 +1,7 @@
 #include "models/omni/omni_session.h"
 
 #include <algorithm>
+#include <exception>
 #include <thread>
 
 namespace omni_edge::omni {
@@ -28,6 +29,7 @@ Result<std::unique_ptr<OmniSession>> OmniSession::Open(const std::string& plan_p
 }
 
 void OmniSession::Cancel() {
+  stop_ = true;  // also holds when the thinker has not started its request yet
   thinker_->Cancel();
   speech_->Cancel();
   std::lock_guard<std::mutex> lock(feed_mu_);
@@ -37,6 +39,7 @@ void OmniSession::Cancel() {
 Result<OmniMetrics> OmniSession::Run(const OmniRequest& request, const std::function<bool(const llm::OutputEvent&)>& on_text,
                                      const std::function<bool(const speech::SpeechEvent&)>& on_audio) {
   speech::HiddenFeed feed;
+  stop_ = false;
   {
     std::lock_guard<std::mutex> lock(feed_mu_);
     feed_ = &feed;
@@ -47,30 +50,44 @@ Result<OmniMetrics> OmniSession::Run(const OmniRequest& request, const std::func
   speech::SpeakRequest speak = request.speech;
   speak.text_hidden = &feed;
 
+  // A callback that throws cancels the request; the exception is rethrown once both threads end.
+  std::exception_ptr text_raised, audio_raised;
   Result<llm::Metrics> thinker = Status::Error("internal", "not run");
   std::thread thinker_thread([&] {
     thinker = thinker_->Generate(text, [&](const llm::OutputEvent& ev) {
       if (ev.kind == "token" && !ev.token_ids.empty()) feed.Push(ev.hidden);
       std::lock_guard<std::mutex> lock(deliver);
-      const bool keep = on_text(ev);
-      if (!keep) speech_->Cancel(), feed.Cancel();
+      bool keep = false;
+      try {
+        keep = on_text(ev) && !stop_;
+      } catch (...) {
+        text_raised = std::current_exception();
+      }
+      if (!keep) speech_->Cancel();  // wakes the talker too
       return keep;
     });
     if (!thinker.ok()) feed.Cancel();  // the talker must not wait for text that will not come
     feed.End();
   });
-  auto audio = speech_->Speak(speak, [&](const speech::SpeechEvent& ev) {
-    std::lock_guard<std::mutex> lock(deliver);
-    const bool keep = on_audio(ev);
-    if (!keep) thinker_->Cancel();
-    return keep;
-  });
-  if (!audio.ok()) thinker_->Cancel();
+  Result<speech::SpeechMetrics> audio = Status::Error("internal", "not run");
+  try {
+    audio = speech_->Speak(speak, [&](const speech::SpeechEvent& ev) {
+      std::lock_guard<std::mutex> lock(deliver);
+      const bool keep = on_audio(ev);
+      if (!keep) stop_ = true, thinker_->Cancel();
+      return keep;
+    });
+  } catch (...) {
+    audio_raised = std::current_exception();
+  }
+  if (!audio.ok()) stop_ = true, thinker_->Cancel();
   thinker_thread.join();
   {
     std::lock_guard<std::mutex> lock(feed_mu_);
     feed_ = nullptr;
   }
+  if (text_raised) std::rethrow_exception(text_raised);
+  if (audio_raised) std::rethrow_exception(audio_raised);
   if (!thinker.ok()) return thinker.status();
   if (!audio.ok()) return audio.status();
   return OmniMetrics{thinker.value(), audio.value()};

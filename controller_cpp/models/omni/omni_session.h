@@ -9,6 +9,7 @@
 // time. Cancel() stops all three stages; each stream still ends with its terminal event.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,7 @@ class OmniSession {
 
   std::unique_ptr<llm::LlmSession> thinker_;
   std::unique_ptr<speech::SpeechSession> speech_;
+  std::atomic<bool> stop_{false};  // set by Cancel() or a failed stage; the thinker stops at its next token
   std::mutex feed_mu_;
   speech::HiddenFeed* feed_ = nullptr;  // of the request in flight, for Cancel()
 };

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <thread>
 #include <unistd.h>
 
@@ -163,6 +164,12 @@ Result<std::vector<int32_t>> SpeechSession::Tokenize(const std::string& text) co
   return std::vector<int32_t>(ids->begin(), ids->end());
 }
 
+void SpeechSession::Cancel() {
+  cancel_ = true;
+  std::lock_guard<std::mutex> lock(feed_mu_);
+  if (feed_ != nullptr) feed_->Cancel();
+}
+
 std::vector<Frame> SpeechSession::frames() const {
   std::vector<Frame> out;
   const size_t G = size_t(code_groups());
@@ -190,8 +197,10 @@ void SpeechSession::ProduceCodes(Run& run) {
     return talker_controller_->EmitWait(req, ev, std::move(data));
   };
   const double before = talker_->backend_seconds();
+  int64_t text_tokens = int64_t(run.text_ids.size());  // dual-track: counted as they arrive
   auto terminal = [&](const std::string& kind, const std::string& reason, int64_t frames, const std::string& error) {
-    Json body = {{"finish_reason", reason}, {"frames", frames}, {"talker_ms", 1000.0 * (talker_->backend_seconds() - before)},
+    Json body = {{"finish_reason", reason}, {"frames", frames}, {"text_tokens", text_tokens},
+                 {"talker_ms", 1000.0 * (talker_->backend_seconds() - before)},
                  {"ended_ms", Ms(run.start, Clock::now())}};
     contract::StageEvent ev;
     ev.kind = kind;
@@ -222,6 +231,7 @@ void SpeechSession::ProduceCodes(Run& run) {
         break;
       }
       text_ended = next == HiddenFeed::Next::kEnded;
+      text_tokens += text_ended ? 0 : 1;
       if (!text_ended && int64_t(text_hidden.size()) != talker_->text_hidden_size()) {
         return terminal("error", "error", frames, "a text hidden state of " + std::to_string(text_hidden.size()) +
                                                       " floats; this talker reads " +
@@ -241,7 +251,8 @@ void SpeechSession::ProduceCodes(Run& run) {
     const Frame& f = *frame.value();
     ev.buffers = {Buffer("codes", "talker", req.request_id, "int32", int64_t(f.size()))};
     auto emitted = emit(std::move(ev), {Bytes(f.data(), f.size())});
-    if (!emitted.ok() || emitted.value() == contract::EmitResult::kRetired) return;  // fenced: nobody listens
+    if (!emitted.ok()) return terminal("error", "error", frames, emitted.status().ToString());
+    if (emitted.value() == contract::EmitResult::kRetired) return;  // fenced: nobody listens
     ++frames;
   }
   terminal(reason == "cancelled" ? "cancelled" : "done", reason, frames, "");
@@ -385,6 +396,22 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
   }
 
   cancel_ = false;
+  {
+    std::lock_guard<std::mutex> lock(feed_mu_);
+    feed_ = run.text_hidden;
+  }
+  // A callback that throws must not unwind past the running workers: it cancels the utterance,
+  // which then ends normally, and the exception is rethrown once the workers are joined.
+  std::exception_ptr raised;
+  auto deliver = [&](const SpeechEvent& ev) {
+    if (raised) return false;
+    try {
+      return on_event(ev);
+    } catch (...) {
+      raised = std::current_exception();
+      return false;
+    }
+  };
   std::thread talker([this, &run] {
     ProduceCodes(run);
     (void)talker_controller_->Finish(run.talker_request);
@@ -422,7 +449,7 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
       out.frames_final = position[1];
       playback.Arrive(out.n_samples, now);
       last_pcm_ms = now;
-      const bool keep = on_event(out);
+      const bool keep = deliver(out);
       pcm_stream.value()->Acknowledge(ev.release_token);
       if (!keep) Cancel();
       continue;
@@ -437,7 +464,7 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
     SpeechMetrics& m = out.metrics;
     m.finish_reason = body.value("finish_reason", ev.kind);
     if (out.kind == "done" && withheld > 0) out.kind = m.finish_reason = "cancelled";  // the consumer did not get it all
-    m.text_tokens = int64_t(run.text_ids.size());
+    m.text_tokens = body.value("text_tokens", int64_t(run.text_ids.size()));
     m.frames = body.value("frames", int64_t(0));
     m.samples = playback.stats().samples;
     m.sample_rate = vc.sample_rate;
@@ -454,13 +481,18 @@ Result<SpeechMetrics> SpeechSession::Speak(const SpeakRequest& r, const std::fun
     m.talker_ms_per_frame = m.frames > 0 ? body.value("talker_ms", 0.0) / double(m.frames) : 0;
     m.vocoder_ms = body.value("vocoder_ms", 0.0);
     m.peak_rss_mb = PeakRssMb();
-    on_event(out);
+    deliver(out);
     pcm_stream.value()->Acknowledge(ev.release_token);
     last = std::move(out);
   }
   talker.join();
   vocoder.join();
+  {
+    std::lock_guard<std::mutex> lock(feed_mu_);
+    feed_ = nullptr;
+  }
   codes_ = std::move(run.frames);
+  if (raised) std::rethrow_exception(raised);
   if (!last) return Status::Error("internal", "the utterance ended without a terminal event");
   if (last->kind == "error") return Status::Error("speech_failed", last->error);
   return last->metrics;

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,7 +81,8 @@ class SpeechSession {
   // Runs one utterance to its terminal event; `on_event` runs on the calling thread and may
   // return false to cancel.
   Result<SpeechMetrics> Speak(const SpeakRequest& request, const std::function<bool(const SpeechEvent&)>& on_event);
-  void Cancel() { cancel_ = true; }
+  // Thread-safe; also wakes a dual-track talker waiting for its next text hidden state.
+  void Cancel();
 
   // Codes of the last utterance, code_groups per frame, in order; and split into frames.
   const std::vector<int32_t>& codes() const { return codes_; }
@@ -110,6 +112,8 @@ class SpeechSession {
   std::string talker_artifact_, vocoder_artifact_;  // artifact ids the requests name
   int64_t request_counter_ = 0;
   std::atomic<bool> cancel_{false};
+  std::mutex feed_mu_;
+  HiddenFeed* feed_ = nullptr;  // of the utterance in flight, for Cancel()
   std::vector<int32_t> codes_;
 };
 
