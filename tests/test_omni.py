@@ -5,6 +5,7 @@ reference fed with transformers' hidden states, the audio is exact in length, ca
 from __future__ import annotations
 
 import json
+import subprocess
 import wave
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes
 from omni_edge.runtime import OmniSession
 
 PROMPT = "The stage controller"
+RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
 TOKENS, FRAMES = 12, 24
 
 
@@ -90,6 +92,21 @@ def test_run_speak_cli_prints_text_and_writes_the_wav(omni_plan: Path, tmp_path:
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     streams = {(e["stream"], e["kind"]) for e in lines}
     assert ("text", "token") in streams and ("audio", "pcm") in streams and ("audio", "done") in streams
+    with wave.open(str(out)) as w:
+        assert w.getnframes() == 10 * SAMPLES_PER_FRAME
+
+
+def test_the_native_cli_speaks_an_omni_plan_through_the_c_abi(omni_plan: Path, tmp_path: Path) -> None:
+    out = tmp_path / "reply.wav"
+    done = subprocess.run([str(RUN), "--plan", str(omni_plan), "--prompt", PROMPT, "--max-new-tokens", "8",
+                           "--ignore-stop-tokens", "--speak", str(out), "--max-frames", "10", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    text = [e for e in lines if e["stream"] == "text"]
+    audio = [e for e in lines if e["stream"] == "audio"]
+    assert [e["kind"] for e in text] == ["token"] * 8 + ["done"]
+    assert audio[-1]["kind"] == "done" and audio[-1]["samples"] == 10 * SAMPLES_PER_FRAME
     with wave.open(str(out)) as w:
         assert w.getnframes() == 10 * SAMPLES_PER_FRAME
 

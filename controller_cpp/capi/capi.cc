@@ -13,6 +13,7 @@
 #include "contract/features.h"
 #include "contract/manifest.h"
 #include "models/llm/llm_session.h"
+#include "models/omni/omni_session.h"
 #include "models/speech/speech_session.h"
 #include "runtime/admission.h"
 
@@ -42,6 +43,16 @@ struct OeSpeech {
   OeLedger* ledger = nullptr;
   int64_t reservation = 0;
   ~OeSpeech() {
+    session.reset();
+    if (ledger != nullptr) (void)ledger->ledger.Release(reservation, true);
+  }
+};
+
+struct OeOmni {
+  std::unique_ptr<omni_edge::omni::OmniSession> session;
+  OeLedger* ledger = nullptr;
+  int64_t reservation = 0;
+  ~OeOmni() {
     session.reset();
     if (ledger != nullptr) (void)ledger->ledger.Release(reservation, true);
   }
@@ -155,6 +166,42 @@ omni_edge::Status OpenAdmitted(const OeSessionConfig* config, Handle** out, Open
   return omni_edge::Status::Ok();
 }
 
+omni_edge::llm::GenerateRequest GenerateRequestOf(const OeGenerateParams* p) {
+  omni_edge::llm::GenerateRequest r;
+  if (p->prompt != nullptr) r.prompt = p->prompt;
+  r.chat = p->chat != 0;
+  if (p->system_prompt != nullptr) r.system_prompt = p->system_prompt;
+  if (p->prompt_ids != nullptr && p->n_prompt_ids > 0) r.prompt_ids.assign(p->prompt_ids, p->prompt_ids + p->n_prompt_ids);
+  r.continue_conversation = p->continue_conversation != 0;
+  r.max_new_tokens = p->max_new_tokens;
+  if (!p->use_plan_sampling) {
+    r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
+  }
+  for (int i = 0; p->stop_strings != nullptr && i < p->n_stop_strings; ++i) {
+    if (p->stop_strings[i] != nullptr) r.stop_strings.emplace_back(p->stop_strings[i]);
+  }
+  r.ignore_stop_tokens = p->ignore_stop_tokens != 0;
+  return r;
+}
+
+omni_edge::speech::SpeakRequest SpeakRequestOf(const OeSpeakParams* p) {
+  omni_edge::speech::SpeakRequest r;
+  if (p->text != nullptr) r.text = p->text;
+  if (p->text_ids != nullptr && p->n_text_ids > 0) r.text_ids.assign(p->text_ids, p->text_ids + p->n_text_ids);
+  r.max_frames = p->max_frames;
+  r.prebuffer_ms = p->prebuffer_ms;
+  if (!p->use_plan_sampling) {
+    r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
+  }
+  return r;
+}
+
+int CallSpeech(OeSpeechCallback on_event, const omni_edge::speech::SpeechEvent& ev, void* user_data) {
+  if (on_event == nullptr) return 0;
+  const void* pcm = ev.kind == "pcm" ? static_cast<const void*>(ev.pcm.data()) : nullptr;
+  return on_event(ev.ToJson().dump().c_str(), pcm, ev.n_samples, user_data);
+}
+
 omni_edge::Json PlacementsJson(const std::vector<omni_edge::Placement>& placements) {
   omni_edge::Json out = omni_edge::Json::array();
   for (const auto& p : placements) {
@@ -232,21 +279,7 @@ void oe_generate_params_default(OeGenerateParams* p) {
 OeError* oe_session_generate(OeSession* session, const OeGenerateParams* p, OeEventCallback on_event, void* user_data) {
   return Guard([&]() -> omni_edge::Status {
     if (session == nullptr || p == nullptr) return omni_edge::Status::Error("invalid_argument", "session and params are required");
-    omni_edge::llm::GenerateRequest r;
-    if (p->prompt != nullptr) r.prompt = p->prompt;
-    r.chat = p->chat != 0;
-    if (p->system_prompt != nullptr) r.system_prompt = p->system_prompt;
-    if (p->prompt_ids != nullptr && p->n_prompt_ids > 0) r.prompt_ids.assign(p->prompt_ids, p->prompt_ids + p->n_prompt_ids);
-    r.continue_conversation = p->continue_conversation != 0;
-    r.max_new_tokens = p->max_new_tokens;
-    if (!p->use_plan_sampling) {
-      r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
-    }
-    for (int i = 0; p->stop_strings != nullptr && i < p->n_stop_strings; ++i) {
-      if (p->stop_strings[i] != nullptr) r.stop_strings.emplace_back(p->stop_strings[i]);
-    }
-    r.ignore_stop_tokens = p->ignore_stop_tokens != 0;
-    auto result = session->session->Generate(r, [&](const omni_edge::llm::OutputEvent& ev) {
+    auto result = session->session->Generate(GenerateRequestOf(p), [&](const omni_edge::llm::OutputEvent& ev) {
       if (on_event == nullptr) return true;
       return on_event(ev.ToJson().dump().c_str(), user_data) == 0;
     });
@@ -300,18 +333,8 @@ void oe_speak_params_default(OeSpeakParams* p) {
 OeError* oe_speech_speak(OeSpeech* speech, const OeSpeakParams* p, OeSpeechCallback on_event, void* user_data) {
   return Guard([&]() -> omni_edge::Status {
     if (speech == nullptr || p == nullptr) return omni_edge::Status::Error("invalid_argument", "speech and params are required");
-    omni_edge::speech::SpeakRequest r;
-    if (p->text != nullptr) r.text = p->text;
-    if (p->text_ids != nullptr && p->n_text_ids > 0) r.text_ids.assign(p->text_ids, p->text_ids + p->n_text_ids);
-    r.max_frames = p->max_frames;
-    r.prebuffer_ms = p->prebuffer_ms;
-    if (!p->use_plan_sampling) {
-      r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
-    }
-    auto result = speech->session->Speak(r, [&](const omni_edge::speech::SpeechEvent& ev) {
-      if (on_event == nullptr) return true;
-      const void* pcm = ev.kind == "pcm" ? static_cast<const void*>(ev.pcm.data()) : nullptr;
-      return on_event(ev.ToJson().dump().c_str(), pcm, ev.n_samples, user_data) == 0;
+    auto result = speech->session->Speak(SpeakRequestOf(p), [&](const omni_edge::speech::SpeechEvent& ev) {
+      return CallSpeech(on_event, ev, user_data) == 0;
     });
     return result.ok() ? omni_edge::Status::Ok() : result.status();
   });
@@ -328,6 +351,51 @@ OeError* oe_speech_info(OeSpeech* speech, char** out_json) {
     omni_edge::Json info = {{"plan", s.plan().path},      {"sample_rate", s.sample_rate()},
                             {"pcm_dtype", s.pcm_dtype()}, {"code_groups", s.code_groups()},
                             {"placements", PlacementsJson(s.placements())}, {"codes", s.frames()}};
+    *out_json = CopyString(info.dump());
+    return omni_edge::Status::Ok();
+  });
+}
+
+void oe_omni_close(OeOmni* omni) { std::unique_ptr<OeOmni> owned(omni); }
+
+OeError* oe_omni_open(const OeSessionConfig* config, OeOmni** out_omni) {
+  return Guard([&]() -> omni_edge::Status {
+    return OpenAdmitted(config, out_omni, [](const char* plan, const omni_edge::llm::SessionOptions& options) {
+      return omni_edge::omni::OmniSession::Open(plan, options);
+    });
+  });
+}
+
+OeError* oe_omni_run(OeOmni* omni, const OeGenerateParams* text, const OeSpeakParams* speech, OeEventCallback on_text,
+                     OeSpeechCallback on_audio, void* user_data) {
+  return Guard([&]() -> omni_edge::Status {
+    if (omni == nullptr || text == nullptr || speech == nullptr) {
+      return omni_edge::Status::Error("invalid_argument", "omni, text and speech params are required");
+    }
+    omni_edge::omni::OmniRequest request{GenerateRequestOf(text), SpeakRequestOf(speech)};
+    auto result = omni->session->Run(
+        request,
+        [&](const omni_edge::llm::OutputEvent& ev) {
+          return on_text == nullptr || on_text(ev.ToJson().dump().c_str(), user_data) == 0;
+        },
+        [&](const omni_edge::speech::SpeechEvent& ev) { return CallSpeech(on_audio, ev, user_data) == 0; });
+    return result.ok() ? omni_edge::Status::Ok() : result.status();
+  });
+}
+
+void oe_omni_cancel(OeOmni* omni) {
+  if (omni != nullptr) omni->session->Cancel();
+}
+
+OeError* oe_omni_info(OeOmni* omni, char** out_json) {
+  return Guard([&]() -> omni_edge::Status {
+    if (omni == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "omni and out_json are required");
+    auto& s = *omni->session;
+    std::vector<omni_edge::Placement> placements = s.thinker().placements();
+    for (const auto& p : s.speech().placements()) placements.push_back(p);
+    omni_edge::Json info = {{"plan", s.speech().plan().path}, {"sample_rate", s.speech().sample_rate()},
+                            {"pcm_dtype", s.speech().pcm_dtype()}, {"placements", PlacementsJson(placements)},
+                            {"codes", s.speech().frames()}};
     *out_json = CopyString(info.dump());
     return omni_edge::Status::Ok();
   });

@@ -152,6 +152,24 @@ OE_API void oe_speech_cancel(OeSpeech* speech);
  * codes are the frames of the last utterance. */
 OE_API OeError* oe_speech_info(OeSpeech* speech, char** out_json);
 
+/* ---- Omni sessions (thinker -> talker -> vocoder) ------------------------------------ */
+
+typedef struct OeOmni OeOmni;
+
+/* plan_path names an omni plan: a thinker (llm) stage, a talker stage reading it, a vocoder. */
+OE_API OeError* oe_omni_open(const OeSessionConfig* config, OeOmni** out_omni);
+OE_API void oe_omni_close(OeOmni* omni);
+/* One request: text events as oe_session_generate gives them, audio events as oe_speech_speak
+ * does (speech->text and text_ids are unused: the talker reads the thinker's hidden states as
+ * they are made). The callbacks come from two threads, never at the same time; either may
+ * return non-zero to cancel both streams. */
+OE_API OeError* oe_omni_run(OeOmni* omni, const OeGenerateParams* text, const OeSpeakParams* speech,
+                            OeEventCallback on_text, OeSpeechCallback on_audio, void* user_data);
+/* Thread-safe: the thinker stops at its next token, the talker at its next frame. */
+OE_API void oe_omni_cancel(OeOmni* omni);
+/* {"plan", "sample_rate", "pcm_dtype", "placements": [...], "codes": [[...], ...]} */
+OE_API OeError* oe_omni_info(OeOmni* omni, char** out_json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,7 +7,7 @@
 //                 [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]
 //                 [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...
 //                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
-//                 [--memory-pools auto|off|JSON] [--repeat N] [--profile]
+//                 [--memory-pools auto|off|JSON] [--repeat N] [--profile] [--speak OUT.wav [--max-frames N]]
 //   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] ...
 //
 // Text streams to stdout; with --json every event is one JSON line (the last one "done",
@@ -54,6 +54,7 @@ int Usage(const char* why) {
                "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
                "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n"
                "                     [--memory-pools auto|off|JSON] [--repeat N] [--profile]\n"
+               "                     [--speak OUT.wav [--max-frames N]]   (an omni plan: also speak the reply)\n"
                "       omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] ...\n");
   return 2;
 }
@@ -157,8 +158,8 @@ int Run(int argc, char** argv, int first) {
   std::vector<std::string> stops;
   std::vector<int32_t> ids;
   bool info = false, have_prompt = false, profile = false;
-  std::string pools = "auto";
-  int repeat = 1;
+  std::string pools = "auto", speak_path;
+  int repeat = 1, max_frames = 0;
   for (int i = first; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char* flag) -> const char* {
@@ -213,6 +214,8 @@ int Run(int argc, char** argv, int first) {
     else if (a == "--info") info = true;
     else if (a == "--profile") profile = true;
     else if (a == "--memory-pools") pools = value("--memory-pools");
+    else if (a == "--speak") speak_path = value("--speak");
+    else if (a == "--max-frames") max_frames = int(whole("--max-frames", 0, 1 << 20));
     else if (a == "--repeat") {
       repeat = int(whole("--repeat", 1, 1e6));
     }
@@ -221,6 +224,19 @@ int Run(int argc, char** argv, int first) {
   if (plan.empty()) return Usage("--plan is required");
   if (!have_prompt) return Usage("one of --prompt, --prompt-file or --prompt-ids is required");
   config.plan_path = plan.c_str();
+  std::vector<const char*> stop_ptrs;
+  for (const auto& s : stops) stop_ptrs.push_back(s.c_str());
+  params.prompt = prompt.c_str();
+  params.system_prompt = system_prompt.empty() ? nullptr : system_prompt.c_str();
+  params.prompt_ids = ids.empty() ? nullptr : ids.data();
+  params.n_prompt_ids = int(ids.size());
+  params.stop_strings = stop_ptrs.data();
+  params.n_stop_strings = int(stop_ptrs.size());
+  if (!speak_path.empty()) {  // an omni plan: the reply is also spoken
+    const int rc = omni_edge::tools::RunOmni(config, params, max_frames, speak_path, out.json, OnEvent, &out);
+    if (!out.json) std::fputs(out.summary.c_str(), stderr);
+    return rc;
+  }
   const auto start = std::chrono::steady_clock::now();
   OeLedger* ledger = nullptr;
   if (pools != "off") {
@@ -249,14 +265,6 @@ int Run(int argc, char** argv, int first) {
     std::fprintf(stderr, "%s\n", json);
     oe_string_free(json);
   }
-  std::vector<const char*> stop_ptrs;
-  for (const auto& s : stops) stop_ptrs.push_back(s.c_str());
-  params.prompt = prompt.c_str();
-  params.system_prompt = system_prompt.empty() ? nullptr : system_prompt.c_str();
-  params.prompt_ids = ids.empty() ? nullptr : ids.data();
-  params.n_prompt_ids = int(ids.size());
-  params.stop_strings = stop_ptrs.data();
-  params.n_stop_strings = int(stop_ptrs.size());
   g_session = session;
   std::signal(SIGINT, OnSigint);
   OeError* error = nullptr;

@@ -167,4 +167,87 @@ int Speak(int argc, char** argv, int first) {
   return 0;
 }
 
+namespace {
+
+struct OmniSink {
+  Sink audio;
+  OeEventCallback on_text = nullptr;
+  void* text_user = nullptr;
+};
+
+void PrintTagged(const char* stream, const char* event_json) {
+  // {"kind":...} -> {"stream":"<stream>","kind":...}
+  std::printf("{\"stream\":\"%s\",%s\n", stream, event_json[0] == '{' ? event_json + 1 : event_json);
+  std::fflush(stdout);
+}
+
+int OnOmniText(const char* event_json, void* user_data) {
+  auto* sink = static_cast<OmniSink*>(user_data);
+  if (g_interrupted) return 1;
+  if (sink->audio.json) {
+    PrintTagged("text", event_json);
+    return 0;
+  }
+  return sink->on_text(event_json, sink->text_user);
+}
+
+int OnOmniAudio(const char* event_json, const void* pcm, int64_t n_samples, void* user_data) {
+  auto* sink = static_cast<OmniSink*>(user_data);
+  const bool json = sink->audio.json;
+  sink->audio.json = false;  // printed here, tagged
+  const int rc = OnEvent(event_json, pcm, n_samples, &sink->audio);
+  sink->audio.json = json;
+  if (json) PrintTagged("audio", event_json);
+  return rc;
+}
+
+}  // namespace
+
+int RunOmni(const OeSessionConfig& config, const OeGenerateParams& text, int max_frames, const std::string& wav_path,
+            bool json, OeEventCallback on_text, void* text_user) {
+  OeOmni* omni = nullptr;
+  if (OeError* error = oe_omni_open(&config, &omni)) return SpeakFail(error);
+  char* info_json = nullptr;
+  if (OeError* error = oe_omni_info(omni, &info_json)) {
+    oe_omni_close(omni);
+    return SpeakFail(error);
+  }
+  const auto described = ParseJson(info_json, "omni info");
+  oe_string_free(info_json);
+  OeSpeakParams speech;
+  oe_speak_params_default(&speech);
+  speech.max_frames = max_frames;
+  WavWriter wav;
+  if (!wav.Open(wav_path, described.ok() ? described->value("sample_rate", int64_t(0)) : 0)) {
+    oe_omni_close(omni);
+    std::fprintf(stderr, "omni-edge-run: cannot write %s\n", wav_path.c_str());
+    return 1;
+  }
+  OmniSink sink;
+  sink.audio.wav = &wav;
+  sink.audio.json = json;
+  sink.audio.dtype = described.ok() ? described->value("pcm_dtype", std::string()) : "";
+  sink.on_text = on_text;
+  sink.text_user = text_user;
+  std::signal(SIGINT, OnSigint);
+  OeError* error = oe_omni_run(omni, &text, &speech, OnOmniText, OnOmniAudio, &sink);
+  oe_omni_close(omni);
+  const bool wav_ok = wav.Close() && !sink.audio.write_failed;
+  if (error != nullptr) return SpeakFail(error);
+  if (!wav_ok) {
+    std::fprintf(stderr, "omni-edge-run: writing %s failed\n", wav_path.c_str());
+    return 1;
+  }
+  if (!json) {
+    const auto t = ParseJson(sink.audio.terminal, "terminal event");
+    if (t.ok()) {
+      std::fprintf(stderr, "[audio: %s] %lld samples -> %s; first PCM %.1f ms, RTF %.3f, %lld underruns\n",
+                   t->value("finish_reason", "").c_str(), static_cast<long long>(t->value("samples", int64_t(0))),
+                   wav_path.c_str(), t->value("first_pcm_ms", 0.0), t->value("rtf", 0.0),
+                   static_cast<long long>(t->value("underruns", int64_t(0))));
+    }
+  }
+  return 0;
+}
+
 }  // namespace omni_edge::tools
