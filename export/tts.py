@@ -378,7 +378,8 @@ def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_id
 LIMITS = {"frame_agreement": 1.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4}
 
 
-def _reports(identity: dict[str, str], got: dict[str, float] | None) -> tuple[ValidationReport, ValidationReport]:
+def _reports(identity: dict[str, str], got: dict[str, float] | None,
+             limits: dict[str, float] = LIMITS) -> tuple[ValidationReport, ValidationReport]:
     def report(kind: str, checks: tuple[ReportCheck, ...]) -> ValidationReport:
         return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
                                 identity["shape_bucket"], identity["target_abi"], checks)
@@ -387,10 +388,10 @@ def _reports(identity: dict[str, str], got: dict[str, float] | None) -> tuple[Va
         skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
         return report("numerical", skipped), report("task", skipped)
     numerical = report("numerical", (
-        ReportCheck("pcm_sqnr_db", got["pcm_sqnr_db"], LIMITS["pcm_sqnr_db"], ">="),
-        ReportCheck("pcm_max_abs_diff", got["pcm_max_abs_diff"], LIMITS["pcm_max_abs_diff"], "<=")))
+        ReportCheck("pcm_sqnr_db", got["pcm_sqnr_db"], limits["pcm_sqnr_db"], ">="),
+        ReportCheck("pcm_max_abs_diff", got["pcm_max_abs_diff"], limits["pcm_max_abs_diff"], "<=")))
     task = report("task", (
-        ReportCheck("frame_agreement", got["frame_agreement"], LIMITS["frame_agreement"], ">="),
+        ReportCheck("frame_agreement", got["frame_agreement"], limits["frame_agreement"], ">="),
         ReportCheck("frames", got["frames"], got["reference_frames"], ">="),
         ReportCheck("samples_exact", got["samples_match"], 1.0, ">=")))
     return numerical, task
@@ -403,13 +404,13 @@ def _decoder(s: Qwen3Shape, vocab: int, chunk: int, buckets: list[int]) -> dict[
 
 
 def speech_plan(model: Qwen3Tts, component: str, files: dict[str, Any], opts: TtsExportOptions,
-                backend: str = "onnxruntime") -> dict[str, Any]:
+                backend: str = "onnxruntime", device: str = "cpu", vocoder_device: str | None = None) -> dict[str, Any]:
     """The two-stage plan: talker (with its code predictor) -> vocoder, in the Omni stage
     vocabulary; `files` maps each graph name to its plan reference (a file, or file + method)."""
     C, buckets, windows = opts.prefill_chunk, sorted(set(opts.buckets)), opts.stream.windows
 
-    def group(graphs: dict[str, Any]) -> dict[str, Any]:
-        return {"backend": backend, "device": "cpu", "graphs": graphs}
+    def group(graphs: dict[str, Any], on: str = device) -> dict[str, Any]:
+        return {"backend": backend, "device": on, "graphs": graphs}
 
     ids, s = model.ids, opts.stream
     talker = {
@@ -438,7 +439,7 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, Any], opts: Tt
         "vocoder": {"code_groups": CODE_GROUPS, "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
                     "tail_samples": model.tail_samples, "first_chunk": s.first, "chunk": s.chunk,
                     "left_context": s.left_context, "windows": list(windows), "pcm_dtype": "float32"},
-        "graphs": {"vocoder": group({str(w): files[f"vocoder_w{w}"] for w in windows})},
+        "graphs": {"vocoder": group({str(w): files[f"vocoder_w{w}"] for w in windows}, vocoder_device or device)},
     }
     return {"plan_version": 1, "name": f"speech ({component})", "stages": [talker, vocoder],
             "stream_limits": {"max_events": 64, "max_bytes": 16 << 20}}

@@ -71,11 +71,20 @@ def _export_tts(args: argparse.Namespace) -> int:
         print("omni-edge export tts: chunk sizes and the left context must be at least 1", file=sys.stderr)
         return 2
     formats = ("onnx", "pte") if args.format == "both" else (args.format,)
+    if args.target == "qnn-htp" and not args.soc:
+        print("omni-edge export tts: --target qnn-htp needs --soc (e.g. sm8650,x-elite)", file=sys.stderr)
+        return 2
     opts = TtsExportOptions(prefill_chunk=args.prefill_chunk, buckets=args.buckets, validate=not args.no_validate,
                             threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context),
                             formats=formats)
     try:
-        results = export_tts(args.checkpoint, args.out, opts)
+        if args.target == "qnn-htp":
+            from omni_edge.export.tts_qnn import export_tts_qnn
+
+            results = export_tts_qnn(args.checkpoint, args.out, opts, tuple(args.soc.split(",")), args.precision,
+                                     vocoder_on_npu=args.vocoder_on_npu)
+        else:
+            results = export_tts(args.checkpoint, args.out, opts)
     except ValueError as exc:
         print(f"omni-edge export tts: {exc}", file=sys.stderr)
         return 2
@@ -363,6 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--left-context", type=int, default=72, help="frames of left context per vocoder chunk")
     e.add_argument("--format", choices=["onnx", "pte", "both"], default="onnx",
                    help="ONNX Runtime graphs, an ExecuTorch program (XNNPACK), or both")
+    e.add_argument("--target", choices=["cpu", "qnn-htp"], default="cpu",
+                   help="qnn-htp: QNN context binaries per SoC, every graph on the NPU")
+    e.add_argument("--precision", default="fp16", help="qnn-htp: fp16 (quantized speech is not built yet)")
+    e.add_argument("--soc", default="", help="qnn-htp: comma-separated SoCs, e.g. sm8650,x-elite")
+    e.add_argument("--vocoder-on-npu", action="store_true",
+                   help="qnn-htp: compile the vocoder windows for the HTP too (default: they run on the CPU)")
     e.add_argument("--no-validate", action="store_true")
     e.add_argument("--threads", type=int, default=0)
     e.set_defaults(func=_export_tts)
