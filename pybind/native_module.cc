@@ -203,6 +203,56 @@ llm::GenerateRequest RequestFromJson(const std::string& text) {
   return g;
 }
 
+// Opens a session with the GIL released (loading graphs takes a while).
+template <typename Session>
+std::unique_ptr<Session> OpenSession(const std::string& plan_path, bool allow_unqualified, int threads) {
+  llm::SessionOptions options;
+  options.allow_unqualified = allow_unqualified;
+  if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
+  nb::gil_scoped_release release;
+  auto session = Session::Open(plan_path, options);
+  nb::gil_scoped_acquire acquire;
+  return Unwrap(std::move(session));
+}
+
+// Calls a Python consumer from a controller thread. An exception (a closed pipe, a bug in the
+// consumer) must not unwind through the controller: it is kept, the request is cancelled (the
+// call returns false) and ends normally, and Raise() throws it afterwards.
+class PythonConsumer {
+ public:
+  template <typename Call>
+  bool operator()(Call&& call) {
+    nb::gil_scoped_acquire acquire;
+    if (raised_) return false;
+    try {
+      nb::object keep = call();
+      return keep.is_none() || nb::cast<bool>(keep);
+    } catch (nb::python_error& e) {
+      raised_.emplace(std::move(e));
+    } catch (const std::exception& e) {  // e.g. a result that does not convert to bool
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      raised_.emplace();
+    }
+    return false;
+  }
+  void Raise() {
+    if (raised_) throw std::move(*raised_);
+  }
+
+ private:
+  std::optional<nb::python_error> raised_;
+};
+
+nb::list PlacementList(const std::vector<Placement>& placements) {
+  nb::list out;
+  for (const auto& p : placements) out.append(PlacementDict(p));
+  return out;
+}
+
+nb::object PcmBytes(const speech::SpeechEvent& ev) {
+  return ev.kind == "pcm" ? nb::object(nb::bytes(ev.pcm.data(), ev.pcm.size())) : nb::none();
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -327,47 +377,23 @@ NB_MODULE(_native, m) {
       .def_prop_ro("position", [](const EngineHandle& h) { return h.engine->position(); })
       .def_prop_ro("cache_slots", [](const EngineHandle& h) { return h.engine->cache_slots(); })
       .def_prop_ro("vocab_size", [](const EngineHandle& h) { return h.engine->config().vocab_size; })
-      .def("placements", [](const EngineHandle& h) {
-        nb::list out;
-        for (const auto& p : h.engine->placements()) out.append(PlacementDict(p));
-        return out;
-      }, nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+      .def("placements", [](const EngineHandle& h) { return PlacementList(h.engine->placements()); },
+           nb::sig("def placements(self) -> list[dict[str, str | int]]"));
 
   nb::class_<llm::LlmSession>(m, "LlmSession")
-      .def_static("open", [](const std::string& plan_path, bool allow_unqualified, int threads) {
-        llm::SessionOptions options;
-        options.allow_unqualified = allow_unqualified;
-        if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
-        nb::gil_scoped_release release;
-        auto session = llm::LlmSession::Open(plan_path, options);
-        nb::gil_scoped_acquire acquire;
-        return Unwrap(std::move(session));
-      }, nb::arg("plan_path"), nb::arg("allow_unqualified") = false, nb::arg("threads") = 0)
+      .def_static("open", &OpenSession<llm::LlmSession>, nb::arg("plan_path"), nb::arg("allow_unqualified") = false,
+                  nb::arg("threads") = 0)
       .def("generate", [](llm::LlmSession& s, const std::string& request_json, nb::callable on_event) {
         const llm::GenerateRequest request = RequestFromJson(request_json);
         Result<llm::Metrics> result = Status::Error("internal", "not run");
-        // An exception from on_event (a closed pipe, a bug in the consumer) must not unwind
-        // through the controller: it cancels the request, which then ends normally, and is
-        // raised here afterwards.
-        std::optional<nb::python_error> raised;
+        PythonConsumer consumer;
         {
           nb::gil_scoped_release release;
           result = s.Generate(request, [&](const llm::OutputEvent& ev) {
-            nb::gil_scoped_acquire acquire;
-            if (raised) return false;
-            try {
-              nb::object keep = on_event(ev.ToJson().dump());
-              return keep.is_none() || nb::cast<bool>(keep);
-            } catch (nb::python_error& e) {
-              raised.emplace(std::move(e));
-            } catch (const std::exception& e) {  // e.g. a result that does not convert to bool
-              PyErr_SetString(PyExc_RuntimeError, e.what());
-              raised.emplace();
-            }
-            return false;
+            return consumer([&] { return on_event(ev.ToJson().dump()); });
           });
         }
-        if (raised) throw std::move(*raised);
+        consumer.Raise();
         return Unwrap(std::move(result)).ToJson().dump();
       }, nb::arg("request_json"), nb::arg("on_event"),
          nb::sig("def generate(self, request_json: str, on_event: typing.Callable[[str], object]) -> str"),
@@ -385,46 +411,23 @@ NB_MODULE(_native, m) {
         return ToJson(*st).dump();
       })
       .def("tokenize", [](const llm::LlmSession& s, const std::string& text) { return Unwrap(s.tokenizer().Encode(text)); })
-      .def("placements", [](const llm::LlmSession& s) {
-        nb::list out;
-        for (const auto& p : s.placements()) out.append(PlacementDict(p));
-        return out;
-      }, nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+      .def("placements", [](const llm::LlmSession& s) { return PlacementList(s.placements()); },
+           nb::sig("def placements(self) -> list[dict[str, str | int]]"));
 
   nb::class_<speech::SpeechSession>(m, "SpeechSession")
-      .def_static("open", [](const std::string& plan_path, bool allow_unqualified, int threads) {
-        llm::SessionOptions options;
-        options.allow_unqualified = allow_unqualified;
-        if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
-        nb::gil_scoped_release release;
-        auto session = speech::SpeechSession::Open(plan_path, options);
-        nb::gil_scoped_acquire acquire;
-        return Unwrap(std::move(session));
-      }, nb::arg("plan_path"), nb::arg("allow_unqualified") = false, nb::arg("threads") = 0)
+      .def_static("open", &OpenSession<speech::SpeechSession>, nb::arg("plan_path"), nb::arg("allow_unqualified") = false,
+                  nb::arg("threads") = 0)
       .def("speak", [](speech::SpeechSession& s, const std::string& request_json, nb::callable on_event) {
         const speech::SpeakRequest request = SpeakRequestFromJson(request_json);
         Result<speech::SpeechMetrics> result = Status::Error("internal", "not run");
-        std::optional<nb::python_error> raised;  // as in LlmSession.generate: cancel, then raise
+        PythonConsumer consumer;
         {
           nb::gil_scoped_release release;
           result = s.Speak(request, [&](const speech::SpeechEvent& ev) {
-            nb::gil_scoped_acquire acquire;
-            if (raised) return false;
-            try {
-              nb::object pcm = nb::none();
-              if (ev.kind == "pcm") pcm = nb::bytes(ev.pcm.data(), ev.pcm.size());
-              nb::object keep = on_event(ev.ToJson().dump(), pcm);
-              return keep.is_none() || nb::cast<bool>(keep);
-            } catch (nb::python_error& e) {
-              raised.emplace(std::move(e));
-            } catch (const std::exception& e) {
-              PyErr_SetString(PyExc_RuntimeError, e.what());
-              raised.emplace();
-            }
-            return false;
+            return consumer([&] { return on_event(ev.ToJson().dump(), PcmBytes(ev)); });
           });
         }
-        if (raised) throw std::move(*raised);
+        consumer.Raise();
         return Unwrap(std::move(result)).ToJson().dump();
       }, nb::arg("request_json"), nb::arg("on_event"),
          nb::sig("def speak(self, request_json: str, on_event: typing.Callable[[str, bytes | None], object]) -> str"),
@@ -434,54 +437,26 @@ NB_MODULE(_native, m) {
       .def("tokenize", [](const speech::SpeechSession& s, const std::string& text) { return Unwrap(s.Tokenize(text)); })
       .def_prop_ro("sample_rate", &speech::SpeechSession::sample_rate)
       .def_prop_ro("pcm_dtype", &speech::SpeechSession::pcm_dtype)
-      .def("placements", [](const speech::SpeechSession& s) {
-        nb::list out;
-        for (const auto& p : s.placements()) out.append(PlacementDict(p));
-        return out;
-      }, nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+      .def("placements", [](const speech::SpeechSession& s) { return PlacementList(s.placements()); },
+           nb::sig("def placements(self) -> list[dict[str, str | int]]"));
 
   nb::class_<omni::OmniSession>(m, "OmniSession")
-      .def_static("open", [](const std::string& plan_path, bool allow_unqualified, int threads) {
-        llm::SessionOptions options;
-        options.allow_unqualified = allow_unqualified;
-        if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
-        nb::gil_scoped_release release;
-        auto session = omni::OmniSession::Open(plan_path, options);
-        nb::gil_scoped_acquire acquire;
-        return Unwrap(std::move(session));
-      }, nb::arg("plan_path"), nb::arg("allow_unqualified") = false, nb::arg("threads") = 0)
+      .def_static("open", &OpenSession<omni::OmniSession>, nb::arg("plan_path"), nb::arg("allow_unqualified") = false,
+                  nb::arg("threads") = 0)
       .def("run", [](omni::OmniSession& s, const std::string& text_json, const std::string& speak_json,
                      nb::callable on_text, nb::callable on_audio) {
         omni::OmniRequest request{RequestFromJson(text_json), SpeakRequestFromJson(speak_json)};
         Result<omni::OmniMetrics> result = Status::Error("internal", "not run");
-        std::optional<nb::python_error> raised;  // the session orders the two callbacks
-        auto call = [&](auto&& fn) {
-          nb::gil_scoped_acquire acquire;
-          if (raised) return false;
-          try {
-            nb::object keep = fn();
-            return keep.is_none() || nb::cast<bool>(keep);
-          } catch (nb::python_error& e) {
-            raised.emplace(std::move(e));
-          } catch (const std::exception& e) {
-            PyErr_SetString(PyExc_RuntimeError, e.what());
-            raised.emplace();
-          }
-          return false;
-        };
+        PythonConsumer consumer;  // the session orders the two callbacks
         {
           nb::gil_scoped_release release;
           result = s.Run(
-              request, [&](const llm::OutputEvent& ev) { return call([&] { return on_text(ev.ToJson().dump()); }); },
+              request, [&](const llm::OutputEvent& ev) { return consumer([&] { return on_text(ev.ToJson().dump()); }); },
               [&](const speech::SpeechEvent& ev) {
-                return call([&] {
-                  nb::object pcm = nb::none();
-                  if (ev.kind == "pcm") pcm = nb::bytes(ev.pcm.data(), ev.pcm.size());
-                  return on_audio(ev.ToJson().dump(), pcm);
-                });
+                return consumer([&] { return on_audio(ev.ToJson().dump(), PcmBytes(ev)); });
               });
         }
-        if (raised) throw std::move(*raised);
+        consumer.Raise();
         return Unwrap(std::move(result)).ToJson().dump();
       }, nb::arg("text_json"), nb::arg("speak_json"), nb::arg("on_text"), nb::arg("on_audio"),
          nb::sig("def run(self, text_json: str, speak_json: str, on_text: typing.Callable[[str], object], "

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace omni_edge::tools {
 
@@ -51,5 +54,18 @@ class ArgReader {
   char** argv_;
   int i_;
 };
+
+// "1,2,3" -> token ids; false if an item is empty, not a number or outside [0, INT32_MAX].
+inline bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) return false;
+    ids->push_back(int32_t(v));
+  }
+  return !ids->empty();
+}
 
 }  // namespace omni_edge::tools

@@ -17,7 +17,6 @@
 // adds a first line {"kind":"session","load_ms",...} for the profiling harness; --repeat runs
 // the same request N times on one loaded session (warm requests).
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +30,7 @@
 
 #include "base/json_fields.h"
 #include "capi/omni_edge.h"
+#include "tools/args.h"
 #include "tools/speak.h"
 
 namespace {
@@ -136,17 +136,6 @@ bool ReadFile(const std::string& path, std::string* out) {
   return true;
 }
 
-bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
-  std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, ',')) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) return false;
-    ids->push_back(int32_t(v));
-  }
-  return !ids->empty();
-}
 
 int Run(int argc, char** argv, int first) {
   OeSessionConfig config;
@@ -160,64 +149,39 @@ int Run(int argc, char** argv, int first) {
   bool info = false, have_prompt = false, profile = false;
   std::string pools = "auto", speak_path;
   int repeat = 1, max_frames = 0;
-  for (int i = first; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "omni-edge-run: %s needs a value\n", flag);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    auto number = [&](const char* flag) {
-      const char* v = value(flag);
-      char* end = nullptr;
-      const double d = std::strtod(v, &end);
-      // A finite value inside int64 range: casting NaN, inf or 1e300 to an integer is undefined.
-      if (end == v || *end != '\0' || !std::isfinite(d) || std::fabs(d) > 9.0e15) {
-        std::fprintf(stderr, "omni-edge-run: %s: '%s' is not a finite number (at most 9e15 in size)\n", flag, v);
-        std::exit(2);
-      }
-      return d;
-    };
-    auto whole = [&](const char* flag, double lo, double hi) {
-      const double d = number(flag);
-      if (d < lo || d > hi || d != std::floor(d)) {
-        std::fprintf(stderr, "omni-edge-run: %s takes a whole number from %.0f to %.0f\n", flag, lo, hi);
-        std::exit(2);
-      }
-      return int64_t(d);
-    };
-    if (a == "--plan") plan = value("--plan");
-    else if (a == "--prompt") prompt = value("--prompt"), have_prompt = true;
+  omni_edge::tools::ArgReader args(argc, argv, first);
+  while (const char* flag = args.Next()) {
+    const std::string a = flag;
+    if (a == "--plan") plan = args.Value("--plan");
+    else if (a == "--prompt") prompt = args.Value("--prompt"), have_prompt = true;
     else if (a == "--prompt-file") {
-      const char* path = value("--prompt-file");
+      const char* path = args.Value("--prompt-file");
       if (!ReadFile(path, &prompt)) return Usage("cannot read the prompt file");
       have_prompt = true;
     } else if (a == "--prompt-ids") {
-      if (!ParseIds(value("--prompt-ids"), &ids)) return Usage("--prompt-ids takes comma-separated token ids");
+      if (!omni_edge::tools::ParseIds(args.Value("--prompt-ids"), &ids)) return Usage("--prompt-ids takes comma-separated token ids");
       have_prompt = true;
     } else if (a == "--chat") params.chat = 1;
-    else if (a == "--system") system_prompt = value("--system");
-    else if (a == "--max-new-tokens") params.max_new_tokens = int(whole("--max-new-tokens", 0, 1 << 30));
-    else if (a == "--temperature") params.temperature = float(number("--temperature")), params.use_plan_sampling = 0;
-    else if (a == "--top-k") params.top_k = int(whole("--top-k", 0, 1 << 30)), params.use_plan_sampling = 0;
-    else if (a == "--top-p") params.top_p = float(number("--top-p")), params.use_plan_sampling = 0;
-    else if (a == "--min-p") params.min_p = float(number("--min-p")), params.use_plan_sampling = 0;
-    else if (a == "--repetition-penalty") params.repetition_penalty = float(number("--repetition-penalty")), params.use_plan_sampling = 0;
-    else if (a == "--seed") params.seed = uint64_t(whole("--seed", 0, 9.0e15)), params.use_plan_sampling = 0;
-    else if (a == "--stop") stops.emplace_back(value("--stop"));
+    else if (a == "--system") system_prompt = args.Value("--system");
+    else if (a == "--max-new-tokens") params.max_new_tokens = int(args.Whole("--max-new-tokens", 0, 1 << 30));
+    else if (a == "--temperature") params.temperature = float(args.Number("--temperature")), params.use_plan_sampling = 0;
+    else if (a == "--top-k") params.top_k = int(args.Whole("--top-k", 0, 1 << 30)), params.use_plan_sampling = 0;
+    else if (a == "--top-p") params.top_p = float(args.Number("--top-p")), params.use_plan_sampling = 0;
+    else if (a == "--min-p") params.min_p = float(args.Number("--min-p")), params.use_plan_sampling = 0;
+    else if (a == "--repetition-penalty") params.repetition_penalty = float(args.Number("--repetition-penalty")), params.use_plan_sampling = 0;
+    else if (a == "--seed") params.seed = uint64_t(args.Whole("--seed", 0, 9.0e15)), params.use_plan_sampling = 0;
+    else if (a == "--stop") stops.emplace_back(args.Value("--stop"));
     else if (a == "--ignore-stop-tokens") params.ignore_stop_tokens = 1;
-    else if (a == "--threads") config.threads = int(whole("--threads", 0, 1024));
+    else if (a == "--threads") config.threads = int(args.Whole("--threads", 0, 1024));
     else if (a == "--allow-unqualified") config.allow_unqualified = 1;
     else if (a == "--json") out.json = true;
     else if (a == "--info") info = true;
     else if (a == "--profile") profile = true;
-    else if (a == "--memory-pools") pools = value("--memory-pools");
-    else if (a == "--speak") speak_path = value("--speak");
-    else if (a == "--max-frames") max_frames = int(whole("--max-frames", 0, 1 << 20));
+    else if (a == "--memory-pools") pools = args.Value("--memory-pools");
+    else if (a == "--speak") speak_path = args.Value("--speak");
+    else if (a == "--max-frames") max_frames = int(args.Whole("--max-frames", 0, 1 << 20));
     else if (a == "--repeat") {
-      repeat = int(whole("--repeat", 1, 1e6));
+      repeat = int(args.Whole("--repeat", 1, 1e6));
     }
     else return Usage(("unknown argument '" + a + "'").c_str());
   }

@@ -62,17 +62,6 @@ int OnEvent(const char* event_json, const void* pcm, int64_t n_samples, void* us
   return 0;
 }
 
-bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {
-  std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, ',')) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) return false;
-    ids->push_back(int32_t(v));
-  }
-  return !ids->empty();
-}
 
 }  // namespace
 

@@ -122,6 +122,33 @@ class Utterance:
     pcm: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
 
 
+class _Audio:
+    """The consumer side of an audio stream: events in order, PCM as float32 in [-1, 1]."""
+
+    def __init__(self, pcm_dtype: str, on_audio: Any) -> None:
+        self.dtype = np.float32 if pcm_dtype == "float32" else np.int16
+        self.on_audio = on_audio
+        self.events: list[dict[str, Any]] = []
+        self.chunks: list[np.ndarray] = []
+
+    def __call__(self, text_json: str, data: bytes | None) -> bool:
+        event = json.loads(text_json)
+        self.events.append(event)
+        pcm = None
+        if data is not None:
+            raw = np.frombuffer(data, self.dtype)
+            pcm = raw if self.dtype == np.float32 else raw.astype(np.float32) / 32767.0
+            self.chunks.append(pcm)
+        return self.on_audio is None or self.on_audio(event, pcm) is not False
+
+    def pcm(self, wav: str | Path | None, sample_rate: int) -> np.ndarray:
+        """All the PCM received; also written to `wav` (16-bit mono) when given."""
+        pcm = np.concatenate(self.chunks) if self.chunks else np.zeros(0, np.float32)
+        if wav is not None:
+            write_wav(wav, pcm, sample_rate)
+        return pcm
+
+
 class SpeechSession:
     """Text -> codes -> PCM through a speech plan (talker stage -> vocoder stage)."""
 
@@ -146,25 +173,9 @@ class SpeechSession:
                                    "prebuffer_ms": prebuffer_ms}
         if sampling is not None:
             request["sampling"] = sampling
-        events: list[dict[str, Any]] = []
-        chunks: list[np.ndarray] = []
-        dtype = np.float32 if self._s.pcm_dtype == "float32" else np.int16
-
-        def handle(text_json: str, data: bytes | None) -> bool:
-            event = json.loads(text_json)
-            events.append(event)
-            pcm = None
-            if data is not None:
-                raw = np.frombuffer(data, dtype)
-                pcm = raw if dtype == np.float32 else raw.astype(np.float32) / 32767.0
-                chunks.append(pcm)
-            return on_event is None or on_event(event, pcm) is not False
-
-        metrics = json.loads(self._s.speak(json.dumps(request), handle))
-        pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-        if wav is not None:
-            write_wav(wav, pcm, self.sample_rate)
-        return Utterance(metrics, events, pcm)
+        audio = _Audio(self._s.pcm_dtype, on_event)
+        metrics = json.loads(self._s.speak(json.dumps(request), audio))
+        return Utterance(metrics, audio.events, audio.pcm(wav, self.sample_rate))
 
     def cancel(self) -> None:
         """End the utterance at its next frame (a terminal "cancelled" event, no more PCM)."""
@@ -221,31 +232,17 @@ class OmniSession:
         if speech_sampling is not None:
             speak["sampling"] = speech_sampling
         text_events: list[dict[str, Any]] = []
-        audio_events: list[dict[str, Any]] = []
-        chunks: list[np.ndarray] = []
-        dtype = np.float32 if self._s.pcm_dtype == "float32" else np.int16
 
         def handle_text(text_json: str) -> bool:
             event = json.loads(text_json)
             text_events.append(event)
             return on_text is None or on_text(event) is not False
 
-        def handle_audio(text_json: str, data: bytes | None) -> bool:
-            event = json.loads(text_json)
-            audio_events.append(event)
-            pcm = None
-            if data is not None:
-                raw = np.frombuffer(data, dtype)
-                pcm = raw if dtype == np.float32 else raw.astype(np.float32) / 32767.0
-                chunks.append(pcm)
-            return on_audio is None or on_audio(event, pcm) is not False
-
+        audio = _Audio(self._s.pcm_dtype, on_audio)
         metrics = json.loads(self._s.run(json.dumps(_request(prompt, **text_options)), json.dumps(speak),
-                                         handle_text, handle_audio))
-        pcm = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-        if wav is not None:
-            write_wav(wav, pcm, self.sample_rate)
-        return OmniResult(metrics["text"], metrics["audio"], text_events, audio_events, pcm)
+                                         handle_text, audio))
+        return OmniResult(metrics["text"], metrics["audio"], text_events, audio.events,
+                          audio.pcm(wav, self.sample_rate))
 
     def cancel(self) -> None:
         self._s.cancel()
