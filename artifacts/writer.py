@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,24 @@ from omni_edge.contracts.manifest import (
     ValidationReport,
     sha256_file,
 )
+
+# The checkpoint files a component carries for its runtime (tokenizer, chat template, config).
+CHECKPOINT_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json",
+                    "generation_config.json")
+
+
+def new_component(directory: Path, checkpoint: Path, extra: Iterable[Path] = ()) -> Path:
+    """An empty component directory (a previous one is replaced) holding the checkpoint's
+    runtime files that exist, plus `extra` files."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    for name in CHECKPOINT_FILES:
+        if (checkpoint / name).is_file():
+            shutil.copy2(checkpoint / name, directory / name)
+    for path in extra:
+        shutil.copy2(path, directory / path.name)
+    return directory
 
 
 def write_report(path: Path, report: ValidationReport) -> None:

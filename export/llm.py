@@ -19,14 +19,13 @@ from typing import Any
 
 import torch
 from omni_edge import __version__
-from omni_edge.artifacts import write_manifest, write_report
+from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ValidationRef
 from omni_edge.export import onnx_target
 from omni_edge.export.qwen3 import BodyGraph, EmbedGraph, HeadGraph, Qwen3Shape, body_example, body_io_names
 from omni_edge.export.validation import validate_llm
 from tqdm import tqdm
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json", "generation_config.json")
 FP32_MASK_VALUE = -10000.0
 
 
@@ -206,13 +205,7 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
         if fmt not in ("onnx", "pte"):
             raise ValueError(f"unknown format {fmt!r} (onnx, pte)")
         component = f"thinker-{fmt}"
-        cdir = out / component
-        if cdir.exists():
-            shutil.rmtree(cdir)
-        cdir.mkdir()
-        for name in TOKENIZER_FILES:
-            if (checkpoint / name).exists():
-                shutil.copy2(checkpoint / name, cdir / name)
+        cdir = new_component(out / component, checkpoint)
         with tqdm(total=n_graphs, desc=f"export {fmt}", unit="graph", leave=False) as progress:
             graphs = (_export_onnx if fmt == "onnx" else _export_pte)(cdir, model, shape, opts, caches, progress)
         stage = _stage(component, _llm_section(shape, opts, caches), graphs)

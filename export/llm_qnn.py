@@ -16,9 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from omni_edge import __version__
-from omni_edge.artifacts import write_manifest, write_report
+from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
 from omni_edge.export import qnn_target
 from omni_edge.export.validation import validate_llm
@@ -53,43 +52,16 @@ def _plan_files(plan: dict[str, Any]) -> dict[str, str]:
     return {f"{role}:{key}": ref for role, group in stage["graphs"].items() for key, ref in group["graphs"].items()}
 
 
-def _ctx_name(file: str) -> str:
-    return Path(file).stem + "_ctx.onnx"
-
-
-def _graph_sqnr(fp32_dir: Path, ctx_dir: Path, files: dict[str, str],
-                samples: dict[str, list[list[np.ndarray]]]) -> dict[str, float]:
-    """Per graph, the SQNR of its first output (hidden states, logits) against the fp32 graph on
-    the same held-out inputs, the compiled graph running on the HTP backend."""
-    import onnxruntime as ort
-
-    out: dict[str, float] = {}
-    for name, file in files.items():
-        if name not in samples or name.startswith("embed"):
-            continue
-        fp32 = ort.InferenceSession(str(fp32_dir / file), providers=["CPUExecutionProvider"])
-        htp = ort.InferenceSession(str(ctx_dir / _ctx_name(file)), qnn_target.htp_session_options())
-        names = [i.name for i in fp32.get_inputs()]
-        refs, gots = [], []
-        for sample in samples[name][:4]:
-            feed = dict(zip(names, sample, strict=True))
-            refs.append(fp32.run(None, feed)[0].ravel())
-            gots.append(htp.run(None, feed)[0].ravel())
-        ref, got = np.concatenate(refs).astype(np.float64), np.concatenate(gots)
-        out[name] = float(10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - got) ** 2), 1e-30)))
-    return out
-
-
 def _graph_facts(cdir: Path, files: dict[str, str]) -> dict[str, Any]:
     """Per plan graph: its EPContext model, the context binary and the QNN graph inside it."""
     import onnx
 
     facts: dict[str, Any] = {}
     for name, file in files.items():
-        model = onnx.load(str(cdir / _ctx_name(file)), load_external_data=False)
+        model = onnx.load(str(cdir / qnn_target.ctx_name(file)), load_external_data=False)
         nodes = [n for n in model.graph.node if n.op_type == "EPContext"]
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in nodes[0].attribute} if len(nodes) == 1 else {}
-        facts[name] = {"model": _ctx_name(file), "context_binary": attrs.get("ep_cache_context", b"").decode(),
+        facts[name] = {"model": qnn_target.ctx_name(file), "context_binary": attrs.get("ep_cache_context", b"").decode(),
                        "qnn_graph": attrs.get("partition_name", b"").decode()}
     return facts
 
@@ -156,13 +128,13 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
     plans = []
     for soc_key, soc, _ in targets:
         component = f"thinker-qnn-{soc_key}-{opts.precision}"
-        cdir = _component_dir(out / component, checkpoint)
+        cdir = new_component(out / component, checkpoint, [qnn_target.CALIBRATION_TEXT])
         if opts.keep_qdq:
             _keep_sources(device_graphs, files, cdir / "qdq")
         # 4. Context binaries for this SoC (the compile itself runs on this host).
         compile_s = _compile(files, device_graphs, cdir, soc, precision, False, f"compile for {soc_key}")
         npu_groups = {role: {"backend": "onnxruntime", "device": "npu",
-                             "graphs": {k: _ctx_name(v) for k, v in g["graphs"].items()}}
+                             "graphs": {k: qnn_target.ctx_name(v) for k, v in g["graphs"].items()}}
                       for role, g in groups.items()}
         plan_path = write_plan(out, f"{checkpoint.name} (QNN HTP {soc_key}, {opts.precision})",
                                stage(component, llm, npu_groups))
@@ -174,7 +146,8 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
         numerical, task = validate_llm(model, plan_path, cdir / "tokenizer.json", identity, opts.validate,
                                        threads=opts.threads, limits=limits)
         if opts.validate:
-            per_graph = _graph_sqnr(build / "fp32", cdir, files, held_out)
+            per_graph = qnn_target.graph_sqnr(build / "fp32", cdir,
+                                              {k: f for k, f in files.items() if not k.startswith("embed")}, held_out)
             numerical = ValidationReport(
                 numerical.kind, numerical.checkpoint_id, numerical.checkpoint_revision, numerical.precision,
                 numerical.shape_bucket, numerical.target_abi,
@@ -217,17 +190,6 @@ def _metadata(identity: dict[str, str], facts: dict[str, Any], numerical: Valida
         task_validation=ValidationRef("reports/task.json", task.passed))
 
 
-def _component_dir(cdir: Path, checkpoint: Path) -> Path:
-    if cdir.exists():
-        shutil.rmtree(cdir)
-    cdir.mkdir()
-    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json"):
-        if (checkpoint / name).exists():
-            shutil.copy2(checkpoint / name, cdir / name)
-    shutil.copy2(qnn_target.CALIBRATION_TEXT, cdir / "calibration.txt")
-    return cdir
-
-
 def _shared_twin(out: Path, checkpoint: Path, files: dict[str, str], graphs: dict[str, Path], groups: dict[str, Any],
                  soc_key: str, soc: qnn_target.Soc, precision: qnn_target.Precision, opts: Any, llm: dict[str, Any],
                  stage: Callable[..., dict[str, Any]], write_plan: Callable[..., Path], identity: dict[str, str],
@@ -238,11 +200,11 @@ def _shared_twin(out: Path, checkpoint: Path, files: dict[str, str], graphs: dic
     (QNN_COMMON_ERROR_NOT_SUPPORTED), so this twin cannot be validated here: its manifest names
     the validated twin built from the identical graphs and does not claim qualification."""
     component = f"thinker-qnn-{soc_key}-{opts.precision}-shared"
-    cdir = _component_dir(out / component, checkpoint)
+    cdir = new_component(out / component, checkpoint, [qnn_target.CALIBRATION_TEXT])
     compile_s = _compile(files, graphs, cdir, soc, precision, True, f"compile shared for {soc_key}")
     share_options = {"ort.ep.share_ep_contexts": "1"}  # one loaded context serves every session
     npu_groups = {role: {"backend": "onnxruntime", "device": "npu",
-                         "graphs": {k: _ctx_name(v) for k, v in g["graphs"].items()},
+                         "graphs": {k: qnn_target.ctx_name(v) for k, v in g["graphs"].items()},
                          **({"options": share_options} if role in SHARED_ROLES else {})}
                   for role, g in groups.items()}
     plan_path = write_plan(out, f"{checkpoint.name} (QNN HTP {soc_key}, {opts.precision}, shared weights)",

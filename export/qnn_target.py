@@ -303,7 +303,7 @@ def compile_context(graph: Path, out_dir: Path, soc: Soc, precision: Precision, 
     closing that context."""
     import onnxruntime as ort
 
-    ctx = out_dir / (graph.name.removeprefix("fp32_").removesuffix(".onnx") + "_ctx.onnx")
+    ctx = out_dir / ctx_name(graph.name.removeprefix("fp32_"))
     config = {"ep.context_enable": "1", "ep.context_file_path": str(ctx), "ep.context_embed_mode": "0"}
     provider = {"htp_arch": str(soc.htp_arch), "soc_model": str(soc.soc_model),
                 "htp_graph_finalization_optimization_mode": "3"}
@@ -327,6 +327,42 @@ def compile_context(graph: Path, out_dir: Path, soc: Soc, precision: Precision, 
         raise ValueError(f"{graph.name}: the HTP v{soc.htp_arch} of {soc.name} cannot run {ops}; CPU fallback is "
                          f"disabled, so no context was compiled ({failure})")
     return ctx
+
+
+def ctx_name(file: str) -> str:
+    """The EPContext model compiled from graph `file`."""
+    return Path(file).stem + "_ctx.onnx"
+
+
+def graph_sqnr(fp32_dir: Path, ctx_dir: Path, files: dict[str, str], samples: dict[str, list[list[np.ndarray]]],
+               per_graph: int = 4, all_outputs: bool = False) -> dict[str, float]:
+    """Per graph, the SQNR (dB) of its first output (with `all_outputs`: the worst of its
+    outputs) against the fp32 graph on the same held-out inputs (up to `per_graph` of them), the
+    compiled graph running on the HTP backend."""
+    import onnxruntime as ort
+
+    out: dict[str, float] = {}
+    for name, file in files.items():
+        if not samples.get(name):
+            continue
+        fp32 = ort.InferenceSession(str(fp32_dir / file), providers=["CPUExecutionProvider"])
+        htp = ort.InferenceSession(str(ctx_dir / ctx_name(file)), htp_session_options())
+        names = [i.name for i in fp32.get_inputs()]
+        outputs = len(fp32.get_outputs()) if all_outputs else 1
+        refs: list[list[np.ndarray]] = [[] for _ in range(outputs)]
+        gots: list[list[np.ndarray]] = [[] for _ in range(outputs)]
+        for sample in samples[name][:per_graph]:
+            feed = dict(zip(names, sample, strict=True))
+            for i, (r, g) in enumerate(zip(fp32.run(None, feed), htp.run(None, feed), strict=True)):
+                if i < outputs:
+                    refs[i].append(r.ravel())
+                    gots[i].append(g.ravel())
+        worst = np.inf
+        for r_parts, g_parts in zip(refs, gots, strict=True):
+            ref, got = np.concatenate(r_parts).astype(np.float64), np.concatenate(g_parts)
+            worst = min(worst, 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - got) ** 2), 1e-30)))
+        out[name] = float(worst)
+    return out
 
 
 @contextlib.contextmanager

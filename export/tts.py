@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 from omni_edge import __version__
-from omni_edge.artifacts import write_manifest, write_report
+from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
 from omni_edge.export import onnx_target
 from omni_edge.export.qwen3 import BodyGraph, Qwen3Shape, RMSNorm, body_example, body_io_names
@@ -238,20 +239,37 @@ def export_program(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[s
 
 class _Runner:
     """The exported graphs driven the way the controller will drive them, in Python: one KV
-    cache per decoder, slots in place, the additive mask built per step."""
+    cache per decoder, slots in place, the additive mask built per step.
 
-    def __init__(self, model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions) -> None:
+    `sessions` opens a graph (CPU fp32 by default; the QNN route passes HTP sessions); `cache`
+    is the talker bucket to run (the largest by default); with `record`, every graph's inputs
+    are kept in `recorded` (graph -> runs, each the inputs in the graph's order): calibration."""
+
+    def __init__(self, model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions,
+                 sessions: Callable[[str, Path], Any] | None = None, cache: int = 0, record: bool = False) -> None:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         if opts.threads:
             so.intra_op_num_threads = opts.threads
-        self.s = {k: ort.InferenceSession(str(directory / f), so, providers=["CPUExecutionProvider"])
-                  for k, f in files.items()}
+
+        def on_cpu(_name: str, path: Path) -> Any:
+            return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+        self.cache = cache or max(opts.buckets)
+        other_buckets = {f"talker_{kind}_s{b}" for kind in ("prefill", "decode") for b in opts.buckets if b != self.cache}
+        self.s = {k: (sessions or on_cpu)(k, directory / f) for k, f in files.items() if k not in other_buckets}
+        self.inputs = {k: [i.name for i in s.get_inputs()] for k, s in self.s.items()}
+        self.recorded: dict[str, list[list[np.ndarray]]] | None = {} if record else None
         self.model, self.opts = model, opts
         self.talker_s = _shape(model.talker.model.config)
         self.pred_s = _shape(model.talker.code_predictor.config)
-        self.cache = max(opts.buckets)
+
+    def _run(self, name: str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if self.recorded is not None:
+            self.recorded.setdefault(name, []).append([np.array(feeds[n], copy=True) for n in self.inputs[name]])
+        out: list[np.ndarray] = self.s[name].run(None, feeds)
+        return out
 
     def _body(self, name: str, s: Qwen3Shape, kv: list[np.ndarray], hidden: np.ndarray, start: int,
               n_valid: int) -> np.ndarray:
@@ -266,7 +284,7 @@ class _Runner:
                  "attention_mask": mask}
         for i in range(s.layers):
             feeds[f"past_key_{i}"], feeds[f"past_value_{i}"] = kv[i], kv[s.layers + i]
-        out = self.s[name].run(None, feeds)
+        out = self._run(name, feeds)
         for i in range(s.layers):
             kv[i][..., start:start + n_valid] = out[1 + i][0].transpose(0, 2, 1)[None, :, :, :n_valid]
             kv[s.layers + i][:, :, start:start + n_valid] = out[1 + s.layers + i][:, :, :n_valid]
@@ -277,7 +295,10 @@ class _Runner:
         return ([np.zeros((1, s.kv_heads, s.head_dim, slots), np.float32) for _ in range(s.layers)]
                 + [np.zeros((1, s.kv_heads, slots, s.head_dim), np.float32) for _ in range(s.layers)])
 
-    def codes(self, text_ids: list[int], max_frames: int) -> np.ndarray:
+    def codes(self, text_ids: list[int], max_frames: int, forced: np.ndarray | None = None) -> np.ndarray:
+        """Greedy codes [T, 16] (T <= max_frames: codebook 0 may end speech). With `forced`
+        [T, 16], teacher forcing: each frame's prediction is made from the forced codes before
+        it (its codebook 0 and earlier codebooks included), and all T predictions are returned."""
         m, ids, C = self.model, self.model.ids, self.opts.prefill_chunk
         absent = ids.codebook_size
         kv = self._empty(self.talker_s, self.cache)
@@ -289,52 +310,57 @@ class _Runner:
             n_valid = min(C, len(prefix_text) - start)
             text = np.array([prefix_text[start:start + n_valid] + [0] * (C - n_valid)], np.int64)
             codes = np.array([prefix_codes[start:start + n_valid] + [[0] * CODE_GROUPS] * (C - n_valid)], np.int64)
-            emb = self.s[f"talker_embed_n{C}"].run(None, {"text_ids": text, "codes": codes})[0]
+            emb = self._run(f"talker_embed_n{C}", {"text_ids": text, "codes": codes})[0]
             h = self._body(f"talker_prefill_s{self.cache}", self.talker_s, kv, emb, pos, n_valid)
             hidden_last = h[:, n_valid - 1:n_valid]
             pos += n_valid
         frames: list[list[int]] = []
-        for _ in range(max_frames):
+        for t in range(max_frames if forced is None else len(forced)):
             assert hidden_last is not None
-            normed, logits = self.s["talker_head"].run(None, {"hidden": hidden_last})
+            normed, logits = self._run("talker_head", {"hidden": hidden_last})
             logits = logits[0, 0].copy()
             logits[[ids.pad, ids.bos]] = -np.inf
             c0 = int(np.argmax(logits))
-            if c0 == ids.eos:
+            if c0 == ids.eos and forced is None:
                 break
-            frame = [c0, *self._predict(normed, c0)]
+            truth = None if forced is None else [int(c) for c in forced[t]]
+            frame = [c0, *self._predict(normed, c0 if truth is None else truth[0], truth)]
             frames.append(frame)
-            emb = self.s["talker_embed_n1"].run(None, {"text_ids": np.array([[m.text_pad_id]], np.int64),
-                                                      "codes": np.array([[frame]], np.int64)})[0]
+            emb = self._run("talker_embed_n1", {"text_ids": np.array([[m.text_pad_id]], np.int64),
+                                                "codes": np.array([[truth or frame]], np.int64)})[0]
             hidden_last = self._body(f"talker_decode_s{self.cache}", self.talker_s, kv, emb, pos, 1)
             pos += 1
         return np.array(frames, np.int64).reshape(-1, CODE_GROUPS)
 
-    def _predict(self, normed: np.ndarray, c0: int) -> list[int]:
+    def _predict(self, normed: np.ndarray, c0: int, truth: list[int] | None = None) -> list[int]:
+        """Codebooks 1..15 of a frame; with `truth` (the frame's 16 forced codes) each codebook
+        is fed the forced code before it instead of the predicted one."""
         kv = self._empty(self.pred_s, PREDICTOR_SLOTS)
         body = f"predictor_decode_s{PREDICTOR_SLOTS}"
         self._body(body, self.pred_s, kv, normed, 0, 1)
-        hidden = self.s["predictor_embed_n1"].run(None, {"input_ids": np.array([[c0]], np.int64)})[0]
+        hidden = self._run("predictor_embed_n1", {"input_ids": np.array([[c0]], np.int64)})[0]
         codes: list[int] = []
         for g in range(1, CODE_GROUPS):
             h = self._body(body, self.pred_s, kv, hidden, g, 1)
-            logits = self.s["predictor_head"].run(None, {"hidden": h})[0][0, g - 1]
+            logits = self._run("predictor_head", {"hidden": h})[0][0, g - 1]
             code = int(np.argmax(logits))
             codes.append(code)
             if g < CODE_GROUPS - 1:
-                row = predictor_id(self.model, g, code)
-                hidden = self.s["predictor_embed_n1"].run(None, {"input_ids": np.array([[row]], np.int64)})[0]
+                row = predictor_id(self.model, g, code if truth is None else truth[g])
+                hidden = self._run("predictor_embed_n1", {"input_ids": np.array([[row]], np.int64)})[0]
         return codes
 
     def pcm(self, codes: np.ndarray) -> list[np.ndarray]:
+        """The streamed chunks of `codes`, each decoded in the smallest window it fits (as the
+        controller picks it)."""
         shape, tail = self.opts.stream, self.model.tail_samples
-        name = f"vocoder_w{shape.window}"
         chunks = []
         for start, end, final in shape.chunks(codes.shape[0]):
             ctx, a, b = shape.emitted(start, end, tail, final)
-            window = np.zeros((1, CODE_GROUPS, shape.window), np.int64)
+            w = min(w for w in shape.windows if w >= ctx + end - start + 1)
+            window = np.zeros((1, CODE_GROUPS, w), np.int64)
             window[0, :, :end - start + ctx] = codes[start - ctx:end].T
-            chunks.append(self.s[name].run(None, {"codes": window})[0][0, 0, a:b])
+            chunks.append(self._run(f"vocoder_w{w}", {"codes": window})[0][0, 0, a:b])
         return chunks
 
 
@@ -349,6 +375,15 @@ def _compare(model: Qwen3Tts, got: np.ndarray, ref: np.ndarray, pcm: np.ndarray,
     return {"frames": float(len(got)), "reference_frames": float(len(ref)), "frame_agreement": agree,
             "pcm_sqnr_db": sqnr, "pcm_max_abs_diff": float(np.abs(err).max()),
             "samples_match": float(pcm.shape[0] == got.shape[0] * SAMPLES_PER_FRAME)}
+
+
+def forced_agreement(runner: _Runner, text_ids: list[int], ref: np.ndarray) -> dict[str, float]:
+    """Teacher-forced agreement of `runner`'s graphs with the reference codes `ref` [T, 16]."""
+    if not len(ref):
+        return {k: 0.0 for k in FORCED_AGREEMENTS}
+    pred = runner.codes(text_ids, 0, forced=ref)
+    return {"forced_codebook0_agreement": float((pred[:, 0] == ref[:, 0]).mean()),
+            "forced_predictor_agreement": float((pred[:, 1:] == ref[:, 1:]).mean())}
 
 
 def validate_graphs(model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions,
@@ -376,10 +411,25 @@ def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_id
 # Limits of the fp32 graphs against PyTorch: identical greedy codes; PCM equal to float32
 # rounding (measured 126 dB, max 3e-7 on the tiny checkpoint).
 LIMITS = {"frame_agreement": 1.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4}
+# Teacher-forced agreement with the reference codes: codebook 0 (the talker) and codebooks 1..15
+# (the code predictor), each predicted from the reference's codes before it.
+FORCED_AGREEMENTS = ("forced_codebook0_agreement", "forced_predictor_agreement")
+VALIDATION_TEXT = "Hello from the speech pipeline."
+
+
+def validation_ids(checkpoint: Path) -> list[int]:
+    """The validation sentence in the checkpoint's tokens."""
+    from tokenizers import Tokenizer
+
+    ids: list[int] = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode(VALIDATION_TEXT).ids
+    return ids
 
 
 def _reports(identity: dict[str, str], got: dict[str, float] | None,
              limits: dict[str, float] = LIMITS) -> tuple[ValidationReport, ValidationReport]:
+    """The numerical report (PCM, and each graph's SQNR where measured) and the task report
+    (codes: free-running frame agreement where `limits` holds it to one, and the teacher-forced
+    agreements where measured)."""
     def report(kind: str, checks: tuple[ReportCheck, ...]) -> ValidationReport:
         return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
                                 identity["shape_bucket"], identity["target_abi"], checks)
@@ -387,13 +437,17 @@ def _reports(identity: dict[str, str], got: dict[str, float] | None,
     if got is None:  # --no-validate: reports that say so and fail
         skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
         return report("numerical", skipped), report("task", skipped)
+    graphs = tuple(ReportCheck(k, v, limits["graph_sqnr_db"], ">=") for k, v in sorted(got.items())
+                   if k.startswith("graph_sqnr_db."))
+    forced = tuple(ReportCheck(k, got[k], limits[k], ">=") for k in FORCED_AGREEMENTS if k in got)
     numerical = report("numerical", (
         ReportCheck("pcm_sqnr_db", got["pcm_sqnr_db"], limits["pcm_sqnr_db"], ">="),
-        ReportCheck("pcm_max_abs_diff", got["pcm_max_abs_diff"], limits["pcm_max_abs_diff"], "<=")))
+        ReportCheck("pcm_max_abs_diff", got["pcm_max_abs_diff"], limits["pcm_max_abs_diff"], "<="), *graphs))
+    free = ((ReportCheck("frame_agreement", got["frame_agreement"], limits["frame_agreement"], ">="),)
+            if "frame_agreement" in limits else ())
     task = report("task", (
-        ReportCheck("frame_agreement", got["frame_agreement"], limits["frame_agreement"], ">="),
-        ReportCheck("frames", got["frames"], got["reference_frames"], ">="),
-        ReportCheck("samples_exact", got["samples_match"], 1.0, ">=")))
+        *free, ReportCheck("frames", got["frames"], got["reference_frames"], ">="),
+        ReportCheck("samples_exact", got["samples_match"], 1.0, ">="), *forced))
     return numerical, task
 
 
@@ -454,14 +508,12 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
     """Per format a speech component `speech-<fmt>/` (graphs, tokenizer, config, manifest v2 with
     the validation reports) and OUT/plan.<fmt>.json; OUT/plan.json is the first format's plan.
     Returns each component with its validation numbers (empty when validation is off)."""
-    from tokenizers import Tokenizer
-
     model = Qwen3Tts.from_pretrained(checkpoint)
     if opts.prefill_chunk < 1 or not opts.buckets or min(opts.buckets) < opts.prefill_chunk:
         raise ValueError("every talker bucket must hold at least one prefill chunk")
     if not opts.formats or any(f not in ("onnx", "pte") for f in opts.formats):
         raise ValueError(f"formats: onnx and/or pte, got {', '.join(opts.formats) or 'none'}")
-    text = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode("Hello from the speech pipeline.").ids
+    text = validation_ids(checkpoint)
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision="fp32",
                     shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
                                  f"-w{opts.stream.window}", target_abi="x86_64-linux")
@@ -474,12 +526,7 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
                                   "window": s.window, "windows": list(s.windows)}}
     results: list[tuple[Path, dict[str, float]]] = []
     for fmt in opts.formats:
-        component = out / f"speech-{fmt}"
-        if component.exists():
-            shutil.rmtree(component)
-        component.mkdir(parents=True)
-        for rel in ("tokenizer.json", "config.json"):
-            shutil.copy2(checkpoint / rel, component / rel)
+        component = new_component(out / f"speech-{fmt}", checkpoint)
         backend, version = _runtime(fmt)
         if fmt == "onnx":
             files = export_graphs(model, component, opts)

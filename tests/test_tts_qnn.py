@@ -1,25 +1,33 @@
-"""The speech stages on the NPU route: fp16 context binaries, every graph placed on the HTP
-(the emulator here, with CPU fallback disabled), validated through the native chain."""
+"""The speech stages on the NPU route: fp16 and quantized (w8a16) context binaries, every talker
+graph placed on the HTP (the emulator here, with CPU fallback disabled), validated through the
+native chain, teacher-forced codes and per-graph SQNR."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from llm_reference import cli
 from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, StreamShape
 from omni_edge.export.tts import TtsExportOptions
-from omni_edge.export.tts_qnn import FP16_LIMITS, export_tts_qnn
+from omni_edge.export.tts_qnn import FP16_LIMITS, LIMITS, capture_calibration, export_tts_qnn
 from omni_edge.runtime import SpeechSession
+
+# Small vocoder windows (2 and 9 frames) and few frames: the x86 emulator runs HTP code slowly.
+SMALL = TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=8,
+                         stream=StreamShape(first=1, chunk=4, left_context=4))
+
+
+def _graph_sqnr(got: dict[str, float]) -> dict[str, float]:
+    return {k.removeprefix("graph_sqnr_db."): v for k, v in got.items() if k.startswith("graph_sqnr_db.")}
 
 
 def test_fp16_talker_runs_entirely_on_the_htp(tts_checkpoint: Path, tmp_path: Path) -> None:
-    # Small vocoder windows (2 and 9 frames) and few frames: the x86 emulator runs HTP code slowly.
-    opts = TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=8,
-                            stream=StreamShape(first=1, chunk=4, left_context=4))
-    [(component, got)] = export_tts_qnn(tts_checkpoint, tmp_path, opts, ("sm8650",))
+    [(component, got)] = export_tts_qnn(tts_checkpoint, tmp_path, SMALL, ("sm8650",))
     assert component.name == "speech-qnn-sm8650-fp16"
     assert got["frames"] == 8 and got["samples_match"] == 1.0
     assert got["frame_agreement"] >= FP16_LIMITS["frame_agreement"] and got["pcm_sqnr_db"] >= FP16_LIMITS["pcm_sqnr_db"]
+    assert min(_graph_sqnr(got).values()) >= FP16_LIMITS["graph_sqnr_db"]
     assert cli("verify", str(component)).returncode == 0  # both reports passed: qualified
     session = SpeechSession.open(tmp_path / "plan.json")  # refuses an unqualified artifact
     talker = [p for p in session.placements() if not p["graph"].startswith("vocoder")]
@@ -29,10 +37,50 @@ def test_fp16_talker_runs_entirely_on_the_htp(tts_checkpoint: Path, tmp_path: Pa
     assert session.speak("Hi.", max_frames=2).pcm.shape[0] == 2 * SAMPLES_PER_FRAME
 
 
-def test_quantized_speech_is_refused_clearly(tts_checkpoint: Path, tmp_path: Path) -> None:
-    done = cli("export", "tts", "--checkpoint", str(tts_checkpoint), "--out", str(tmp_path), "--target", "qnn-htp",
-               "--precision", "w8a16", "--soc", "sm8650")
-    assert done.returncode == 2 and "fp16 only" in done.stderr and "Traceback" not in done.stderr
-    old = cli("export", "tts", "--checkpoint", str(tts_checkpoint), "--out", str(tmp_path), "--target", "qnn-htp",
-              "--soc", "qcs6490")
-    assert old.returncode == 2 and "Traceback" not in old.stderr
+def test_w8a16_speech_is_calibrated_and_keeps_the_codes(tts_checkpoint: Path, tmp_path: Path) -> None:
+    # qcs6490 (HTP v68): 8-bit weights with 16-bit activations run on every HTP generation.
+    [(component, got)] = export_tts_qnn(tts_checkpoint, tmp_path, SMALL, ("qcs6490",), "w8a16")
+    limits = LIMITS["w8a16"]
+    sqnr = _graph_sqnr(got)
+    metadata = json.loads((component / "manifest.json").read_text())["metadata"]
+    assert set(sqnr) == {g for g in metadata["speech"]["graphs"] if not g.startswith("vocoder")}  # each NPU graph
+    assert min(sqnr.values()) >= limits["graph_sqnr_db"]
+    assert got["forced_codebook0_agreement"] >= limits["forced_codebook0_agreement"]
+    assert got["forced_predictor_agreement"] >= limits["forced_predictor_agreement"]
+    assert got["frames"] == 8 and got["samples_match"] == 1.0 and got["pcm_sqnr_db"] >= limits["pcm_sqnr_db"]
+    assert cli("verify", str(component)).returncode == 0
+    artifact = metadata["artifact"]
+    assert artifact["precision"] == "w8a16" and artifact["calibration_file"] == "calibration.txt"
+    assert (component / "calibration.txt").is_file()
+    session = SpeechSession.open(tmp_path / "plan.json")
+    talker = [p for p in session.placements() if not p["graph"].startswith("vocoder")]
+    assert {(p["device"], p["engine"], p["nodes_elsewhere"]) for p in talker} == {("npu", "QNNExecutionProvider", 0)}
+    assert session.speak("Hi.", max_frames=2).pcm.shape[0] == 2 * SAMPLES_PER_FRAME
+
+
+def test_calibration_records_every_graph_as_it_is_fed(tts_checkpoint: Path, tmp_path: Path) -> None:
+    import onnx
+    from omni_edge.export.qwen3_tts import Qwen3Tts
+    from omni_edge.export.tts import export_graphs
+
+    model = Qwen3Tts.from_pretrained(tts_checkpoint)
+    opts = TtsExportOptions(prefill_chunk=16, buckets=(64, 128), stream=SMALL.stream)
+    files = export_graphs(model, tmp_path, opts)
+    samples = capture_calibration(model, tmp_path, files, opts, tts_checkpoint, frames=6, per_run=5)
+    assert set(samples) == set(files)  # both buckets' bodies, the omni graph and both vocoder windows
+    for name, file in files.items():
+        inputs = onnx.load(str(tmp_path / file), load_external_data=False).graph.input
+        shapes = [[d.dim_value for d in i.type.tensor_type.shape.dim] for i in inputs]
+        for sample in samples[name]:
+            assert [list(t.shape) for t in sample] == shapes, name
+    # positions differ between runs: the decode graph saw more than one step of the cache
+    steps = {int(s[1][0, 0]) for s in samples["talker_decode_s128"]}
+    assert len(steps) > 3
+
+
+def test_speech_targets_are_refused_clearly(tts_checkpoint: Path, tmp_path: Path) -> None:
+    for precision, soc, says in (("w4a16", "qcs6490", "cannot run on qcs6490"), ("fp16", "qcs6490", "cannot run"),
+                                 ("int3", "sm8650", "unknown precision")):
+        done = cli("export", "tts", "--checkpoint", str(tts_checkpoint), "--out", str(tmp_path), "--target", "qnn-htp",
+                   "--precision", precision, "--soc", soc)
+        assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -172,6 +172,13 @@ def _aihub(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_audio_summary(m: dict[str, Any], wav: Path, label: str = "") -> None:
+    """One stderr line for a spoken utterance: its end, length, and the playback clock's numbers."""
+    print(f"[{label}{m['finish_reason']}] {m['frames']} frames, {m['samples']} samples ({m['audio_ms'] / 1000:.2f} s at "
+          f"{m['sample_rate']} Hz) -> {wav}; first PCM {m['first_pcm_ms']:.1f} ms, RTF {m['rtf']:.3f}, "
+          f"{m['underruns']} underruns ({m['underrun_ms']:.1f} ms)", file=sys.stderr)
+
+
 def _run_omni(args: argparse.Namespace, prompt: str) -> int:
     """run --speak: the omni plan's text stream on stdout, its audio into the WAV."""
     from omni_edge.contracts import ContractError
@@ -200,10 +207,8 @@ def _run_omni(args: argparse.Namespace, prompt: str) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    a = result.audio
     if not args.json:
-        print(f"[audio: {a['finish_reason']}] {a['frames']} frames, {a['samples']} samples -> {args.speak}; "
-              f"first PCM {a['first_pcm_ms']:.1f} ms, RTF {a['rtf']:.3f}, {a['underruns']} underruns", file=sys.stderr)
+        _print_audio_summary(result.audio, args.speak, "audio: ")
     return 0
 
 
@@ -263,11 +268,8 @@ def _speak(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    m = utterance.metrics
     if not args.json:
-        print(f"[{m['finish_reason']}] {m['frames']} frames, {m['samples']} samples ({m['audio_ms'] / 1000:.2f} s at "
-              f"{m['sample_rate']} Hz) -> {args.out}; first PCM {m['first_pcm_ms']:.1f} ms, RTF {m['rtf']:.3f}, "
-              f"{m['underruns']} underruns ({m['underrun_ms']:.1f} ms)", file=sys.stderr)
+        _print_audio_summary(utterance.metrics, args.out)
     return 0
 
 
@@ -374,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ONNX Runtime graphs, an ExecuTorch program (XNNPACK), or both")
     e.add_argument("--target", choices=["cpu", "qnn-htp"], default="cpu",
                    help="qnn-htp: QNN context binaries per SoC, every graph on the NPU")
-    e.add_argument("--precision", default="fp16", help="qnn-htp: fp16 (quantized speech is not built yet)")
+    e.add_argument("--precision", default="fp16",
+                   help="qnn-htp: fp16, or w8a16 / a16w16 / w4a16 (calibrated on the shipped text)")
     e.add_argument("--soc", default="", help="qnn-htp: comma-separated SoCs, e.g. sm8650,x-elite")
     e.add_argument("--vocoder-on-npu", action="store_true",
                    help="qnn-htp: compile the vocoder windows for the HTP too (default: they run on the CPU)")

@@ -18,7 +18,7 @@ import wave
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -149,19 +149,42 @@ class _Audio:
         return pcm
 
 
-class SpeechSession:
-    """Text -> codes -> PCM through a speech plan (talker stage -> vocoder stage)."""
+_Session = TypeVar("_Session", bound="_AudioSession")
+
+
+class _AudioSession:
+    """What the speech and omni sessions share: opening a plan, the audio format, cancel, and
+    the last request's codes. `_native_type` is the binding's session class."""
+
+    _native_type: Any = None
 
     def __init__(self, native: Any) -> None:
         self._s = native
 
     @classmethod
-    def open(cls, plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> SpeechSession:
-        return cls(_native.SpeechSession.open(str(plan), allow_unqualified, threads))
+    def open(cls: type[_Session], plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> _Session:
+        return cls(cls._native_type.open(str(plan), allow_unqualified, threads))
 
     @property
     def sample_rate(self) -> int:
         return int(self._s.sample_rate)
+
+    def cancel(self) -> None:
+        """End the request at its next frame (a terminal "cancelled" event, no more PCM)."""
+        self._s.cancel()
+
+    def codes(self) -> list[list[int]]:
+        """The frames of the last request (code_groups codes each)."""
+        return [list(f) for f in self._s.codes()]
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._s.tokenize(text))
+
+
+class SpeechSession(_AudioSession):
+    """Text -> codes -> PCM through a speech plan (talker stage -> vocoder stage)."""
+
+    _native_type = _native.SpeechSession
 
     def speak(self, text: str = "", *, text_ids: Sequence[int] = (), max_frames: int = 0,
               sampling: dict[str, Any] | None = None, prebuffer_ms: float = 200.0, wav: str | Path | None = None,
@@ -176,17 +199,6 @@ class SpeechSession:
         audio = _Audio(self._s.pcm_dtype, on_event)
         metrics = json.loads(self._s.speak(json.dumps(request), audio))
         return Utterance(metrics, audio.events, audio.pcm(wav, self.sample_rate))
-
-    def cancel(self) -> None:
-        """End the utterance at its next frame (a terminal "cancelled" event, no more PCM)."""
-        self._s.cancel()
-
-    def codes(self) -> list[list[int]]:
-        """The frames of the last utterance (code_groups codes each)."""
-        return [list(f) for f in self._s.codes()]
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._s.tokenize(text))
 
     def placements(self) -> list[dict[str, Any]]:
         return [dict(p) for p in self._s.placements()]
@@ -207,21 +219,12 @@ class OmniResult:
         return "".join(e.get("text", "") for e in self.text_events if e["kind"] == "token")
 
 
-class OmniSession:
+class OmniSession(_AudioSession):
     """Thinker -> talker -> vocoder: one request, a text stream and an audio stream. The talker
     reads the thinker's hidden states as they are made (dual-track), so speech starts after the
     first token."""
 
-    def __init__(self, native: Any) -> None:
-        self._s = native
-
-    @classmethod
-    def open(cls, plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> OmniSession:
-        return cls(_native.OmniSession.open(str(plan), allow_unqualified, threads))
-
-    @property
-    def sample_rate(self) -> int:
-        return int(self._s.sample_rate)
+    _native_type = _native.OmniSession
 
     def run(self, prompt: str = "", *, on_text: Any = None, on_audio: Any = None, wav: str | Path | None = None,
             max_frames: int = 0, speech_sampling: dict[str, Any] | None = None, prebuffer_ms: float = 200.0,
@@ -243,15 +246,6 @@ class OmniSession:
                                          handle_text, audio))
         return OmniResult(metrics["text"], metrics["audio"], text_events, audio.events,
                           audio.pcm(wav, self.sample_rate))
-
-    def cancel(self) -> None:
-        self._s.cancel()
-
-    def codes(self) -> list[list[int]]:
-        return [list(f) for f in self._s.codes()]
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._s.tokenize(text))
 
 
 def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
