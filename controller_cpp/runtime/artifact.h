@@ -13,4 +13,8 @@ namespace omni_edge {
 
 Result<contract::VerifiedManifest> VerifyStageArtifact(const StagePlan& stage, bool require_qualified);
 
+// The same checks for a stage whose artifact `verified` is (already re-hashed for another stage
+// of the plan that shares it): the files it uses are covered, and it is qualified if required.
+Status CheckStageArtifact(const StagePlan& stage, const contract::VerifiedManifest& verified, bool require_qualified);
+
 }  // namespace omni_edge

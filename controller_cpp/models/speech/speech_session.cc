@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <thread>
 #include <unistd.h>
 
@@ -54,6 +55,22 @@ Json BodyOf(const contract::Delivered& delivered) {
   if (delivered.data.empty()) return Json::object();
   auto body = ParseJson(delivered.data[0], "metrics");
   return body.ok() && body->is_object() ? body.value() : Json::object();
+}
+
+// Stamps `ev` as the next event of `req`'s stream `stream` (identity, sequence number, watermark,
+// release token, payload size) and emits it, waiting for credit.
+Result<contract::EmitResult> EmitNext(contract::StageController& controller, const contract::StageRequest& req,
+                                      int64_t& seq, int64_t watermark, const char* stream, contract::StageEvent ev,
+                                      contract::BufferData data) {
+  ev.request_id = req.request_id;
+  ev.stage_id = req.stage_id;
+  ev.epoch = req.epoch;
+  ev.worker_generation = req.worker_generation;
+  ev.seq = ++seq;
+  ev.input_watermark = watermark;
+  ev.release_token = req.request_id + ":" + stream + ":" + std::to_string(ev.seq);
+  for (const auto& b : ev.buffers) ev.payload_nbytes += b.nbytes;
+  return controller.EmitWait(req, ev, std::move(data));
 }
 
 }  // namespace
@@ -134,10 +151,17 @@ Result<std::unique_ptr<SpeechSession>> SpeechSession::Open(const std::string& pl
   const std::string instance = std::to_string(::getpid()) + "-" + std::to_string(++sessions);
   s->session_id_ = "speech-" + instance;
   int i = 0;
+  std::map<std::string, contract::VerifiedManifest> verified;  // by artifact: both stages usually share one
   for (const StagePlan* stage : {s->talker_stage_, s->vocoder_stage_}) {
-    OE_ASSIGN_OR_RETURN(contract::VerifiedManifest manifest, VerifyStageArtifact(*stage, !options.allow_unqualified));
-    (i == 0 ? s->talker_artifact_ : s->vocoder_artifact_) =
-        manifest.manifest.artifact.checkpoint_id + "/" + manifest.manifest.component;
+    auto it = verified.find(stage->artifact);
+    if (it == verified.end()) {
+      OE_ASSIGN_OR_RETURN(contract::VerifiedManifest manifest, VerifyStageArtifact(*stage, !options.allow_unqualified));
+      it = verified.emplace(stage->artifact, std::move(manifest)).first;
+    } else {
+      OE_RETURN_IF_ERROR(CheckStageArtifact(*stage, it->second, !options.allow_unqualified));
+    }
+    const contract::ArtifactManifest& manifest = it->second.manifest;
+    (i == 0 ? s->talker_artifact_ : s->vocoder_artifact_) = manifest.artifact.checkpoint_id + "/" + manifest.component;
     const std::string backend = stage->graphs.begin()->second.backend;
     identities[i++][stage->stage_id] = {backend, backend + "-" + instance, "wg-1"};
   }
@@ -186,15 +210,8 @@ std::vector<Placement> SpeechSession::placements() const {
 void SpeechSession::ProduceCodes(Run& run) {
   const contract::StageRequest& req = run.talker_request;
   auto emit = [&](contract::StageEvent ev, contract::BufferData data) {
-    ev.request_id = req.request_id;
-    ev.stage_id = req.stage_id;
-    ev.epoch = req.epoch;
-    ev.worker_generation = req.worker_generation;
-    ev.seq = ++run.talker_seq;
-    ev.input_watermark = int64_t(run.text_ids.size());
-    ev.release_token = req.request_id + ":codes:" + std::to_string(ev.seq);
-    for (const auto& b : ev.buffers) ev.payload_nbytes += b.nbytes;
-    return talker_controller_->EmitWait(req, ev, std::move(data));
+    return EmitNext(*talker_controller_, req, run.talker_seq, int64_t(run.text_ids.size()), "codes", std::move(ev),
+                    std::move(data));
   };
   const double before = talker_->backend_seconds();
   int64_t text_tokens = int64_t(run.text_ids.size());  // dual-track: counted as they arrive
@@ -265,15 +282,8 @@ void SpeechSession::ProducePcm(Run& run) {
   int64_t samples = 0, next = 0;  // samples emitted; first frame not yet decoded
   const double before = vocoder_->backend_seconds();
   auto emit = [&](contract::StageEvent ev, contract::BufferData data) {
-    ev.request_id = req.request_id;
-    ev.stage_id = req.stage_id;
-    ev.epoch = req.epoch;
-    ev.worker_generation = req.worker_generation;
-    ev.seq = ++run.vocoder_seq;
-    ev.input_watermark = int64_t(run.frames.size()) / G;
-    ev.release_token = req.request_id + ":pcm:" + std::to_string(ev.seq);
-    for (const auto& b : ev.buffers) ev.payload_nbytes += b.nbytes;
-    return vocoder_controller_->EmitWait(req, ev, std::move(data));
+    return EmitNext(*vocoder_controller_, req, run.vocoder_seq, int64_t(run.frames.size()) / G, "pcm", std::move(ev),
+                    std::move(data));
   };
   auto decode = [&](int64_t end, bool final) -> Status {
     const auto started = MonotonicNs();
