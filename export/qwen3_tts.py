@@ -8,15 +8,20 @@ Three stages, at 12.5 frames per second, 16 codebooks per frame, 24 kHz audio:
   code predictor  transformers' Qwen3-Omni talker code predictor (a small Qwen3 decoder with 15
                   codebook embeddings and 15 heads): from [talker hidden, embedding of code 0] it
                   predicts codebooks 1..15 of the frame, one after another.
-  vocoder         transformers' Qwen3-Omni Code2Wav: codes [16, T] -> T x 1920 samples, causal
-                  (a prefix of the codes decodes to a prefix of the audio), with a constant
-                  delay of `tail_samples` samples that only a following frame releases.
+  vocoder         codes [16, T] -> T x 1920 samples, causal (a prefix of the codes decodes to a
+                  prefix of the audio): either a Qwen3-TTS release's 12 Hz codec decoder
+                  (`qwen3_tts_codec`, every sample final when its frame is decoded) or
+                  transformers' Qwen3-Omni Code2Wav (a constant delay of `tail_samples` samples
+                  that only a following frame releases).
 
 Checkpoint directory: config.json (model_type "qwen3_tts": talker, code predictor and vocoder
 configs, codec ids), model.safetensors (talker.* and talker.code_predictor.*), tokenizer.json,
 and speech_tokenizer/ with the vocoder's config.json + model.safetensors, as Qwen3-TTS lays out
-its speech tokenizer. A real Qwen3-TTS release uses a Mimi-style speech tokenizer decoder and
-multimodal RoPE in the talker; those two are not implemented here (the loader refuses them).
+its speech tokenizer. A Qwen3-TTS release's speech_tokenizer/ loads as it is (its decoder; the
+encoder's weights are not needed). Its talker does not yet: the release names the talker's
+embeddings differently, gives codebook 0 a vocabulary of 3072 with its special ids inside it,
+uses interleaved multimodal RoPE (equal to 1-D RoPE for speech, whose three position rows are
+equal) and builds its prompt from role, language and speaker tokens; the loader refuses it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from omni_edge.export import qwen3_tts_codec as codec
 from torch import nn
 
 CODE_GROUPS = 16
@@ -114,16 +120,33 @@ class Talker(nn.Module):
 
 
 def _vocoder(config: dict[str, Any]) -> Any:
-    from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeCode2WavConfig
-    from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import Qwen3OmniMoeCode2Wav
+    """The speech tokenizer's decoder: a Qwen3-TTS release's 12 Hz codec decoder (model_type
+    "qwen3_tts_tokenizer_12hz"), or transformers' Qwen3-Omni Code2Wav (a plain Code2Wav config)."""
+    if config.get("model_type") == codec.MODEL_TYPE:
+        model: Any = codec.Qwen3TtsCodecDecoder(config["decoder_config"])
+        groups = model.groups
+    else:
+        from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeCode2WavConfig
+        from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import Qwen3OmniMoeCode2Wav
 
-    cfg = Qwen3OmniMoeCode2WavConfig(**config)
-    if cfg.num_quantizers != CODE_GROUPS:
+        cfg = Qwen3OmniMoeCode2WavConfig(**config)
+        groups, model = cfg.num_quantizers, Qwen3OmniMoeCode2Wav(cfg) if cfg.num_quantizers == CODE_GROUPS else None
+    if groups != CODE_GROUPS:
         raise ValueError(f"vocoder num_quantizers must be {CODE_GROUPS}")
-    model = Qwen3OmniMoeCode2Wav(cfg)
     if int(model.total_upsample) != SAMPLES_PER_FRAME:
         raise ValueError(f"vocoder upsampling is {model.total_upsample}, not {SAMPLES_PER_FRAME} samples per frame")
     return model
+
+
+def _vocoder_prefix(config: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """(prefix of the decoder's weights, prefixes of weights the decoder does not use) in
+    speech_tokenizer/model.safetensors: a release's also holds the encoder, which TTS never runs."""
+    return ("decoder.", ("encoder.",)) if config.get("model_type") == codec.MODEL_TYPE else ("", ())
+
+
+def vocoder_codebook_size(config: dict[str, Any]) -> int:
+    c = config["decoder_config"] if config.get("model_type") == codec.MODEL_TYPE else config
+    return int(c["codebook_size"])
 
 
 class Qwen3Tts(nn.Module):
@@ -131,11 +154,18 @@ class Qwen3Tts(nn.Module):
         super().__init__()
         if config.get("model_type") != MODEL_TYPE:
             raise ValueError(f"model_type {config.get('model_type')!r} is not {MODEL_TYPE!r}")
+        if "decoder" not in config.get("talker_config", {"decoder": None}):
+            raise ValueError("this is a Qwen3-TTS release's talker (talker_config without a decoder section): its "
+                             "speech tokenizer loads, but its talker (codebook 0 with special ids inside a 3072-entry "
+                             "vocabulary, a prompt of role, language and speaker tokens) is not supported yet")
         if config.get("talker_config", {}).get("decoder", {}).get("rope_scaling"):
             raise ValueError("multimodal/scaled RoPE in the talker is not supported")
         self.config = config
         self.talker = Talker(config["talker_config"])
         self.vocoder: Any = _vocoder(vocoder_config)
+        if vocoder_codebook_size(vocoder_config) != self.talker.ids.codebook_size:
+            raise ValueError(f"the vocoder's codebook_size ({vocoder_codebook_size(vocoder_config)}) is not the "
+                             f"talker's ({self.talker.ids.codebook_size})")
         self.vocoder_config = vocoder_config
         self.text_pad_id = int(config["text_pad_token_id"])
         self.eval()
@@ -156,7 +186,8 @@ class Qwen3Tts(nn.Module):
         vocoder_config = json.loads((directory / VOCODER_DIR / "config.json").read_text())
         model = cls(config, vocoder_config)
         _load_exact(model.talker, load_file(str(directory / "model.safetensors")), "talker.")
-        _load_exact(model.vocoder, load_file(str(directory / VOCODER_DIR / "model.safetensors")), "")
+        prefix, unused = _vocoder_prefix(vocoder_config)
+        _load_exact(model.vocoder, load_file(str(directory / VOCODER_DIR / "model.safetensors")), prefix, unused)
         return model.eval()
 
     def save_pretrained(self, directory: Path) -> None:
@@ -167,7 +198,8 @@ class Qwen3Tts(nn.Module):
         (directory / VOCODER_DIR / "config.json").write_text(json.dumps(self.vocoder_config, indent=2) + "\n")
         save_file({f"talker.{k}": v.contiguous() for k, v in self.talker.state_dict().items()},
                   str(directory / "model.safetensors"), metadata={"format": "pt"})
-        save_file({k: v.contiguous() for k, v in self.vocoder.state_dict().items()},
+        prefix, _ = _vocoder_prefix(self.vocoder_config)
+        save_file({prefix + k: v.contiguous() for k, v in self.vocoder.state_dict().items()},
                   str(directory / VOCODER_DIR / "model.safetensors"), metadata={"format": "pt"})
 
     @functools.cached_property
@@ -179,15 +211,17 @@ class Qwen3Tts(nn.Module):
         return SAMPLES_PER_FRAME - int(one.shape[-1])
 
 
-def _load_exact(module: nn.Module, state: dict[str, torch.Tensor], prefix: str) -> None:
-    """Every parameter present and no unknown ones: a checkpoint of another shape is refused."""
+def _load_exact(module: nn.Module, state: dict[str, torch.Tensor], prefix: str, unused: tuple[str, ...] = ()) -> None:
+    """Every parameter present and no unknown ones (but those under the `unused` prefixes): a
+    checkpoint of another shape is refused."""
     mine = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
     missing, unexpected = module.load_state_dict(mine, strict=False)
     buffers = {name for name, _ in module.named_buffers()}
     missing = [m for m in missing if m not in buffers]
-    if missing or unexpected or len(mine) != len(state):
+    foreign = [k for k in state if not k.startswith(prefix) and not k.startswith(unused)]
+    if missing or unexpected or foreign:
         raise ValueError(f"checkpoint weights do not match the architecture: missing {missing[:5]}, "
-                         f"unexpected {(unexpected + [k for k in state if not k.startswith(prefix)])[:5]}")
+                         f"unexpected {(unexpected + foreign)[:5]}")
 
 
 # ---- reference decoding ---------------------------------------------------------------------

@@ -45,6 +45,7 @@ from omni_edge.export.qwen3_tts import (
     decode_streaming,
     generate_codes,
 )
+from omni_edge.export.qwen3_tts_codec import Qwen3TtsCodecDecoder
 from torch import nn
 from tqdm import tqdm
 
@@ -144,7 +145,7 @@ class PredictorHeadGraph(nn.Module):
 
 
 class VocoderGraph(nn.Module):
-    """Code2Wav over a fixed window, with its sliding-window causal mask as a constant."""
+    """The vocoder over a fixed window, with its sliding-window causal mask as a constant."""
 
     mask: torch.Tensor
     positions: torch.Tensor
@@ -160,8 +161,11 @@ class VocoderGraph(nn.Module):
 
     def forward(self, codes: torch.Tensor) -> torch.Tensor:
         v = self.v
-        hidden = v.code_embedding(codes + v.code_offset).mean(1)
         masks = {"sliding_attention": self.mask, "full_attention": self.mask}
+        if isinstance(v, Qwen3TtsCodecDecoder):
+            out: torch.Tensor = v(codes, masks, self.positions)
+            return out
+        hidden = v.code_embedding(codes + v.code_offset).mean(1)
         hidden = v.pre_transformer(inputs_embeds=hidden, attention_mask=masks, position_ids=self.positions).last_hidden_state
         hidden = hidden.permute(0, 2, 1)
         for blocks in v.upsample:

@@ -1,0 +1,98 @@
+"""A Qwen3-TTS release's speech tokenizer (the 12 Hz codec decoder) as the vocoder: its weights load
+as the release names them, the decoder equals the release's implementation (qwen-tts) on the
+fixture it wrote, and it streams through export and the native chain."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, VOCODER_DIR, Qwen3Tts, StreamShape, decode_offline
+from omni_edge.export.tts import TtsExportOptions, export_tts
+from omni_edge.runtime import SpeechSession
+from safetensors.torch import load_file, save_file
+
+FIXTURE = Path(__file__).parent / "data" / "qwen3_tts_12hz"
+
+
+@pytest.fixture(scope="module")
+def release_vocoder_checkpoint(tts_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny talker with the fixture's speech tokenizer, whose weights file also holds an
+    encoder (as a release's does)."""
+    out = tmp_path_factory.mktemp("release-vocoder") / "qwen3-tts-12hz"
+    shutil.copytree(tts_checkpoint, out)
+    shutil.copy2(FIXTURE / "config.json", out / VOCODER_DIR / "config.json")
+    weights = load_file(str(FIXTURE / "model.safetensors"))
+    weights["encoder.encoder.layers.0.conv.weight"] = torch.zeros(4, 1, 7)
+    save_file(weights, str(out / VOCODER_DIR / "model.safetensors"))
+    return out
+
+
+def test_decoder_equals_the_release_implementation(release_vocoder_checkpoint: Path) -> None:
+    model = Qwen3Tts.from_pretrained(release_vocoder_checkpoint)
+    ref = load_file(str(FIXTURE / "reference.safetensors"))
+    with torch.no_grad():
+        wav = model.vocoder(ref["codes"])
+        wav12 = model.vocoder(ref["codes"][..., :12])
+    assert wav.shape == ref["wav"].shape == (1, 1, 30 * SAMPLES_PER_FRAME)
+    assert float((wav - ref["wav"]).abs().max()) <= 1e-6
+    assert float((wav12 - ref["wav12"]).abs().max()) <= 1e-6
+    assert 0.1 < float(ref["wav"].std()) < 0.5  # speech level, not silence or clipping
+    # Causal without a tail: the first 12 frames' samples are final once those frames are decoded.
+    assert model.tail_samples == 0
+    assert float((wav[..., :12 * SAMPLES_PER_FRAME] - wav12).abs().max()) <= 1e-4
+
+
+def test_release_vocoder_streams_through_export_and_the_native_chain(release_vocoder_checkpoint: Path,
+                                                                     tmp_path: Path) -> None:
+    opts = TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=24,
+                            stream=StreamShape(first=1, chunk=5, left_context=24))
+    [(component, got)] = export_tts(release_vocoder_checkpoint, tmp_path, opts)
+    assert got["frame_agreement"] == 1.0 and got["pcm_sqnr_db"] >= 80.0, got  # ONNX graphs vs PyTorch
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["stages"][1]["vocoder"]["tail_samples"] == 0
+    session = SpeechSession.open(tmp_path / "plan.json")
+    utterance = session.speak("Hello from the speech pipeline.", max_frames=30, prebuffer_ms=0)
+    codes = torch.tensor(session.codes())
+    assert utterance.pcm.shape[0] == codes.shape[0] * SAMPLES_PER_FRAME and codes.shape[0] > 10
+    offline = decode_offline(Qwen3Tts.from_pretrained(release_vocoder_checkpoint), codes).numpy()
+    err = utterance.pcm - offline
+    # Chunks of 5 frames with 24 frames of left context against one offline decode: the fixture's
+    # two transformer layers with 8-frame windows reach 16 frames back, so the context covers them
+    # and the convolutions' reach (measured 99 dB, max 1.4e-5).
+    assert 10 * np.log10((offline ** 2).sum() / (err ** 2).sum()) >= 80.0 and np.abs(err).max() <= 1e-4
+    assert component.name == "speech-onnx"
+
+
+def test_a_foreign_speech_tokenizer_is_refused(release_vocoder_checkpoint: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    shutil.copytree(release_vocoder_checkpoint, bad)
+    weights = load_file(str(bad / VOCODER_DIR / "model.safetensors"))
+    weights["quantizer.extra"] = torch.zeros(1)
+    save_file(weights, str(bad / VOCODER_DIR / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"unexpected.*quantizer\.extra"):
+        Qwen3Tts.from_pretrained(bad)
+    config = json.loads((FIXTURE / "config.json").read_text())
+    config["decoder_config"]["codebook_size"] = 128
+    (bad / VOCODER_DIR / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="codebook_size"):
+        Qwen3Tts.from_pretrained(bad)
+
+
+def test_a_release_talker_is_refused_clearly(release_vocoder_checkpoint: Path, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    shutil.copytree(release_vocoder_checkpoint, release)
+    # The layout of a Qwen3-TTS-12Hz release's config.json (its keys; values of the 0.6B model).
+    (release / "config.json").write_text(json.dumps({
+        "model_type": "qwen3_tts", "tokenizer_type": "qwen3_tts_tokenizer_12hz", "tts_model_type": "base",
+        "tts_pad_token_id": 151671, "tts_bos_token_id": 151672, "tts_eos_token_id": 151673,
+        "talker_config": {"hidden_size": 1024, "num_hidden_layers": 28, "vocab_size": 3072, "num_code_groups": 16,
+                          "codec_pad_id": 2148, "codec_bos_id": 2149, "codec_eos_token_id": 2150,
+                          "rope_scaling": {"interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"},
+                          "code_predictor_config": {"hidden_size": 1024, "num_hidden_layers": 5, "vocab_size": 2048}}}))
+    with pytest.raises(ValueError, match="release's talker"):
+        Qwen3Tts.from_pretrained(release)
