@@ -21,9 +21,13 @@ CHECKPOINT_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.ji
                     "generation_config.json")
 
 
-def new_component(directory: Path, checkpoint: Path, extra: Iterable[Path] = ()) -> Path:
+def new_component(directory: Path, checkpoint: Path, extra: Iterable[Path] = (),
+                  required: Iterable[str] = ("tokenizer.json", "config.json")) -> Path:
     """An empty component directory (a previous one is replaced) holding the checkpoint's
-    runtime files that exist, plus `extra` files."""
+    runtime files that exist (the `required` ones must), plus `extra` files."""
+    missing = [name for name in required if not (checkpoint / name).is_file()]
+    if missing:
+        raise ValueError(f"{checkpoint}: no {', '.join(missing)}")
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)

@@ -348,15 +348,14 @@ def graph_sqnr(fp32_dir: Path, ctx_dir: Path, files: dict[str, str], samples: di
         fp32 = ort.InferenceSession(str(fp32_dir / file), providers=["CPUExecutionProvider"])
         htp = ort.InferenceSession(str(ctx_dir / ctx_name(file)), htp_session_options())
         names = [i.name for i in fp32.get_inputs()]
-        outputs = len(fp32.get_outputs()) if all_outputs else 1
-        refs: list[list[np.ndarray]] = [[] for _ in range(outputs)]
-        gots: list[list[np.ndarray]] = [[] for _ in range(outputs)]
+        outputs = [o.name for o in fp32.get_outputs()][:None if all_outputs else 1]
+        refs: list[list[np.ndarray]] = [[] for _ in outputs]
+        gots: list[list[np.ndarray]] = [[] for _ in outputs]
         for sample in samples[name][:per_graph]:
             feed = dict(zip(names, sample, strict=True))
-            for i, (r, g) in enumerate(zip(fp32.run(None, feed), htp.run(None, feed), strict=True)):
-                if i < outputs:
-                    refs[i].append(r.ravel())
-                    gots[i].append(g.ravel())
+            for i, (r, g) in enumerate(zip(fp32.run(outputs, feed), htp.run(outputs, feed), strict=True)):
+                refs[i].append(r.ravel())
+                gots[i].append(g.ravel())
         worst = np.inf
         for r_parts, g_parts in zip(refs, gots, strict=True):
             ref, got = np.concatenate(r_parts).astype(np.float64), np.concatenate(g_parts)

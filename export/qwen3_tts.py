@@ -121,17 +121,26 @@ class Talker(nn.Module):
 
 def _vocoder(config: dict[str, Any]) -> Any:
     """The speech tokenizer's decoder: a Qwen3-TTS release's 12 Hz codec decoder (model_type
-    "qwen3_tts_tokenizer_12hz"), or transformers' Qwen3-Omni Code2Wav (a plain Code2Wav config)."""
-    if config.get("model_type") == codec.MODEL_TYPE:
-        model: Any = codec.Qwen3TtsCodecDecoder(config["decoder_config"])
-        groups = model.groups
-    else:
-        from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeCode2WavConfig
-        from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import Qwen3OmniMoeCode2Wav
+    "qwen3_tts_tokenizer_12hz"), or transformers' Qwen3-Omni Code2Wav (a Code2Wav config, no
+    model_type)."""
+    kind = config.get("model_type")
+    if kind not in (None, codec.MODEL_TYPE):
+        raise ValueError(f"speech tokenizer model_type {kind!r} is not supported (only {codec.MODEL_TYPE!r}, or a "
+                         "Qwen3-Omni Code2Wav config)")
+    try:
+        if kind == codec.MODEL_TYPE:
+            model: Any = codec.Qwen3TtsCodecDecoder(config["decoder_config"])
+        else:
+            from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeCode2WavConfig
+            from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import Qwen3OmniMoeCode2Wav
 
-        cfg = Qwen3OmniMoeCode2WavConfig(**config)
-        groups, model = cfg.num_quantizers, Qwen3OmniMoeCode2Wav(cfg) if cfg.num_quantizers == CODE_GROUPS else None
-    if groups != CODE_GROUPS:
+            cfg = Qwen3OmniMoeCode2WavConfig(**config)
+            if cfg.num_quantizers != CODE_GROUPS:
+                raise ValueError(f"vocoder num_quantizers must be {CODE_GROUPS}")
+            model = Qwen3OmniMoeCode2Wav(cfg)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"speech tokenizer config: {exc!r} is missing or malformed") from exc
+    if int(model.config.num_quantizers) != CODE_GROUPS:
         raise ValueError(f"vocoder num_quantizers must be {CODE_GROUPS}")
     if int(model.total_upsample) != SAMPLES_PER_FRAME:
         raise ValueError(f"vocoder upsampling is {model.total_upsample}, not {SAMPLES_PER_FRAME} samples per frame")
@@ -142,11 +151,6 @@ def _vocoder_prefix(config: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     """(prefix of the decoder's weights, prefixes of weights the decoder does not use) in
     speech_tokenizer/model.safetensors: a release's also holds the encoder, which TTS never runs."""
     return ("decoder.", ("encoder.",)) if config.get("model_type") == codec.MODEL_TYPE else ("", ())
-
-
-def vocoder_codebook_size(config: dict[str, Any]) -> int:
-    c = config["decoder_config"] if config.get("model_type") == codec.MODEL_TYPE else config
-    return int(c["codebook_size"])
 
 
 class Qwen3Tts(nn.Module):
@@ -163,8 +167,8 @@ class Qwen3Tts(nn.Module):
         self.config = config
         self.talker = Talker(config["talker_config"])
         self.vocoder: Any = _vocoder(vocoder_config)
-        if vocoder_codebook_size(vocoder_config) != self.talker.ids.codebook_size:
-            raise ValueError(f"the vocoder's codebook_size ({vocoder_codebook_size(vocoder_config)}) is not the "
+        if int(self.vocoder.config.codebook_size) != self.talker.ids.codebook_size:
+            raise ValueError(f"the vocoder's codebook_size ({self.vocoder.config.codebook_size}) is not the "
                              f"talker's ({self.talker.ids.codebook_size})")
         self.vocoder_config = vocoder_config
         self.text_pad_id = int(config["text_pad_token_id"])

@@ -81,6 +81,13 @@ def test_a_foreign_speech_tokenizer_is_refused(release_vocoder_checkpoint: Path,
     (bad / VOCODER_DIR / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match="codebook_size"):
         Qwen3Tts.from_pretrained(bad)
+    del config["decoder_config"]["latent_dim"]
+    (bad / VOCODER_DIR / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="latent_dim"):
+        Qwen3Tts.from_pretrained(bad)
+    (bad / VOCODER_DIR / "config.json").write_text(json.dumps({**config, "model_type": "qwen3_tts_tokenizer_25hz"}))
+    with pytest.raises(ValueError, match="not supported"):
+        Qwen3Tts.from_pretrained(bad)
 
 
 def test_a_release_talker_is_refused_clearly(release_vocoder_checkpoint: Path, tmp_path: Path) -> None:

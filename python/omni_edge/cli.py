@@ -76,6 +76,7 @@ def _export_tts(args: argparse.Namespace) -> int:
         return 2
     opts = TtsExportOptions(prefill_chunk=args.prefill_chunk, buckets=args.buckets, validate=not args.no_validate,
                             threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context),
+                            validation_frames=args.validation_frames,
                             formats=formats)
     try:
         if args.target == "qnn-htp":
@@ -382,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--vocoder-on-npu", action="store_true",
                    help="qnn-htp: compile the vocoder windows for the HTP too (default: they run on the CPU)")
     e.add_argument("--no-validate", action="store_true")
+    e.add_argument("--validation-frames", type=int, default=48, help="frames spoken to validate the artifact")
     e.add_argument("--threads", type=int, default=0)
     e.set_defaults(func=_export_tts)
 
