@@ -134,10 +134,7 @@ def _vocoder(config: dict[str, Any]) -> Any:
             from transformers.models.qwen3_omni_moe.configuration_qwen3_omni_moe import Qwen3OmniMoeCode2WavConfig
             from transformers.models.qwen3_omni_moe.modeling_qwen3_omni_moe import Qwen3OmniMoeCode2Wav
 
-            cfg = Qwen3OmniMoeCode2WavConfig(**config)
-            if cfg.num_quantizers != CODE_GROUPS:
-                raise ValueError(f"vocoder num_quantizers must be {CODE_GROUPS}")
-            model = Qwen3OmniMoeCode2Wav(cfg)
+            model = Qwen3OmniMoeCode2Wav(Qwen3OmniMoeCode2WavConfig(**config))
     except (KeyError, TypeError) as exc:
         raise ValueError(f"speech tokenizer config: {exc!r} is missing or malformed") from exc
     if int(model.config.num_quantizers) != CODE_GROUPS:

@@ -186,9 +186,9 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
             for rel in ("weights.bin", "weights.json"):
                 shutil.copy2(build / "fp32" / rel, component / rel)
         plan_path = out / f"plan.qnn-{soc_key}-{precision}.json"
-        cpu_roles = {"vocoder"} if not vocoder_on_npu else set()
         plan = speech_plan(model, component.name, refs, opts, device="npu",
-                           devices={r: "cpu" for r in cpu_roles | ({"embed_hidden"} if OMNI_GRAPH in on_cpu else set())})
+                           devices={role: "cpu" for role, graph in (("vocoder", "vocoder_"), ("embed_hidden", OMNI_GRAPH))
+                                    if any(n.startswith(graph) for n in on_cpu)})
         plan_path.write_text(json.dumps(plan, indent=2) + "\n")
         identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
                         shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"

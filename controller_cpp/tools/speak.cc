@@ -47,6 +47,18 @@ struct Sink {
   std::string terminal;
 };
 
+// The session's info (an empty object if it is not JSON), printed to stderr with `print`.
+template <typename Handle>
+OeError* ReadInfo(Handle* handle, OeError* (*info)(Handle*, char**), const char* what, bool print, Json* out) {
+  char* text = nullptr;
+  if (OeError* error = info(handle, &text)) return error;
+  if (print) std::fprintf(stderr, "%s\n", text);
+  auto parsed = ParseJson(text, what);
+  oe_string_free(text);
+  *out = parsed.ok() && parsed->is_object() ? parsed.value() : Json::object();
+  return nullptr;
+}
+
 int OnEvent(const char* event_json, const void* pcm, int64_t n_samples, void* user_data) {
   auto* sink = static_cast<Sink*>(user_data);
   if (g_interrupted) return 1;
@@ -101,16 +113,13 @@ int Speak(int argc, char** argv, int first) {
   config.plan_path = plan.c_str();
   OeSpeech* speech = nullptr;
   if (OeError* error = oe_speech_open(&config, &speech)) return SpeakFail(error);
-  char* info_json = nullptr;
-  if (OeError* error = oe_speech_info(speech, &info_json)) {
+  Json described;
+  if (OeError* error = ReadInfo(speech, oe_speech_info, "speech info", info, &described)) {
     oe_speech_close(speech);
     return SpeakFail(error);
   }
-  const auto described = ParseJson(info_json, "speech info");
-  if (info) std::fprintf(stderr, "%s\n", info_json);
-  oe_string_free(info_json);
-  const int64_t rate = described.ok() ? described->value("sample_rate", int64_t(0)) : 0;
-  const std::string dtype = described.ok() ? described->value("pcm_dtype", std::string()) : "";
+  const int64_t rate = described.value("sample_rate", int64_t(0));
+  const std::string dtype = described.value("pcm_dtype", std::string());
 
   params.text = text.c_str();
   params.text_ids = ids.empty() ? nullptr : ids.data();
@@ -196,18 +205,16 @@ int RunOmni(const OeSessionConfig& config, const OeGenerateParams& text, int max
             bool json, OeEventCallback on_text, void* text_user) {
   OeOmni* omni = nullptr;
   if (OeError* error = oe_omni_open(&config, &omni)) return SpeakFail(error);
-  char* info_json = nullptr;
-  if (OeError* error = oe_omni_info(omni, &info_json)) {
+  Json described;
+  if (OeError* error = ReadInfo(omni, oe_omni_info, "omni info", false, &described)) {
     oe_omni_close(omni);
     return SpeakFail(error);
   }
-  const auto described = ParseJson(info_json, "omni info");
-  oe_string_free(info_json);
   OeSpeakParams speech;
   oe_speak_params_default(&speech);
   speech.max_frames = max_frames;
   WavWriter wav;
-  if (!wav.Open(wav_path, described.ok() ? described->value("sample_rate", int64_t(0)) : 0)) {
+  if (!wav.Open(wav_path, described.value("sample_rate", int64_t(0)))) {
     oe_omni_close(omni);
     std::fprintf(stderr, "omni-edge-run: cannot write %s\n", wav_path.c_str());
     return 1;
@@ -215,7 +222,7 @@ int RunOmni(const OeSessionConfig& config, const OeGenerateParams& text, int max
   OmniSink sink;
   sink.audio.wav = &wav;
   sink.audio.json = json;
-  sink.audio.dtype = described.ok() ? described->value("pcm_dtype", std::string()) : "";
+  sink.audio.dtype = described.value("pcm_dtype", std::string());
   sink.on_text = on_text;
   sink.text_user = text_user;
   std::signal(SIGINT, OnSigint);
