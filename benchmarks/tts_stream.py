@@ -82,11 +82,10 @@ def run_native(args: argparse.Namespace) -> list[dict[str, Any]]:
 def run_pytorch(args: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
     from omni_edge.export.qwen3_tts import Qwen3Tts, StreamShape, decode_window, stream_codes
-    from tokenizers import Tokenizer
 
     torch.set_num_threads(args.threads)
     model = Qwen3Tts.from_pretrained(args.checkpoint)
-    ids = Tokenizer.from_file(str(args.checkpoint / "tokenizer.json")).encode(TEXT).ids
+    ids = model.tokenizer.encode(TEXT).ids
     shape = StreamShape()
     results = []
     for i in range(args.repeats + 1):

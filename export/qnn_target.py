@@ -154,11 +154,12 @@ def fuse_rmsnorm(model: onnx.ModelProto) -> int:
 
 
 # ---- calibration through the native engine -------------------------------------------
-def calibration_token_ids(tokenizer_json: Path, lengths: Sequence[int]) -> list[list[int]]:
-    """Sequences of the requested lengths from the shipped calibration text."""
+def calibration_token_ids(tokenizer: Path | Any, lengths: Sequence[int]) -> list[list[int]]:
+    """Sequences of the requested lengths from the shipped calibration text; `tokenizer` is a
+    tokenizer.json or a loaded `tokenizers.Tokenizer`."""
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(tokenizer_json))
+    tok = Tokenizer.from_file(str(tokenizer)) if isinstance(tokenizer, Path) else tokenizer
     text = CALIBRATION_TEXT.read_text()
     ids = tok.encode(text).ids
     out, start = [], 0

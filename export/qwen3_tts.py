@@ -17,18 +17,32 @@ Three stages, at 12.5 frames per second, 16 codebooks per frame, 24 kHz audio:
 Checkpoint directory: config.json (model_type "qwen3_tts": talker, code predictor and vocoder
 configs, codec ids), model.safetensors (talker.* and talker.code_predictor.*), tokenizer.json,
 and speech_tokenizer/ with the vocoder's config.json + model.safetensors, as Qwen3-TTS lays out
-its speech tokenizer. A Qwen3-TTS release's speech_tokenizer/ loads as it is (its decoder; the
-encoder's weights are not needed). Its talker does not yet: the release names the talker's
-embeddings differently, gives codebook 0 a vocabulary of 3072 with its special ids inside it,
-uses interleaved multimodal RoPE (equal to 1-D RoPE for speech, whose three position rows are
-equal) and builds its prompt from role, language and speaker tokens; the loader refuses it.
+its speech tokenizer.
+
+A Qwen3-TTS release (Qwen3-TTS-12Hz-0.6B/1.7B, CustomVoice / VoiceDesign / Base) loads as it is:
+its talker_config (no "decoder" section) maps onto the same modules (`qwen3_tts_release`),
+its weights (bfloat16) load under the release's names, its Qwen2 tokenizer (vocab.json +
+merges.txt) converts to a tokenizer.json, and its speech_tokenizer/ is the 12 Hz codec decoder.
+What differs from the local layout is data, not structure:
+  - codebook 0 has a 3072-id vocabulary with the special ids (pad, bos, eos, think tags,
+    languages, speakers) inside it; ids past the codebook but eos are never spoken, and eos not
+    before `min_frames` (2) frames;
+  - the prompt (`Prompt`): text-only rows for the chat role (and an instruction), then text-pad
+    rows beside the think / language / speaker codec ids, the text bos beside the codec pad, each
+    text token beside the codec pad, the text eos beside the codec pad, and the text pad beside
+    the codec bos (generate()'s non-streaming prompt); every frame after reads the text pad;
+  - interleaved multimodal RoPE whose three position rows are equal for speech: 1-D RoPE;
+  - a code predictor narrower than the talker (1.7B) reads its inputs through
+    `small_to_mtp_projection`;
+  - sampling defaults from generation_config.json (repetition penalty on codebook 0).
+Voice cloning (a speaker embedding from reference audio) is not supported.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,27 +59,52 @@ MODEL_TYPE = "qwen3_tts"
 VOCODER_DIR = "speech_tokenizer"
 
 
+ABSENT = -1  # a prompt row without a codec id (text only)
+
+
 @dataclass(frozen=True)
 class CodecIds:
-    """Special ids of codebook 0 beyond the codebook itself."""
+    """Codebook 0: `codebook_size` codes, then (up to `vocab`) special ids, some named here."""
 
     codebook_size: int
+    pad: int
+    bos: int
+    eos: int
+    vocab: int
 
-    @property
-    def pad(self) -> int:
-        return self.codebook_size
+    @classmethod
+    def after_codebook(cls, codebook_size: int) -> CodecIds:
+        """The local layout: pad, bos, eos right after the codebook."""
+        return cls(codebook_size, codebook_size, codebook_size + 1, codebook_size + 2, codebook_size + 3)
 
-    @property
-    def bos(self) -> int:
-        return self.codebook_size + 1
 
-    @property
-    def eos(self) -> int:
-        return self.codebook_size + 2
+@dataclass(frozen=True)
+class Prompt:
+    """The talker's prefix around the text: `head` rows, each text token beside `text_codec`,
+    then `tail` rows; every frame after reads `frame_text`. A row is (text id, codec id of
+    codebook 0, or ABSENT)."""
 
-    @property
-    def vocab(self) -> int:
-        return self.codebook_size + 3
+    head: tuple[tuple[int, int], ...]
+    text_codec: int
+    tail: tuple[tuple[int, int], ...]
+    frame_text: int
+
+    def rows(self, text_ids: list[int]) -> list[tuple[int, int]]:
+        return [*self.head, *((t, self.text_codec) for t in text_ids), *self.tail]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"head": [list(r) for r in self.head], "text_codec": self.text_codec,
+                "tail": [list(r) for r in self.tail], "frame_text": self.frame_text}
+
+
+@dataclass(frozen=True)
+class Voice:
+    """A release's prompt choices: a speaker of its spk_id, a language of its codec_language_id
+    (or "auto"), and an instruction (the 1.7B's)."""
+
+    speaker: str = ""
+    language: str = "auto"
+    instruct: str = ""
 
 
 class TextProjection(nn.Module):
@@ -92,20 +131,36 @@ class Talker(nn.Module):
         )
 
         super().__init__()
-        self.ids = CodecIds(int(config["codebook_size"]))
         decoder = Qwen3Config(**config["decoder"])
+        size = int(config["codebook_size"])
+        if "codec_ids" in config:  # a release's: special ids anywhere past the codebook
+            named = config["codec_ids"]
+            self.ids = CodecIds(size, int(named["pad"]), int(named["bos"]), int(named["eos"]), int(decoder.vocab_size))
+        else:
+            self.ids = CodecIds.after_codebook(size)
         if decoder.vocab_size != self.ids.vocab:
             raise ValueError(f"talker decoder.vocab_size must be codebook_size + 3 = {self.ids.vocab}")
+        if not all(size <= i < self.ids.vocab for i in (self.ids.pad, self.ids.bos, self.ids.eos)):
+            raise ValueError(f"codec pad/bos/eos must lie past the codebook, inside the vocabulary [{size}, {self.ids.vocab})")
         self.model: Any = Qwen3Model(decoder)  # embed_tokens: the embedding of codebook 0 (with its special ids)
         self.text_embedding = nn.Embedding(int(config["text_vocab_size"]), int(config["text_hidden_size"]))
         self.text_projection = TextProjection(int(config["text_hidden_size"]), decoder.hidden_size)
         self.codec_head = nn.Linear(decoder.hidden_size, self.ids.vocab, bias=False)
         predictor = Qwen3OmniMoeTalkerCodePredictorConfig(**config["code_predictor"])
-        if predictor.num_code_groups != CODE_GROUPS or predictor.hidden_size != decoder.hidden_size:
-            raise ValueError(f"code_predictor: {CODE_GROUPS} code groups and the talker's hidden size are required")
+        if predictor.num_code_groups != CODE_GROUPS:
+            raise ValueError(f"code_predictor: {CODE_GROUPS} code groups are required")
         if predictor.vocab_size != self.ids.codebook_size:
             raise ValueError("code_predictor.vocab_size must equal codebook_size")
         self.code_predictor: Any = Qwen3OmniMoeTalkerCodePredictorModelForConditionalGeneration(predictor)
+        if predictor.hidden_size != decoder.hidden_size:
+            # A predictor narrower than the talker (the 1.7B release): its codebook tables are in
+            # the talker's width (the talker sums them too) and every predictor input passes
+            # through a projection to its own width.
+            self.code_predictor.model.codec_embedding = nn.ModuleList(
+                nn.Embedding(predictor.vocab_size, decoder.hidden_size) for _ in range(CODE_GROUPS - 1))
+            self.code_predictor.small_to_mtp_projection = nn.Linear(decoder.hidden_size, predictor.hidden_size)
+        else:
+            self.code_predictor.small_to_mtp_projection = nn.Identity()
 
     def text_part(self, text_ids: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.text_projection(self.text_embedding(text_ids))
@@ -151,14 +206,18 @@ def _vocoder_prefix(config: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
 
 
 class Qwen3Tts(nn.Module):
-    def __init__(self, config: dict[str, Any], vocoder_config: dict[str, Any]) -> None:
+    tokenizer: Any  # the text side (a `tokenizers.Tokenizer`), set by from_pretrained
+
+    """The three stages of a local checkpoint's config (a release's is mapped onto it by
+    `from_pretrained`); `prompt` is the talker's prefix (the local layout's by default)."""
+
+    def __init__(self, config: dict[str, Any], vocoder_config: dict[str, Any], prompt: Prompt | None = None) -> None:
         super().__init__()
         if config.get("model_type") != MODEL_TYPE:
             raise ValueError(f"model_type {config.get('model_type')!r} is not {MODEL_TYPE!r}")
         if "decoder" not in config.get("talker_config", {"decoder": None}):
-            raise ValueError("this is a Qwen3-TTS release's talker (talker_config without a decoder section): its "
-                             "speech tokenizer loads, but its talker (codebook 0 with special ids inside a 3072-entry "
-                             "vocabulary, a prompt of role, language and speaker tokens) is not supported yet")
+            raise ValueError("a Qwen3-TTS release's config (talker_config without a decoder section): load the "
+                             "release directory with Qwen3Tts.from_pretrained, which maps it")
         if config.get("talker_config", {}).get("decoder", {}).get("rope_scaling"):
             raise ValueError("multimodal/scaled RoPE in the talker is not supported")
         self.config = config
@@ -169,6 +228,10 @@ class Qwen3Tts(nn.Module):
                              f"talker's ({self.talker.ids.codebook_size})")
         self.vocoder_config = vocoder_config
         self.text_pad_id = int(config["text_pad_token_id"])
+        self.min_frames = int(config.get("min_frames", 0))  # frames before end of speech may be said
+        ids = self.talker.ids
+        self.prompt = prompt or Prompt((), ids.pad, ((self.text_pad_id, ids.bos),), self.text_pad_id)
+        self.sampling = Sampling()  # the checkpoint's recommended sampling (greedy for a local one)
         self.eval()
 
     @property
@@ -176,17 +239,29 @@ class Qwen3Tts(nn.Module):
         return self.talker.ids
 
     @classmethod
-    def from_pretrained(cls, directory: Path) -> Qwen3Tts:
+    def from_pretrained(cls, directory: Path, voice: Voice | None = None) -> Qwen3Tts:
+        """A local checkpoint, or a Qwen3-TTS release (whose prompt `voice` chooses)."""
+        from omni_edge.export import qwen3_tts_release as release
         from safetensors.torch import load_file
 
-        for rel in ("config.json", "model.safetensors", "tokenizer.json", f"{VOCODER_DIR}/config.json",
-                    f"{VOCODER_DIR}/model.safetensors"):
+        for rel in ("config.json", "model.safetensors", f"{VOCODER_DIR}/config.json", f"{VOCODER_DIR}/model.safetensors"):
             if not (directory / rel).is_file():
                 raise ValueError(f"{directory}: not a {MODEL_TYPE} checkpoint directory (no {rel})")
         config = json.loads((directory / "config.json").read_text())
         vocoder_config = json.loads((directory / VOCODER_DIR / "config.json").read_text())
-        model = cls(config, vocoder_config)
-        _load_exact(model.talker, load_file(str(directory / "model.safetensors")), "talker.")
+        tokenizer = release.text_tokenizer(directory)
+        weights = load_file(str(directory / "model.safetensors"))
+        if release.is_release(config):
+            mapped = release.convert(config, tokenizer, voice or Voice(), directory)
+            model = cls(mapped.config, vocoder_config, mapped.prompt)
+            model.sampling = mapped.sampling
+            weights = release.rename_weights(weights)
+        else:
+            if voice not in (None, Voice()):
+                raise ValueError("speakers, languages and instructions are a Qwen3-TTS release's; this checkpoint has none")
+            model = cls(config, vocoder_config)
+        model.tokenizer = tokenizer
+        _load_exact(model.talker, weights, "talker.", release.UNUSED_PREFIXES)
         prefix, unused = _vocoder_prefix(vocoder_config)
         _load_exact(model.vocoder, load_file(str(directory / VOCODER_DIR / "model.safetensors")), prefix, unused)
         return model.eval()
@@ -229,14 +304,29 @@ def _load_exact(module: nn.Module, state: dict[str, torch.Tensor], prefix: str, 
 
 @dataclass(frozen=True)
 class Sampling:
-    """Greedy when temperature == 0."""
+    """Greedy when temperature == 0. The repetition penalty applies to codebook 0 only, over the
+    codes already spoken (as a release's generate() applies it)."""
 
     temperature: float = 0.0
     top_k: int = 0
     seed: int = 0
+    repetition_penalty: float = 1.0
 
 
-def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator) -> int:
+def penalized(logits: torch.Tensor, history: Iterable[int], penalty: float) -> torch.Tensor:
+    """The repetition penalty (as transformers applies it): each id in `history` once, its score
+    divided by `penalty` when positive, multiplied when negative."""
+    seen = torch.tensor(sorted(set(history)), dtype=torch.long)
+    if penalty == 1.0 or not len(seen):
+        return logits
+    score = logits[seen]
+    out = logits.clone()
+    out[seen] = torch.where(score < 0, score * penalty, score / penalty)
+    return out
+
+
+def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator, history: Iterable[int] = ()) -> int:
+    logits = penalized(logits, history, sampling.repetition_penalty)
     if sampling.temperature <= 0:
         return int(torch.argmax(logits))
     scaled = logits / sampling.temperature
@@ -244,6 +334,15 @@ def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator) -> int
         kth = torch.topk(scaled, min(sampling.top_k, scaled.numel())).values[-1]
         scaled = torch.where(scaled < kth, torch.full_like(scaled, -float("inf")), scaled)
     return int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=gen))
+
+
+def suppressed(ids: CodecIds, frame_index: int, min_frames: int) -> torch.Tensor:
+    """Codebook-0 ids never spoken at this frame: every special id but eos, and eos too before
+    `min_frames` frames."""
+    out = torch.zeros(ids.vocab, dtype=torch.bool)
+    out[ids.codebook_size:] = True
+    out[ids.eos] = frame_index < min_frames
+    return out
 
 
 def _talk(model: Qwen3Tts, embeds: torch.Tensor, text_part: Callable[[int], torch.Tensor], max_frames: int,
@@ -255,30 +354,38 @@ def _talk(model: Qwen3Tts, embeds: torch.Tensor, text_part: Callable[[int], torc
     t, ids = model.talker, model.ids
     gen = torch.Generator().manual_seed(sampling.seed)
     cache = DynamicCache(config=t.model.config)
-    suppress = torch.zeros(ids.vocab, dtype=torch.bool)
-    suppress[[ids.pad, ids.bos]] = True  # never speak a control id; EOS ends speech
+    spoken: list[int] = []
     for frame_index in range(max_frames):
         hidden = t.model(inputs_embeds=embeds, cache=cache, use_cache=True).last_hidden_state[:, -1:]
-        logits0 = t.codec_head(hidden)[0, -1].masked_fill(suppress, -float("inf"))
-        c0 = _pick(logits0, sampling, gen)
+        logits0 = t.codec_head(hidden)[0, -1].masked_fill(suppressed(ids, frame_index, model.min_frames), -float("inf"))
+        c0 = _pick(logits0, sampling, gen, spoken)
         if c0 == ids.eos:
             return
+        spoken.append(c0)
         frame = [c0, *predict_codes(model, hidden, c0, sampling, gen)]
         yield frame
         embeds = text_part(frame_index + 1) + t.frame_embedding(torch.tensor([[frame]]))
+
+
+def prefix_embeds(model: Qwen3Tts, text_ids: list[int]) -> torch.Tensor:
+    """The talker's input over its prompt: each row's projected text embedding plus its codec
+    embedding (none for ABSENT)."""
+    t = model.talker
+    rows = model.prompt.rows(text_ids)
+    text = t.text_part(torch.tensor([[r[0] for r in rows]]))
+    codec = torch.tensor([[max(r[1], 0) for r in rows]])
+    present = torch.tensor([[r[1] != ABSENT for r in rows]]).unsqueeze(-1)
+    out: torch.Tensor = text + t.model.embed_tokens(codec) * present
+    return out
 
 
 @torch.no_grad()
 def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
                  sampling: Sampling = Sampling()) -> Iterator[list[int]]:
     """Text to speech: yields each frame's 16 codes as it is made (at most max_frames; fewer when
-    codebook 0 says end of speech). The prefix is every text token with the codec pad, then the
-    text pad with the codec BOS; every frame after reads the text pad."""
-    t, ids = model.talker, model.ids
-    text = torch.tensor([[*text_ids, model.text_pad_id]])
-    codec = torch.tensor([[ids.pad] * len(text_ids) + [ids.bos]])
-    pad = t.text_part(torch.tensor([[model.text_pad_id]]))
-    yield from _talk(model, t.text_part(text) + t.model.embed_tokens(codec), lambda _: pad, max_frames, sampling)
+    codebook 0 says end of speech), after the prompt's prefix (`Prompt`)."""
+    frame_text = model.talker.text_part(torch.tensor([[model.prompt.frame_text]]))
+    yield from _talk(model, prefix_embeds(model, text_ids), lambda _: frame_text, max_frames, sampling)
 
 
 @torch.no_grad()
@@ -288,7 +395,7 @@ def stream_codes_from_hidden(model: Qwen3Tts, hidden: torch.Tensor, max_frames: 
     frame t reads text_projection(hidden[t]) (the text pad's part once t >= n) plus the codes of
     frame t-1 (the codec BOS for frame 0), so it needs only the first t + 1 text tokens."""
     t, ids = model.talker, model.ids
-    pad = t.text_part(torch.tensor([[model.text_pad_id]]))
+    pad = t.text_part(torch.tensor([[model.prompt.frame_text]]))
 
     def text_part(i: int) -> torch.Tensor:
         return t.text_projection(hidden[i].reshape(1, 1, -1)) if i < hidden.shape[0] else pad
@@ -309,13 +416,13 @@ def predict_codes(model: Qwen3Tts, hidden: torch.Tensor, c0: int, sampling: Samp
 
     p = model.talker.code_predictor
     cache = DynamicCache(config=p.config)
-    embeds = torch.cat([hidden, model.talker.model.embed_tokens(torch.tensor([[c0]]))], dim=1)
+    embeds = p.small_to_mtp_projection(torch.cat([hidden, model.talker.model.embed_tokens(torch.tensor([[c0]]))], dim=1))
     codes: list[int] = []
     for g in range(1, CODE_GROUPS):
         out = p.model(inputs_embeds=embeds, cache=cache, use_cache=True).last_hidden_state[:, -1]
         code = _pick(p.lm_head[g - 1](out)[0], sampling, gen)
         codes.append(code)
-        embeds = p.model.codec_embedding[g - 1](torch.tensor([[code]]))
+        embeds = p.small_to_mtp_projection(p.model.codec_embedding[g - 1](torch.tensor([[code]])))
     return codes
 
 

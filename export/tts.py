@@ -5,15 +5,18 @@ Talker and code predictor are Qwen3 decoders: their bodies are the same graphs a
 LLM's (`qwen3.BodyGraph`: explicit KV cache in, new keys/values out, additive mask), so the
 native engine that runs a text model runs them. What differs is around the bodies:
   talker embed      (text_ids [1, N], codes [1, N, 16]) -> hidden: projected text embedding plus
-                    the sum of the 16 codebook embeddings; a code equal to the codebook size
-                    means "absent" (a zero row), as in the prefix where only codebook 0 is set.
+                    the sum of the 16 codebook embeddings; codebook 0's vocabulary size, or the
+                    codebook size for codebooks 1..15, means "absent" (a zero row): the prompt
+                    sets codebook 0 only, or no codebook (text-only rows).
   talker embed from hidden  (text_hidden [1, 1, Ht], codes [1, 1, 16]) -> hidden: the omni
                     talker's input, a thinker hidden state through the text projection.
-  talker head       hidden [1, 1, H] -> (normed hidden [1, 1, H], codebook-0 logits [1, 1, V0]);
-                    the normed hidden is the code predictor's first input.
-  predictor embed   ids [1, N] -> hidden over one table: codebook 0 (V0 rows), then codebooks
-                    1..15 (V rows each); id = offset of the codebook + code.
-  predictor head    hidden [1, 1, H] -> logits [1, 15, V], all 15 heads (the runtime reads row g-1).
+  talker head       hidden [1, 1, H] -> (normed [1, 1, Hp], codebook-0 logits [1, 1, V0]);
+                    normed is the final-normed hidden through the predictor's input projection
+                    (none when the predictor is as wide as the talker): its first input.
+  predictor embed   ids [1, N] -> hidden [1, N, Hp] over one table: codebook 0 (V0 rows), then
+                    codebooks 1..15 (V rows each), id = offset of the codebook + code; through
+                    the predictor's input projection.
+  predictor head    hidden [1, 1, Hp] -> logits [1, 15, V], all 15 heads (the runtime reads row g-1).
   vocoder           codes [1, 16, W] -> wav [1, 1, W x 1920 - tail]: one fixed window of W frames
                     (left context + chunk + 1), right-padded; causal, so padding never changes
                     the samples a chunk emits.
@@ -37,13 +40,18 @@ from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, Va
 from omni_edge.export import onnx_target
 from omni_edge.export.qwen3 import BodyGraph, Qwen3Shape, RMSNorm, body_example, body_io_names
 from omni_edge.export.qwen3_tts import (
+    ABSENT,
     CODE_GROUPS,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
     Qwen3Tts,
+    Sampling,
     StreamShape,
+    Voice,
     decode_streaming,
     generate_codes,
+    penalized,
+    suppressed,
 )
 from omni_edge.export.qwen3_tts_codec import Qwen3TtsCodecDecoder
 from torch import nn
@@ -63,6 +71,7 @@ class TtsExportOptions:
     validation_frames: int = 48
     threads: int = 0
     formats: tuple[str, ...] = ("onnx",)  # onnx (ONNX Runtime) and/or pte (ExecuTorch, XNNPACK)
+    voice: Voice = field(default_factory=Voice)  # a release's speaker, language and instruction
 
 
 class TalkerEmbedGraph(nn.Module):
@@ -75,7 +84,9 @@ class TalkerEmbedGraph(nn.Module):
         self.text_projection = t.text_projection
         rows = [torch.cat([e.weight.detach(), torch.zeros(1, e.weight.shape[1])])  # + the "absent" row
                 for e in t.code_predictor.model.codec_embedding]
-        self.codebook0 = nn.Parameter(t.model.embed_tokens.weight.detach().clone(), requires_grad=False)
+        table0 = t.model.embed_tokens.weight.detach()
+        self.codebook0 = nn.Parameter(torch.cat([table0, torch.zeros(1, table0.shape[1])]),  # + the "absent" row
+                                      requires_grad=False)
         self.codebooks = nn.Parameter(torch.cat(rows), requires_grad=False)       # [15 * (V + 1), H]
         offsets = torch.arange(CODE_GROUPS - 1) * (ids.codebook_size + 1)
         self.register_buffer("offsets", offsets, persistent=False)
@@ -107,12 +118,14 @@ class TalkerHeadGraph(nn.Module):
         t = model.talker
         self.norm = RMSNorm(t.model.norm.weight, s.eps, reduce)
         self.weight = nn.Parameter(t.codec_head.weight.detach().t().contiguous(), requires_grad=False)
+        self.projection = t.code_predictor.small_to_mtp_projection
         self.s = s
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         normed = self.norm(hidden)
         logits = (normed.reshape(1, self.s.hidden) @ self.weight).reshape(1, 1, -1)
-        return normed, logits
+        out: torch.Tensor = self.projection(normed)
+        return out, logits
 
 
 class PredictorEmbedGraph(nn.Module):
@@ -121,9 +134,11 @@ class PredictorEmbedGraph(nn.Module):
         p = model.talker.code_predictor
         tables = [model.talker.model.embed_tokens.weight.detach()] + [e.weight.detach() for e in p.model.codec_embedding]
         self.table = nn.Parameter(torch.cat(tables), requires_grad=False)
+        self.projection = p.small_to_mtp_projection
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.table[ids]
+        out: torch.Tensor = self.projection(self.table[ids])
+        return out
 
 
 def predictor_id(model: Qwen3Tts, group: int, code: int) -> int:
@@ -338,33 +353,37 @@ class GraphRunner:
         [T, 16], teacher forcing: each frame's prediction is made from the forced codes before
         it (its codebook 0 and earlier codebooks included), and all T predictions are returned."""
         m, ids, C = self.model, self.model.ids, self.opts.prefill_chunk
-        absent = ids.codebook_size
         kv = self._empty(self.talker_s, self.cache)
-        prefix_text = [*text_ids, m.text_pad_id]
-        prefix_codes = [[ids.pad] + [absent] * (CODE_GROUPS - 1) for _ in text_ids] + [[ids.bos] + [absent] * 15]
+        rows = m.prompt.rows(text_ids)
         pos = 0
         hidden_last = None
-        for start in range(0, len(prefix_text), C):
-            n_valid = min(C, len(prefix_text) - start)
-            text = np.array([prefix_text[start:start + n_valid] + [0] * (C - n_valid)], np.int64)
-            codes = np.array([prefix_codes[start:start + n_valid] + [[0] * CODE_GROUPS] * (C - n_valid)], np.int64)
+        for start in range(0, len(rows), C):
+            n_valid = min(C, len(rows) - start)
+            text = np.zeros((1, C), np.int64)
+            codes = np.zeros((1, C, CODE_GROUPS), np.int64)
+            for i, (text_id, codec_id) in enumerate(rows[start:start + n_valid]):
+                text[0, i] = text_id
+                codes[0, i] = [ids.vocab if codec_id == ABSENT else codec_id] + [ids.codebook_size] * (CODE_GROUPS - 1)
             emb = self._run(f"talker_embed_n{C}", {"text_ids": text, "codes": codes})[0]
             h = self._body(f"talker_prefill_s{self.cache}", self.talker_s, kv, emb, pos, n_valid)
             hidden_last = h[:, n_valid - 1:n_valid]
             pos += n_valid
         frames: list[list[int]] = []
+        history: set[int] = set()  # codebook-0 codes said so far (forced ones when forcing)
+        penalty = m.sampling.repetition_penalty  # greedy, with the checkpoint's penalty (validation_sampling)
         for t in range(max_frames if forced is None else len(forced)):
             assert hidden_last is not None
             normed, logits = self._run("talker_head", {"hidden": hidden_last})
-            logits = logits[0, 0].copy()
-            logits[[ids.pad, ids.bos]] = -np.inf
+            logits = penalized(torch.from_numpy(logits[0, 0].copy()), history, penalty).numpy()
+            logits[suppressed(ids, t, m.min_frames).numpy()] = -np.inf
             c0 = int(np.argmax(logits))
             if c0 == ids.eos and forced is None:
                 break
             truth = None if forced is None else [int(c) for c in forced[t]]
             frame = [c0, *self._predict(normed, c0 if truth is None else truth[0], truth)]
             frames.append(frame)
-            emb = self._run("talker_embed_n1", {"text_ids": np.array([[m.text_pad_id]], np.int64),
+            history.add(c0 if truth is None else truth[0])
+            emb = self._run("talker_embed_n1", {"text_ids": np.array([[m.prompt.frame_text]], np.int64),
                                                 "codes": np.array([[truth or frame]], np.int64)})[0]
             hidden_last = self._body(f"talker_decode_s{self.cache}", self.talker_s, kv, emb, pos, 1)
             pos += 1
@@ -430,7 +449,7 @@ def validate_graphs(model: Qwen3Tts, directory: Path, files: dict[str, str], opt
     vs PyTorch, and the streamed PCM of those codes."""
     runner = GraphRunner(model, directory, files, opts)
     got = runner.codes(text_ids, opts.validation_frames)
-    ref = generate_codes(model, text_ids, opts.validation_frames).numpy()
+    ref = generate_codes(model, text_ids, opts.validation_frames, validation_sampling(model)).numpy()
     return _compare(model, got, ref, np.concatenate(runner.pcm(got)) if len(got) else np.zeros(0, np.float32), opts)
 
 
@@ -441,9 +460,11 @@ def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_id
     from omni_edge.runtime import SpeechSession
 
     session = SpeechSession.open(plan, allow_unqualified=True, threads=opts.threads)
-    utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames)
+    greedy = validation_sampling(model)
+    utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames,
+                              sampling={"temperature": 0.0, "repetition_penalty": greedy.repetition_penalty})
     got = np.array(session.codes(), np.int64).reshape(-1, CODE_GROUPS)
-    ref = generate_codes(model, text_ids, opts.validation_frames).numpy() if reference is None else reference
+    ref = generate_codes(model, text_ids, opts.validation_frames, greedy).numpy() if reference is None else reference
     return _compare(model, got, ref, utterance.pcm, opts)
 
 
@@ -456,12 +477,25 @@ FORCED_AGREEMENTS = ("forced_codebook0_agreement", "forced_predictor_agreement")
 VALIDATION_TEXT = "Hello from the speech pipeline."
 
 
-def validation_ids(checkpoint: Path) -> list[int]:
+def validation_ids(model: Qwen3Tts) -> list[int]:
     """The validation sentence in the checkpoint's tokens."""
-    from tokenizers import Tokenizer
-
-    ids: list[int] = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode(VALIDATION_TEXT).ids
+    ids: list[int] = model.tokenizer.encode(VALIDATION_TEXT).ids
     return ids
+
+
+def validation_sampling(model: Qwen3Tts) -> Sampling:
+    """What validation decodes with: greedy, with the checkpoint's repetition penalty (so that a
+    release's codes are the ones its greedy generate() makes)."""
+    return Sampling(repetition_penalty=model.sampling.repetition_penalty)
+
+
+def speech_component(directory: Path, model: Qwen3Tts, checkpoint: Path, extra: tuple[Path, ...] = ()) -> Path:
+    """`new_component` for a speech checkpoint, with its text tokenizer as tokenizer.json (a
+    release's is converted from vocab.json + merges.txt)."""
+    out = new_component(directory, checkpoint, extra, required=("config.json",))
+    if not (out / "tokenizer.json").is_file():
+        model.tokenizer.save(str(out / "tokenizer.json"))
+    return out
 
 
 def reports(identity: dict[str, str], got: dict[str, float] | None,
@@ -506,13 +540,15 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, Any], opts: Tt
     def group(graphs: dict[str, Any], role: str) -> dict[str, Any]:
         return {"backend": backend, "device": (devices or {}).get(role, device), "graphs": graphs}
 
-    ids, s = model.ids, opts.stream
+    ids, s, sampling = model.ids, opts.stream, model.sampling
     talker = {
         "stage_id": 0, "model_stage": "talker", "execution_type": "llm_ar", "input_sources": [],
         "engine_output_type": "codes", "artifact": component,
         "talker": {"tokenizer": "tokenizer.json", "text_pad_id": model.text_pad_id, "code_groups": CODE_GROUPS,
                    "codebook_size": ids.codebook_size, "codec_ids": {"pad": ids.pad, "bos": ids.bos, "eos": ids.eos},
-                   "max_frames": 1500,
+                   "max_frames": 1500, "min_frames": model.min_frames, "prompt": model.prompt.to_json(),
+                   "sampling": {"temperature": sampling.temperature, "top_k": sampling.top_k,
+                                "repetition_penalty": sampling.repetition_penalty},
                    "decoder": _decoder(_shape(model.talker.model.config), ids.vocab, C, buckets),
                    "predictor": _decoder(_shape(model.talker.code_predictor.config), ids.codebook_size, 1,
                                          [PREDICTOR_SLOTS])},
@@ -549,10 +585,10 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
     the validation reports) and OUT/plan.<fmt>.json; OUT/plan.json is the first format's plan.
     Returns each component with its validation numbers (empty when validation is off)."""
     check_options(opts)
-    model = Qwen3Tts.from_pretrained(checkpoint)
+    model = Qwen3Tts.from_pretrained(checkpoint, opts.voice)
     if not opts.formats or any(f not in ("onnx", "pte") for f in opts.formats):
         raise ValueError(f"formats: onnx and/or pte, got {', '.join(opts.formats) or 'none'}")
-    text = validation_ids(checkpoint)
+    text = validation_ids(model)
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision="fp32",
                     shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
                                  f"-w{opts.stream.window}", target_abi="x86_64-linux")
@@ -565,7 +601,7 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
                                   "window": s.window, "windows": list(s.windows)}}
     results: list[tuple[Path, dict[str, float]]] = []
     for fmt in opts.formats:
-        component = new_component(out / f"speech-{fmt}", checkpoint)
+        component = speech_component(out / f"speech-{fmt}", model, checkpoint)
         backend, version = _runtime(fmt)
         if fmt == "onnx":
             files = export_graphs(model, component, opts)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from omni_edge import __version__
-from omni_edge.artifacts import new_component, write_manifest, write_report
+from omni_edge.artifacts import write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ValidationRef
 from omni_edge.export import qnn_target
 from omni_edge.export.qwen3_tts import Qwen3Tts, generate_codes
@@ -41,9 +41,11 @@ from omni_edge.export.tts import (
     export_graphs,
     forced_agreement,
     reports,
+    speech_component,
     speech_plan,
     validate_native,
     validation_ids,
+    validation_sampling,
 )
 from tqdm import tqdm
 
@@ -77,7 +79,7 @@ def calibration_lengths(bucket: int) -> list[int]:
 
 
 def capture_calibration(model: Qwen3Tts, fp32_dir: Path, files: dict[str, str], opts: TtsExportOptions,
-                        checkpoint: Path, frames: int = CALIBRATION_FRAMES, per_run: int = SAMPLES_PER_RUN,
+                        frames: int = CALIBRATION_FRAMES, per_run: int = SAMPLES_PER_RUN,
                         reverse: bool = False) -> dict[str, list[list[np.ndarray]]]:
     """Every graph's inputs while the fp32 graphs speak the calibration text (reversed: held-out
     sentences), in every talker bucket; graph -> samples, up to `per_run` per graph and sentence."""
@@ -85,11 +87,11 @@ def capture_calibration(model: Qwen3Tts, fp32_dir: Path, files: dict[str, str], 
     table = model.talker.text_embedding.weight.detach().numpy()
     for bucket in sorted(set(opts.buckets)):
         runner = GraphRunner(model, fp32_dir, files, opts, cache=bucket)
-        for ids in qnn_target.calibration_token_ids(checkpoint / "tokenizer.json", calibration_lengths(bucket)):
+        for ids in qnn_target.calibration_token_ids(model.tokenizer, calibration_lengths(bucket)):
             ids = ids[::-1] if reverse else ids
             runner.start_recording(per_run)
-            # the prefix is the text and one more row; every frame after takes one cache slot
-            runner.pcm(runner.codes(ids, max(1, min(frames, bucket - len(ids) - 2))))
+            # the prompt's rows, then every frame takes one cache slot
+            runner.pcm(runner.codes(ids, max(1, min(frames, bucket - len(model.prompt.rows(ids)) - 1))))
             assert runner.recorded is not None
             steps = runner.recorded.get("talker_embed_n1", [])
             # The omni graph: the frames' codes with text embeddings where a thinker's state would be.
@@ -138,7 +140,7 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
     quantized = recipe.weights != "fp16"
     limits = LIMITS[precision]
     ort.set_default_logger_severity(3)
-    model = Qwen3Tts.from_pretrained(checkpoint)
+    model = Qwen3Tts.from_pretrained(checkpoint, opts.voice)
     build = out / ".build-qnn-speech"
     if build.exists():
         shutil.rmtree(build)
@@ -152,10 +154,10 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
     on_npu = [n for n in files if n not in on_cpu]
     samples = held_out = {}
     if quantized:
-        samples = capture_calibration(model, build / "fp32", files, opts, checkpoint)
+        samples = capture_calibration(model, build / "fp32", files, opts)
         _require(samples, on_npu, "calibration")
     if opts.validate:
-        held_out = capture_calibration(model, build / "fp32", files, opts, checkpoint, frames=6, per_run=4,
+        held_out = capture_calibration(model, build / "fp32", files, opts, frames=6, per_run=4,
                                        reverse=True)
         _require(held_out, on_npu, "held-out validation")
     device_graphs = {}
@@ -167,15 +169,16 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
         if quantized:
             device_graphs[name] = build / "device" / files[name]
             qnn_target.quantize_graph(prepared, device_graphs[name], samples[name], recipe)
-    text = validation_ids(checkpoint)
-    reference = generate_codes(model, text, opts.validation_frames).numpy() if opts.validate else None
+    text = validation_ids(model)
+    reference = (generate_codes(model, text, opts.validation_frames, validation_sampling(model)).numpy()
+                 if opts.validate else None)
     calibration = {"file": "calibration.txt", "frames": CALIBRATION_FRAMES, "samples_per_graph_and_sentence":
                    SAMPLES_PER_RUN, "sentences": {str(b): calibration_lengths(b) for b in sorted(set(opts.buckets))},
                    "omni_graph": "cpu fp32", "range_widening": qnn_target.RANGE_WIDENING}
     results: list[tuple[Path, dict[str, float]]] = []
     for soc_key, soc, prec in targets:
-        component = new_component(out / f"speech-qnn-{soc_key}-{precision}", checkpoint,
-                                  [qnn_target.CALIBRATION_TEXT] if quantized else [])
+        component = speech_component(out / f"speech-qnn-{soc_key}-{precision}", model, checkpoint,
+                                     (qnn_target.CALIBRATION_TEXT,) if quantized else ())
         refs = {}
         for name in tqdm(on_npu, desc=f"compile speech for {soc_key}", unit="graph", leave=False):
             refs[name] = qnn_target.compile_context(device_graphs[name], component, soc, prec).name

@@ -160,6 +160,46 @@ Result<LlmConfig> ParseDecoder(const Json& j, const std::string& where) {
   return c;
 }
 
+Result<std::vector<PromptRow>> ParsePromptRows(const Json* rows, const std::string& where, int64_t codec_vocab) {
+  std::vector<PromptRow> out;
+  if (rows == nullptr) return out;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const Json& row = (*rows)[i];
+    if (!row.is_array() || row.size() != 2) return PlanError(at + ": expected [text id, codec id]");
+    PromptRow r;
+    OE_RETURN_IF_ERROR(CheckInt(row[0], at + "[0]", 0, &r.text_id));
+    OE_RETURN_IF_ERROR(CheckInt(row[1], at + "[1]", PromptRow::kTextOnly, &r.codec_id));
+    if (r.codec_id >= codec_vocab) {
+      return PlanError(at + "[1]: codec id " + std::to_string(r.codec_id) + " is outside codebook 0's vocabulary (" +
+                       std::to_string(codec_vocab) + ")");
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+Result<TalkerPrompt> ParsePrompt(const Json* j, const std::string& where, const TalkerConfig& c) {
+  TalkerPrompt p;
+  if (j == nullptr) {  // the local layout's prompt
+    p.text_codec = c.codec_pad;
+    p.frame_text = c.text_pad_id;
+    p.tail = {{c.text_pad_id, c.codec_bos}};
+    return p;
+  }
+  FieldReader r(*j, where);
+  const Json* head = r.Array("head");
+  p.text_codec = r.Int("text_codec", true, 0);
+  const Json* tail = r.Array("tail");
+  p.frame_text = r.Int("frame_text", true, 0);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  if (p.text_codec >= c.decoder.vocab_size) return PlanError(where + ".text_codec: outside codebook 0's vocabulary");
+  OE_ASSIGN_OR_RETURN(p.head, ParsePromptRows(head, where + ".head", c.decoder.vocab_size));
+  OE_ASSIGN_OR_RETURN(p.tail, ParsePromptRows(tail, where + ".tail", c.decoder.vocab_size));
+  return p;
+}
+
 Result<TalkerConfig> ParseTalker(const Json& j, const std::string& where, const std::string& artifact) {
   FieldReader r(j, where);
   TalkerConfig c;
@@ -169,6 +209,8 @@ Result<TalkerConfig> ParseTalker(const Json& j, const std::string& where, const 
   c.codebook_size = r.Int("codebook_size", true, 1);
   const Json* ids = r.Object("codec_ids");
   c.max_frames = r.Int("max_frames", false, 1, 1500);
+  c.min_frames = r.Int("min_frames", false, 0, 0);
+  const Json* prompt = r.Object("prompt", false);
   const Json* sampling = r.Object("sampling", false);
   const Json* decoder = r.Object("decoder");
   const Json* predictor = r.Object("predictor");
@@ -190,9 +232,7 @@ Result<TalkerConfig> ParseTalker(const Json& j, const std::string& where, const 
     }
   }
   if (c.predictor.vocab_size != c.codebook_size) return PlanError(where + ".predictor.vocab_size: must equal codebook_size");
-  if (c.predictor.hidden_size != c.decoder.hidden_size) {
-    return PlanError(where + ".predictor.hidden_size: must equal the talker's (its first input is the talker hidden)");
-  }
+  OE_ASSIGN_OR_RETURN(c.prompt, ParsePrompt(prompt, where + ".prompt", c));
   // The predictor runs one position at a time over the talker hidden and codes 0..G-2.
   if (c.predictor.prefill_chunk != 1 || c.predictor.kv.mode != "full" || c.predictor.kv.buckets.back() < c.code_groups) {
     return PlanError(where + ".predictor: needs prefill_chunk 1 and a full KV bucket of at least code_groups (" +

@@ -53,15 +53,31 @@ struct LlmConfig {
 
 // A speech talker stage: a decoder emitting codebook 0 of each frame from text, and the code
 // predictor filling codebooks 1..code_groups-1 of the frame (CONTRACT: its output is codes).
+// One row of the talker's prompt: a text token beside a codebook-0 id (kTextOnly: none).
+struct PromptRow {
+  static constexpr int64_t kTextOnly = -1;
+  int64_t text_id = 0, codec_id = kTextOnly;
+};
+
+// The talker's prefix around the text: `head` rows, each text token beside `text_codec`, then
+// `tail` rows; every frame after reads `frame_text` (a Qwen3-TTS release's role, think-tag,
+// language and speaker rows are head rows).
+struct TalkerPrompt {
+  std::vector<PromptRow> head, tail;
+  int64_t text_codec = 0, frame_text = 0;
+};
+
 struct TalkerConfig {
   std::string tokenizer;  // absolute path of tokenizer.json (the text side)
   int64_t text_pad_id = 0;
   int64_t code_groups = 0, codebook_size = 0;
   int64_t codec_pad = 0, codec_bos = 0, codec_eos = 0;  // special ids of codebook 0
   int64_t max_frames = 1500;
+  int64_t min_frames = 0;  // frames before end of speech may be said
+  TalkerPrompt prompt;     // default: no head, text beside the codec pad, [text pad + codec bos]
   llm::SamplingParams sampling;
   LlmConfig decoder;    // the talker body (only geometry and KV are used)
-  LlmConfig predictor;  // the code predictor body: one slot per code group
+  LlmConfig predictor;  // the code predictor body: one slot per code group (its width may differ)
 };
 
 // A streaming vocoder stage: each chunk of `chunk` frames (the first `first_chunk`) is decoded

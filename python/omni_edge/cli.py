@@ -63,7 +63,7 @@ def _make_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _export_tts(args: argparse.Namespace) -> int:
-    from omni_edge.export.qwen3_tts import StreamShape
+    from omni_edge.export.qwen3_tts import StreamShape, Voice
     from omni_edge.export.tts import TtsExportOptions, export_tts
 
     if min(args.first_chunk, args.chunk, args.prefill_chunk, args.left_context) < 1:
@@ -77,7 +77,7 @@ def _export_tts(args: argparse.Namespace) -> int:
     opts = TtsExportOptions(prefill_chunk=args.prefill_chunk, buckets=args.buckets, validate=not args.no_validate,
                             threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context),
                             validation_frames=args.validation_frames,
-                            formats=formats)
+                            formats=formats, voice=Voice(args.speaker, args.language, args.instruct))
     try:
         if args.target == "qnn-htp":
             from omni_edge.export.tts_qnn import export_tts_qnn
@@ -382,6 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--soc", default="", help="qnn-htp: comma-separated SoCs, e.g. sm8650,x-elite")
     e.add_argument("--vocoder-on-npu", action="store_true",
                    help="qnn-htp: compile the vocoder windows for the HTP too (default: they run on the CPU)")
+    e.add_argument("--speaker", default="", help="a Qwen3-TTS release's speaker (CustomVoice), e.g. vivian")
+    e.add_argument("--language", default="auto", help="a Qwen3-TTS release's language, e.g. english (default: auto)")
+    e.add_argument("--instruct", default="", help="a Qwen3-TTS release's instruction (1.7B), e.g. 'Speak slowly.'")
     e.add_argument("--no-validate", action="store_true")
     e.add_argument("--validation-frames", type=int, default=48, help="frames spoken to validate the artifact")
     e.add_argument("--threads", type=int, default=0)

@@ -173,6 +173,16 @@ Result<std::unique_ptr<SpeechSession>> SpeechSession::Open(const std::string& pl
     return copy;
   };
   OE_ASSIGN_OR_RETURN(s->tokenizer_, llm::Tokenizer::Load(t.tokenizer));
+  std::vector<int64_t> prompt_text = {t.prompt.frame_text};
+  for (const auto* rows : {&t.prompt.head, &t.prompt.tail}) {
+    for (const PromptRow& r : *rows) prompt_text.push_back(r.text_id);
+  }
+  for (int64_t id : prompt_text) {
+    if (id >= s->tokenizer_->vocab_size()) {
+      return Status::Error("invalid_plan", "the talker prompt's text id " + std::to_string(id) + " is outside the tokenizer's " +
+                                               std::to_string(s->tokenizer_->vocab_size()) + " tokens");
+    }
+  }
   OE_ASSIGN_OR_RETURN(s->talker_, Talker::Create(with_options(*s->talker_stage_), s->backends_));
   OE_ASSIGN_OR_RETURN(s->vocoder_, Vocoder::Create(with_options(*s->vocoder_stage_), s->backends_));
   s->talker_controller_ = std::make_unique<contract::StageController>(std::move(identities[0]));

@@ -28,7 +28,7 @@ Result<std::unique_ptr<Talker>> Talker::Create(const StagePlan& stage, BackendPo
 
 Status Talker::Load(const StagePlan& stage, BackendPool& backends) {
   const TalkerConfig& c = config_;
-  const int64_t C = c.decoder.prefill_chunk, H = c.decoder.hidden_size, G = c.code_groups;
+  const int64_t C = c.decoder.prefill_chunk, H = c.decoder.hidden_size, Hp = c.predictor.hidden_size, G = c.code_groups;
   OE_ASSIGN_OR_RETURN(talker_, llm::LlmEngine::Create(c.decoder, DecoderGraphs(stage, ""), backends, "talker_"));
   OE_ASSIGN_OR_RETURN(predictor_, llm::LlmEngine::Create(c.predictor, DecoderGraphs(stage, "predictor_"), backends, "predictor_"));
 
@@ -39,11 +39,11 @@ Status Talker::Load(const StagePlan& stage, BackendPool& backends) {
   codes_step_ = HostTensor(DType::kInt64, {1, 1, G});
   hidden_step_ = HostTensor(DType::kFloat32, {1, 1, H});
   head_in_ = HostTensor(DType::kFloat32, {1, 1, H});
-  normed_ = HostTensor(DType::kFloat32, {1, 1, H});
+  normed_ = HostTensor(DType::kFloat32, {1, 1, Hp});
   logits_ = HostTensor(DType::kFloat32, {1, 1, c.decoder.vocab_size});
   predictor_id_ = HostTensor(DType::kInt64, {1, 1});
-  predictor_in_ = HostTensor(DType::kFloat32, {1, 1, H});
-  predictor_hidden_ = HostTensor(DType::kFloat32, {1, 1, H});
+  predictor_in_ = HostTensor(DType::kFloat32, {1, 1, Hp});
+  predictor_hidden_ = HostTensor(DType::kFloat32, {1, 1, Hp});
   predictor_logits_ = HostTensor(DType::kFloat32, {1, G - 1, c.codebook_size});
 
   auto prepare = [&](std::unique_ptr<Graph>& g, const std::string& role, const std::string& key, const std::string& name,
@@ -90,23 +90,31 @@ Status Talker::Run(Graph& g) {
 
 Status Talker::Start(const std::vector<int32_t>& text_ids) {
   const TalkerConfig& c = config_;
+  const TalkerPrompt& prompt = c.prompt;
   const int64_t C = c.decoder.prefill_chunk, G = c.code_groups;
-  const int64_t absent = c.codebook_size;
   for (int32_t id : text_ids) {
     if (id < 0) return Status::Error("invalid_prompt", "text token id " + std::to_string(id) + " is negative");
   }
   OE_RETURN_IF_ERROR(talker_->Reset());
   unfed_.reset();
-  const int64_t n = PrefixLength(text_ids);
+  said_.clear();
+  const int64_t head = int64_t(prompt.head.size()), n = PrefixLength(text_ids);
+  const int64_t text_end = head + int64_t(text_ids.size());
+  auto row = [&](int64_t p) -> PromptRow {
+    if (p < head) return prompt.head[size_t(p)];
+    if (p < text_end) return {text_ids[size_t(p - head)], prompt.text_codec};
+    return prompt.tail[size_t(p - text_end)];
+  };
   for (int64_t start = 0; start < n; start += C) {
     const int64_t m = std::min(C, n - start);
     int64_t* text = text_chunk_.data<int64_t>();
     int64_t* codes = codes_chunk_.data<int64_t>();
     for (int64_t t = 0; t < C; ++t) {
-      const int64_t p = start + t;
-      const bool last = p == n - 1;
-      text[t] = p >= n ? 0 : last ? c.text_pad_id : text_ids[size_t(p)];
-      for (int64_t g = 0; g < G; ++g) codes[t * G + g] = g == 0 ? (last ? c.codec_bos : c.codec_pad) : absent;
+      const PromptRow r = start + t < n ? row(start + t) : PromptRow{0, 0};
+      text[t] = r.text_id;
+      // Absent rows: the embed graph's zero row past each table (V for codebook 0).
+      codes[t * G] = r.codec_id == PromptRow::kTextOnly ? c.decoder.vocab_size : r.codec_id;
+      for (int64_t g = 1; g < G; ++g) codes[t * G + g] = c.codebook_size;
     }
     OE_RETURN_IF_ERROR(Run(*embed_chunk_));
     OE_ASSIGN_OR_RETURN(last_hidden_, talker_->FeedHidden(hidden_chunk_.data<float>(), m));
@@ -117,6 +125,7 @@ Status Talker::Start(const std::vector<int32_t>& text_ids) {
 Status Talker::StartDual() {
   if (!embed_hidden_) return Status::Error("invalid_plan", "this talker has no embed_hidden graph: it cannot read a thinker");
   OE_RETURN_IF_ERROR(talker_->Reset());
+  said_.clear();
   // Frame 0's codec input is the BOS (codebook 0 only); its text input comes with Next().
   Frame bos(size_t(config_.code_groups), int32_t(config_.codebook_size));
   bos[0] = int32_t(config_.codec_bos);
@@ -144,7 +153,7 @@ Result<std::optional<Frame>> Talker::Next(llm::Sampler& sampler, const float* te
       std::memcpy(text_hidden_.data<float>(), text_hidden, text_hidden_.nbytes());
       OE_RETURN_IF_ERROR(Run(*embed_hidden_));
     } else {
-      text_step_.data<int64_t>()[0] = c.text_pad_id;
+      text_step_.data<int64_t>()[0] = c.prompt.frame_text;
       OE_RETURN_IF_ERROR(Run(*embed_step_));
     }
     OE_ASSIGN_OR_RETURN(last_hidden_, talker_->FeedHidden(hidden_step_.data<float>(), 1));
@@ -152,13 +161,16 @@ Result<std::optional<Frame>> Talker::Next(llm::Sampler& sampler, const float* te
   }
   std::memcpy(head_in_.data<float>(), last_hidden_, size_t(H) * sizeof(float));
   OE_RETURN_IF_ERROR(Run(*head_));
-  // Codebook 0 is a code or the end of speech; the other control ids are never spoken.
+  // Codebook 0 is a code or the end of speech (not before min_frames); the other control ids
+  // are never spoken.
   scores_.assign(logits_.data<float>(), logits_.data<float>() + V);
+  const bool may_end = int64_t(said_.size()) >= c.min_frames;
   for (int64_t id = c.codebook_size; id < V; ++id) {
-    if (id != c.codec_eos) scores_[size_t(id)] = -std::numeric_limits<float>::infinity();
+    if (id != c.codec_eos || !may_end) scores_[size_t(id)] = -std::numeric_limits<float>::infinity();
   }
-  const int32_t c0 = int32_t(sampler.Sample(scores_.data(), V, {}));
+  const int32_t c0 = int32_t(sampler.Sample(scores_.data(), V, said_));
   if (c0 == c.codec_eos) return std::optional<Frame>();
+  said_.push_back(c0);
 
   Frame frame(size_t(G), 0);
   frame[0] = c0;

@@ -2,13 +2,16 @@
 // frame, and the code predictor that fills the frame's other codebooks one after another.
 // Both decoders are LlmEngines fed hidden states (their bodies are the text LLM's graphs);
 // around them run the stage's own graphs:
-//   embed            (text ids [1, N], codes [1, N, G]) -> hidden [1, N, H]; code = codebook size
-//                    is an absent (zero) row
-//   head             hidden [1, 1, H] -> (normed hidden [1, 1, H], codebook-0 logits [1, 1, V])
-//   predictor_embed  id [1, 1] -> hidden [1, 1, H] over one table (codebook 0, then 1..G-1)
-//   predictor_head   hidden [1, 1, H] -> logits [1, G-1, codebook size]
-// The prefix is every text token with the codec pad, then the text pad with the codec BOS;
-// each later position is the text pad plus the sum of the previous frame's G embeddings.
+//   embed            (text ids [1, N], codes [1, N, G]) -> hidden [1, N, H]; code = V (codebook 0)
+//                    or codebook size (the others) is an absent (zero) row
+//   head             hidden [1, 1, H] -> (normed [1, 1, Hp], codebook-0 logits [1, 1, V]); normed
+//                    is the predictor's first input (Hp: the predictor's width)
+//   predictor_embed  id [1, 1] -> hidden [1, 1, Hp] over one table (codebook 0, then 1..G-1)
+//   predictor_head   hidden [1, 1, Hp] -> logits [1, G-1, codebook size]
+// The prefix is the plan's prompt (TalkerPrompt) around the text; each later position is the
+// prompt's frame text plus the sum of the previous frame's G embeddings. Codebook 0 never says
+// an id past the codebook but end of speech, and that not before min_frames frames; the
+// sampler's repetition penalty sees the codebook-0 codes said so far.
 #pragma once
 
 #include <memory>
@@ -30,7 +33,9 @@ class Talker {
   static Result<std::unique_ptr<Talker>> Create(const StagePlan& stage, BackendPool& backends);
 
   // Positions the prefix of `text_ids` takes; frames can use the rest of the largest bucket.
-  int64_t PrefixLength(const std::vector<int32_t>& text_ids) const { return int64_t(text_ids.size()) + 1; }
+  int64_t PrefixLength(const std::vector<int32_t>& text_ids) const {
+    return int64_t(config_.prompt.head.size() + text_ids.size() + config_.prompt.tail.size());
+  }
   int64_t MaxPositions() const;
   // Forgets the last utterance and prefills the prefix of a new one.
   Status Start(const std::vector<int32_t>& text_ids);
@@ -60,6 +65,7 @@ class Talker {
   HostTensor head_in_, normed_, logits_;
   HostTensor predictor_id_, predictor_in_, predictor_hidden_, predictor_logits_;
   std::vector<float> scores_;
+  std::vector<llm::TokenId> said_;     // codebook-0 codes of this utterance (repetition penalty)
   std::optional<Frame> unfed_;        // the last frame, fed back at the next step
   const float* last_hidden_ = nullptr;  // the talker's output at the newest position
   double graph_seconds_ = 0;

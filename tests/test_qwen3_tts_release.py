@@ -1,0 +1,165 @@
+"""A Qwen3-TTS release's talker: the release layout loads as it is (config, bfloat16 weights under
+the release's names, a Qwen2 vocab.json + merges.txt tokenizer), and its codes equal those that
+the release implementation's own generate() made (qwen-tts 0.1.1, greedy with its repetition
+penalty), token for token, through the PyTorch reference, the exported graphs and the native
+chain, for both prompt shapes (language + speaker; auto language + instruction)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from llm_reference import CLI
+from omni_edge.contracts.errors import ContractError
+from omni_edge.export.qwen3_tts import ABSENT, Qwen3Tts, Sampling, StreamShape, Voice, generate_codes
+from omni_edge.export.tts import TtsExportOptions, export_tts
+from omni_edge.runtime import SpeechSession
+from safetensors.torch import load_file, save_file
+
+FIXTURE = Path(__file__).parent / "data" / "qwen3_tts_release"
+CASES: list[dict[str, str]] = json.loads((FIXTURE / "reference.json").read_text())["cases"]
+REFERENCE = load_file(str(FIXTURE / "reference.safetensors"))
+GREEDY = Sampling(repetition_penalty=1.05)  # generate(do_sample=False, subtalker_dosample=False)
+
+
+def voice(i: int) -> Voice:
+    c = CASES[i]
+    return Voice(c["speaker"], c["language"], c["instruct"])
+
+
+def options(v: Voice, frames: int = 23) -> TtsExportOptions:
+    return TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=frames, voice=v,
+                            stream=StreamShape(first=1, chunk=5, left_context=8))
+
+
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_reference_codes_equal_the_release_generate(i: int) -> None:
+    model = Qwen3Tts.from_pretrained(FIXTURE, voice(i))
+    text = model.tokenizer.encode(CASES[i]["text"]).ids
+    # The text tokens are the ones generate() read: the chat template's [3:-5].
+    assert text == REFERENCE[f"input_ids_{i}"][0, 3:-5].tolist()
+    want = REFERENCE[f"codes_{i}"]
+    assert want.shape == (23, 16)
+    assert torch.equal(generate_codes(model, text, 23, GREEDY), want)
+    # Each part of the release's decoding matters: without the repetition penalty the codes part.
+    assert not torch.equal(generate_codes(model, text, 23, Sampling()), want)
+    assert model.min_frames == 2 and model.sampling == Sampling(temperature=0.9, top_k=50, repetition_penalty=1.05)
+
+
+def test_the_prompt_is_the_release_one() -> None:
+    speaker = Qwen3Tts.from_pretrained(FIXTURE, voice(0)).prompt
+    pad, bos, eos = 403, 404, 405  # the fixture's tts_pad / tts_text_bos / tts_text_eod
+    role = [(401, ABSENT), (271, ABSENT), (198, ABSENT)]  # <|im_start|> assistant \n
+    assert list(speaker.head) == [*role, (pad, 2154), (pad, 2156), (pad, 2050), (pad, 2157), (pad, 3000), (bos, 2148)]
+    assert speaker.text_codec == 2148 and list(speaker.tail) == [(eos, 2148), (pad, 2149)] and speaker.frame_text == pad
+    instructed = Qwen3Tts.from_pretrained(FIXTURE, voice(1)).prompt
+    assert all(codec == ABSENT for _, codec in instructed.head[:-4])  # instruction and role rows: text only
+    assert [codec for _, codec in instructed.head[-4:]] == [2155, 2156, 2157, 2148]  # nothink, no language/speaker
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    plans = []
+    for i in range(len(CASES)):
+        out = tmp_path_factory.mktemp(f"release-{i}")
+        [(component, got)] = export_tts(FIXTURE, out, options(voice(i)))
+        assert got["frame_agreement"] == 1.0 and got["frames"] == 23 and got["pcm_sqnr_db"] >= 80.0, got
+        assert (component / "tokenizer.json").is_file()  # converted from vocab.json + merges.txt
+        plans.append(out / "plan.json")
+    return plans
+
+
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_native_codes_equal_the_release_generate(exported: list[Path], i: int) -> None:
+    talker = json.loads(exported[i].read_text())["stages"][0]["talker"]
+    assert talker["min_frames"] == 2 and talker["sampling"]["repetition_penalty"] == 1.05
+    session = SpeechSession.open(exported[i])
+    utterance = session.speak(CASES[i]["text"], max_frames=23, prebuffer_ms=0,
+                              sampling={"temperature": 0.0, "repetition_penalty": 1.05})
+    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), REFERENCE[f"codes_{i}"])
+    assert utterance.pcm.shape == (23 * 1920,)
+    # The plan's own sampling (the release's: temperature 0.9, top-k 50) speaks too, within the codebook.
+    session.speak(CASES[i]["text"], max_frames=8, prebuffer_ms=0)
+    codes = torch.tensor(session.codes())
+    assert codes.shape == (8, 16) and int(codes.max()) < 2048
+
+
+def test_end_of_speech_waits_for_min_frames(tmp_path: Path) -> None:
+    """A talker that wants to end at once still speaks two frames, as generate()'s
+    min_new_tokens=2 makes it, in the reference and in the native chain."""
+    eager = tmp_path / "eager"
+    shutil.copytree(FIXTURE, eager)
+    weights = {k: v.float() for k, v in load_file(str(eager / "model.safetensors")).items()}
+    # A large constant in every input makes every final hidden state point one way; the eos row
+    # of the codec head points that way too, so eos wins every frame it is allowed.
+    u = torch.randn(64, generator=torch.Generator().manual_seed(0))
+    u /= u.pow(2).mean().sqrt()
+    weights["talker.text_projection.linear_fc2.bias"] += 100 * u
+    weights["talker.codec_head.weight"][2150] = 20 * weights["talker.model.norm.weight"] * u
+    save_file(weights, str(eager / "model.safetensors"))
+    model = Qwen3Tts.from_pretrained(eager, voice(0))
+    text = model.tokenizer.encode(CASES[0]["text"]).ids
+    assert generate_codes(model, text, 10, GREEDY).shape == (2, 16)
+    out = tmp_path / "out"
+    export_tts(eager, out, options(voice(0), frames=10))
+    session = SpeechSession.open(out / "plan.json")
+    utterance = session.speak(CASES[0]["text"], max_frames=10, prebuffer_ms=0,
+                              sampling={"temperature": 0.0, "repetition_penalty": 1.05})
+    assert utterance.metrics["frames"] == 2 and utterance.metrics["finish_reason"] == "eos"
+    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), generate_codes(model, text, 10, GREEDY))
+
+
+@pytest.mark.parametrize(("choice", "message"), [
+    (Voice(speaker="nobody"), "speaker 'nobody' is not one of this release's: ryan, vivian"),
+    (Voice(language="klingon"), "language 'klingon' is not one of this release's: auto, chinese, english"),
+])
+def test_unknown_voices_are_refused(choice: Voice, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Qwen3Tts.from_pretrained(FIXTURE, choice)
+
+
+def test_release_choices_on_other_checkpoints_are_refused(tts_checkpoint: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="speakers, languages and instructions are a Qwen3-TTS release's"):
+        Qwen3Tts.from_pretrained(tts_checkpoint, Voice(speaker="vivian"))
+    small = tmp_path / "0b6"
+    shutil.copytree(FIXTURE, small)
+    config = json.loads((small / "config.json").read_text())
+    config["tts_model_size"] = "0b6"
+    (small / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"the 0\.6B release takes no instruction"):
+        Qwen3Tts.from_pretrained(small, Voice(instruct="Speak slowly."))
+    (small / "vocab.json").unlink()
+    with pytest.raises(ValueError, match="no text tokenizer"):
+        Qwen3Tts.from_pretrained(small)
+    # The CLI says so without a traceback.
+    run = subprocess.run([str(CLI), "export", "tts", "--checkpoint", str(FIXTURE), "--out", str(tmp_path / "x"),
+                          "--speaker", "nobody"], capture_output=True, text=True)
+    assert run.returncode == 2 and "speaker 'nobody'" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_malformed_prompts_in_a_plan_are_refused(exported: list[Path], tmp_path: Path) -> None:
+    plan = json.loads(exported[0].read_text())
+    artifact = str(exported[0].parent / plan["stages"][0]["artifact"])
+    broken: list[tuple[str, Any]] = [
+        ("expected [text id, codec id]", lambda t: t["prompt"]["head"].append([1])),
+        ("outside codebook 0's vocabulary", lambda t: t["prompt"]["tail"].append([1, 3072])),
+        ("prompt.head[0][0]", lambda t: t["prompt"]["head"][0].__setitem__(0, -4)),
+        ("outside the tokenizer", lambda t: t["prompt"].update(frame_text=10 ** 6)),
+        ("prompt.frame_text", lambda t: t["prompt"].pop("frame_text")),
+        ("min_frames", lambda t: t.update(min_frames=-1)),
+    ]
+    for expected, mutate in broken:
+        bad = json.loads(json.dumps(plan))
+        for stage in bad["stages"]:
+            stage["artifact"] = artifact
+        mutate(bad["stages"][0]["talker"])
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ContractError) as err:
+            SpeechSession.open(path)
+        assert expected in err.value.message, err.value.message
