@@ -39,6 +39,16 @@ for text in ["Hello, world! the the", "東京 🚀 naïve e\u0301 <|im_end|>x", 
 seed(9, {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
          "pre_tokenizer": {"type": "ByteLevel", "use_regex": True}})
 seed(6, default_report("task"))
+decoder = {"hidden_size": 8, "num_layers": 1, "num_kv_heads": 1, "head_dim": 8, "vocab_size": 7, "prefill_chunk": 2,
+           "mask_value": -100, "kv": {"mode": "full", "buckets": [8], "overflow": "refuse"}}
+talker = {"tokenizer": "t.json", "text_pad_id": 1, "code_groups": 2, "codebook_size": 4,
+          "codec_ids": {"pad": 4, "bos": 5, "eos": 6}, "min_frames": 2,
+          "prompt": {"head": [[1, -1], [2, 5]], "text_codec": 4, "tail": [[1, 5]], "frame_text": 1},
+          "decoder": decoder, "predictor": {**decoder, "vocab_size": 4, "prefill_chunk": 1,
+                                            "kv": {"mode": "full", "buckets": [2]}}}
+seed(8, {"plan_version": 1, "name": "speech", "stages": [
+    {"stage_id": 0, "model_stage": "talker", "execution_type": "llm_ar", "input_sources": [],
+     "engine_output_type": "codes", "artifact": "a", "talker": talker, "graphs": {}}]})
 PY
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
