@@ -153,7 +153,7 @@ omni_edge::Status OpenAdmitted(const OeSessionConfig* config, Handle** out, Open
   omni_edge::llm::SessionOptions options;
   options.allow_unqualified = config->allow_unqualified != 0;
   if (config->threads > 0) options.backend_options["threads"] = std::to_string(config->threads);
-  auto session = open(config->plan_path, options);
+  auto session = open(std::move(plan).value(), options);
   if (!session.ok()) {
     if (config->ledger != nullptr) (void)config->ledger->ledger.Release(reservation, true);
     return session.status();
@@ -217,8 +217,8 @@ extern "C" {
 
 OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session) {
   return Guard([&]() -> omni_edge::Status {
-    return OpenAdmitted(config, out_session, [](const char* plan, const omni_edge::llm::SessionOptions& options) {
-      return omni_edge::llm::LlmSession::Open(plan, options);
+    return OpenAdmitted(config, out_session, [](omni_edge::Plan plan, const omni_edge::llm::SessionOptions& options) {
+      return omni_edge::llm::LlmSession::Open(std::move(plan), options);
     });
   });
 }
@@ -315,8 +315,8 @@ void oe_speech_close(OeSpeech* speech) { std::unique_ptr<OeSpeech> owned(speech)
 
 OeError* oe_speech_open(const OeSessionConfig* config, OeSpeech** out_speech) {
   return Guard([&]() -> omni_edge::Status {
-    return OpenAdmitted(config, out_speech, [](const char* plan, const omni_edge::llm::SessionOptions& options) {
-      return omni_edge::speech::SpeechSession::Open(plan, options);
+    return OpenAdmitted(config, out_speech, [](omni_edge::Plan plan, const omni_edge::llm::SessionOptions& options) {
+      return omni_edge::speech::SpeechSession::Open(std::move(plan), options);
     });
   });
 }
@@ -360,8 +360,8 @@ void oe_omni_close(OeOmni* omni) { std::unique_ptr<OeOmni> owned(omni); }
 
 OeError* oe_omni_open(const OeSessionConfig* config, OeOmni** out_omni) {
   return Guard([&]() -> omni_edge::Status {
-    return OpenAdmitted(config, out_omni, [](const char* plan, const omni_edge::llm::SessionOptions& options) {
-      return omni_edge::omni::OmniSession::Open(plan, options);
+    return OpenAdmitted(config, out_omni, [](omni_edge::Plan plan, const omni_edge::llm::SessionOptions& options) {
+      return omni_edge::omni::OmniSession::Open(std::move(plan), options);
     });
   });
 }

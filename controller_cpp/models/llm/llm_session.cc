@@ -152,15 +152,20 @@ Status LlmSession::RewindTo(const std::vector<TokenId>& generated, int64_t shown
 }
 
 Result<std::unique_ptr<LlmSession>> LlmSession::Open(const std::string& plan_path, const SessionOptions& options) {
+  OE_ASSIGN_OR_RETURN(Plan plan, LoadPlan(plan_path));
+  return Open(std::move(plan), options);
+}
+
+Result<std::unique_ptr<LlmSession>> LlmSession::Open(Plan plan, const SessionOptions& options) {
   std::unique_ptr<LlmSession> s(new LlmSession());
-  OE_ASSIGN_OR_RETURN(s->plan_, LoadPlan(plan_path));
+  s->plan_ = std::move(plan);
   for (const auto& stage : s->plan_.stages) {
     if (stage.execution_type == "llm_ar" && stage.llm) {
       if (s->stage_ != nullptr) return Status::Error("invalid_plan", "more than one llm_ar stage; use the pipeline runner");
       s->stage_ = &stage;
     }
   }
-  if (s->stage_ == nullptr) return Status::Error("invalid_plan", plan_path + ": no llm_ar stage");
+  if (s->stage_ == nullptr) return Status::Error("invalid_plan", s->plan_.path + ": no llm_ar stage");
   // Verify the artifact before anything is allocated or loaded.
   OE_ASSIGN_OR_RETURN(contract::VerifiedManifest manifest, VerifyStageArtifact(*s->stage_, !options.allow_unqualified));
   s->artifact_id_ = manifest.manifest.artifact.checkpoint_id + "/" + manifest.manifest.component;

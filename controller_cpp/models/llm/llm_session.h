@@ -79,6 +79,8 @@ struct OutputEvent {
 class LlmSession {
  public:
   static Result<std::unique_ptr<LlmSession>> Open(const std::string& plan_path, const SessionOptions& options = {});
+  // A plan already loaded (the C ABI's admission and the omni session read it once).
+  static Result<std::unique_ptr<LlmSession>> Open(Plan plan, const SessionOptions& options = {});
   ~LlmSession();
 
   // Runs one request to its terminal event. `on_event` sees every event in order (it runs on

@@ -9,9 +9,15 @@ namespace omni_edge::omni {
 Json OmniMetrics::ToJson() const { return Json{{"text", text.ToJson()}, {"audio", audio.ToJson()}}; }
 
 Result<std::unique_ptr<OmniSession>> OmniSession::Open(const std::string& plan_path, const llm::SessionOptions& options) {
+  OE_ASSIGN_OR_RETURN(Plan plan, LoadPlan(plan_path));
+  return Open(std::move(plan), options);
+}
+
+Result<std::unique_ptr<OmniSession>> OmniSession::Open(Plan plan, const llm::SessionOptions& options) {
   std::unique_ptr<OmniSession> s(new OmniSession());
-  OE_ASSIGN_OR_RETURN(s->thinker_, llm::LlmSession::Open(plan_path, options));
-  OE_ASSIGN_OR_RETURN(s->speech_, speech::SpeechSession::Open(plan_path, options));
+  const std::string plan_path = plan.path;
+  OE_ASSIGN_OR_RETURN(s->thinker_, llm::LlmSession::Open(plan, options));  // each session keeps its own copy
+  OE_ASSIGN_OR_RETURN(s->speech_, speech::SpeechSession::Open(std::move(plan), options));
   const int64_t thinker_id = s->thinker_->plan().stages.empty() ? -1 : [&] {
     for (const auto& stage : s->thinker_->plan().stages) {
       if (stage.llm) return stage.stage_id;

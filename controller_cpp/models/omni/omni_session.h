@@ -35,6 +35,7 @@ struct OmniMetrics {
 class OmniSession {
  public:
   static Result<std::unique_ptr<OmniSession>> Open(const std::string& plan_path, const llm::SessionOptions& options = {});
+  static Result<std::unique_ptr<OmniSession>> Open(Plan plan, const llm::SessionOptions& options = {});
 
   Result<OmniMetrics> Run(const OmniRequest& request, const std::function<bool(const llm::OutputEvent&)>& on_text,
                           const std::function<bool(const speech::SpeechEvent&)>& on_audio);

@@ -129,8 +129,14 @@ struct SpeechSession::Run {
 };
 
 Result<std::unique_ptr<SpeechSession>> SpeechSession::Open(const std::string& plan_path, const llm::SessionOptions& options) {
+  OE_ASSIGN_OR_RETURN(Plan plan, LoadPlan(plan_path));
+  return Open(std::move(plan), options);
+}
+
+Result<std::unique_ptr<SpeechSession>> SpeechSession::Open(Plan plan, const llm::SessionOptions& options) {
   std::unique_ptr<SpeechSession> s(new SpeechSession());
-  OE_ASSIGN_OR_RETURN(s->plan_, LoadPlan(plan_path));
+  s->plan_ = std::move(plan);
+  const std::string& plan_path = s->plan_.path;
   for (const auto& stage : s->plan_.stages) {
     if (stage.talker) s->talker_stage_ = &stage;
   }

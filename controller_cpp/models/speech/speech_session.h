@@ -76,6 +76,7 @@ struct SpeechEvent {
 class SpeechSession {
  public:
   static Result<std::unique_ptr<SpeechSession>> Open(const std::string& plan_path, const llm::SessionOptions& options = {});
+  static Result<std::unique_ptr<SpeechSession>> Open(Plan plan, const llm::SessionOptions& options = {});
   ~SpeechSession();
 
   // Runs one utterance to its terminal event; `on_event` runs on the calling thread and may
