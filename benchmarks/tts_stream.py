@@ -41,21 +41,10 @@ def peak_rss_mb() -> float:
 
 
 def playback(arrivals: list[tuple[float, int]], prebuffer_ms: float) -> dict[str, float]:
-    """The controller's PlaybackClock (models/speech/playback.cc), for (ms, samples) arrivals."""
-    playing, queued, until, underruns, silent, start = False, 0.0, 0.0, 0, 0.0, -1.0
-    for now, n in arrivals:
-        duration = 1000.0 * n / SAMPLE_RATE
-        if not playing:
-            queued += duration
-            if queued >= prebuffer_ms:
-                playing, start, until = True, now, now + queued
-            continue
-        if now > until:
-            underruns, silent, until = underruns + 1, silent + now - until, now
-        until += duration
-    if not playing and arrivals:
-        start = arrivals[-1][0]
-    return {"underruns": underruns, "underrun_ms": silent, "playback_start_ms": start}
+    """The controller's own playback clock over (ms, samples) arrivals, for both systems."""
+    from omni_edge.runtime import playback_stats
+
+    return playback_stats(arrivals, SAMPLE_RATE, prebuffer_ms)
 
 
 def run_native(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "models/llm/llm_session.h"
 #include "models/llm/tokenizer.h"
 #include "models/omni/omni_session.h"
+#include "models/speech/playback.h"
 #include "models/speech/speech_session.h"
 #include "runtime/admission.h"
 #include "runtime/plan.h"
@@ -287,6 +289,19 @@ NB_MODULE(_native, m) {
   }, nb::arg("directory"));
 
   m.def("available_backends", &AvailableBackends);
+
+  m.def("playback_stats", [](const std::vector<std::pair<double, int64_t>>& arrivals, int64_t sample_rate,
+                             double prebuffer_ms) {
+    if (sample_rate < 1 || !(prebuffer_ms >= 0)) throw nb::value_error("sample_rate >= 1 and prebuffer_ms >= 0 are required");
+    speech::PlaybackClock clock(sample_rate, prebuffer_ms);
+    for (const auto& [ms, n] : arrivals) clock.Arrive(n, ms);
+    if (!arrivals.empty()) clock.End(arrivals.back().first);
+    const speech::PlaybackStats& s = clock.stats();
+    return Json{{"first_pcm_ms", s.first_pcm_ms}, {"playback_start_ms", s.playback_start_ms}, {"underruns", s.underruns},
+                {"underrun_ms", s.underrun_ms}, {"max_gap_ms", s.max_gap_ms}, {"chunks", s.chunks},
+                {"samples", s.samples}}.dump();
+  }, nb::arg("arrivals"), nb::arg("sample_rate"), nb::arg("prebuffer_ms"),
+     "The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).");
 
   m.def("plan_budget", [](const std::string& plan_path, int sessions, bool wsl) {
     const Plan plan = Unwrap(LoadPlan(plan_path));

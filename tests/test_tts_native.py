@@ -24,7 +24,7 @@ from omni_edge.export.qwen3_tts import (
     decode_streaming,
     generate_codes,
 )
-from omni_edge.runtime import SpeechSession, Utterance
+from omni_edge.runtime import SpeechSession, Utterance, playback_stats
 
 TEXT = "Streaming speech, frame by frame."
 FRAMES = 100  # 8 s of audio: past the 72-frame left context, so the bound is exercised
@@ -220,3 +220,15 @@ def test_the_executorch_speech_program_speaks_the_same_codes(tts_checkpoint: Pat
     assert {p["backend"] for p in session.placements()} == {"executorch"}
     utterance = session.speak(TEXT, max_frames=40)
     assert session.codes() == spoken[1][:40] and utterance.pcm.shape[0] == 40 * SAMPLES_PER_FRAME
+
+
+def test_the_playback_clock_counts_underruns_after_playback_starts() -> None:
+    """The session's own clock (what `speak` reports), over chunks of 200 ms of audio each."""
+    stats = playback_stats([(0.0, 4800), (300.0, 4800), (1000.0, 4800)], 24_000, prebuffer_ms=200)
+    # Plays from 0 ms until 200; silent 200..300 and 500..1000.
+    assert stats["playback_start_ms"] == 0 and stats["first_pcm_ms"] == 0
+    assert stats["underruns"] == 2 and stats["underrun_ms"] == 600 and stats["max_gap_ms"] == 700
+    waiting = playback_stats([(0.0, 2400), (300.0, 2400)], 24_000, prebuffer_ms=250)  # starts at the end
+    assert waiting["playback_start_ms"] == 300 and waiting["underruns"] == 0 and waiting["samples"] == 4800
+    with pytest.raises(ValueError, match="sample_rate"):
+        playback_stats([], 0, 0)

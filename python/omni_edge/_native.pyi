@@ -16,6 +16,11 @@ def read_manifest(directory: str) -> str: ...
 
 def available_backends() -> list[str]: ...
 
+def playback_stats(arrivals: Sequence[tuple[float, int]], sample_rate: int, prebuffer_ms: float) -> str:
+    """
+    The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).
+    """
+
 def plan_budget(plan_path: str, sessions: int = 1, wsl: bool = False) -> str:
     """
     The memory budget of a plan per stage and pool (JSON), from its manifests; loads nothing.

@@ -248,6 +248,14 @@ class OmniSession(_AudioSession):
                           audio.pcm(wav, self.sample_rate))
 
 
+def playback_stats(arrivals: Sequence[tuple[float, int]], sample_rate: int, prebuffer_ms: float) -> dict[str, float]:
+    """What the speech session's playback clock makes of PCM arriving as (ms since the request,
+    samples): first PCM, playback start, underruns and their silence, the longest gap. For
+    streams that did not come through a SpeechSession (a benchmark's PyTorch loop)."""
+    stats: dict[str, float] = json.loads(_native.playback_stats(list(arrivals), sample_rate, prebuffer_ms))
+    return stats
+
+
 def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
     """Mono 16-bit PCM, as omni-edge-run writes it."""
     samples = np.round(np.clip(pcm, -1.0, 1.0) * 32767.0).astype("<i2")
