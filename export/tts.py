@@ -270,7 +270,9 @@ class GraphRunner:
     cache per decoder, slots in place, the additive mask built per step.
 
     `sessions` opens a graph (CPU fp32 by default; the QNN route passes HTP sessions); `cache`
-    is the talker bucket to run (the largest by default). After `start_recording(cap)`, graph
+    is the talker bucket to run (the largest by default; `use_bucket` changes it, opening only
+    that bucket's graphs, so a large talker's buckets are never all loaded at once). After
+    `start_recording(cap)`, graph
     inputs are kept in `recorded` (graph -> runs, each the inputs in the graph's order): a
     uniform choice of at most `cap` runs per graph (fewer for inputs so large that `cap` of them
     would pass RECORD_BUDGET_BYTES): calibration."""
@@ -286,10 +288,17 @@ class GraphRunner:
         def on_cpu(_name: str, path: Path) -> Any:
             return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
-        self.cache = cache or max(opts.buckets)
-        other_buckets = {f"talker_{kind}_s{b}" for kind in ("prefill", "decode") for b in opts.buckets if b != self.cache}
-        self.s = {k: (sessions or on_cpu)(k, directory / f) for k, f in files.items() if k not in other_buckets}
-        self.inputs = {k: [i.name for i in s.get_inputs()] for k, s in self.s.items()}
+        opener = sessions or on_cpu
+
+        def open_graph(name: str) -> Any:
+            return opener(name, directory / files[name])
+
+        self._open = open_graph
+        self._bucket_graphs = {b: [f"talker_{kind}_s{b}" for kind in ("prefill", "decode")] for b in opts.buckets}
+        bucket_graphs = {n for names in self._bucket_graphs.values() for n in names}
+        self.s = {k: self._open(k) for k in files if k not in bucket_graphs}
+        self.cache = 0
+        self.use_bucket(cache or max(opts.buckets))
         self.recorded: dict[str, list[list[np.ndarray]]] | None = None
         self._cap = 0
         self._seen: dict[str, int] = {}
@@ -297,6 +306,17 @@ class GraphRunner:
         self.model, self.opts = model, opts
         self.talker_s = _shape(model.talker.model.config)
         self.pred_s = _shape(model.talker.code_predictor.config)
+
+    def use_bucket(self, cache: int) -> None:
+        """Run the talker in bucket `cache` from now on (its graphs replace the last bucket's)."""
+        if cache == self.cache:
+            return
+        for name in self._bucket_graphs.get(self.cache, []):
+            del self.s[name]
+        self.cache = cache
+        for name in self._bucket_graphs[cache]:
+            self.s[name] = self._open(name)
+        self.inputs = {k: [i.name for i in s.get_inputs()] for k, s in self.s.items()}
 
     def start_recording(self, cap: int) -> None:
         self.recorded, self._cap, self._seen = {}, cap, {}

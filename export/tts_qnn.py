@@ -78,15 +78,17 @@ def calibration_lengths(bucket: int) -> list[int]:
     return [12, max(12, bucket // 2 - CALIBRATION_FRAMES)]
 
 
-def capture_calibration(model: Qwen3Tts, fp32_dir: Path, files: dict[str, str], opts: TtsExportOptions,
-                        frames: int = CALIBRATION_FRAMES, per_run: int = SAMPLES_PER_RUN,
-                        reverse: bool = False) -> dict[str, list[list[np.ndarray]]]:
-    """Every graph's inputs while the fp32 graphs speak the calibration text (reversed: held-out
-    sentences), in every talker bucket; graph -> samples, up to `per_run` per graph and sentence."""
+def capture_calibration(runner: GraphRunner, frames: int = CALIBRATION_FRAMES, per_run: int = SAMPLES_PER_RUN,
+                        reverse: bool = False, omni: bool = True) -> dict[str, list[list[np.ndarray]]]:
+    """Every graph's inputs while `runner`'s fp32 graphs speak the calibration text (reversed:
+    held-out sentences), in every talker bucket; graph -> samples, up to `per_run` per graph and
+    sentence. `omni`: also samples for the omni graph (text embeddings where a thinker's hidden
+    states would be), for when that graph is compiled for the NPU."""
+    model, opts = runner.model, runner.opts
     out: dict[str, list[list[np.ndarray]]] = {}
     table = model.talker.text_embedding.weight.detach().numpy()
-    for bucket in sorted(set(opts.buckets)):
-        runner = GraphRunner(model, fp32_dir, files, opts, cache=bucket)
+    for bucket in sorted(set(opts.buckets), reverse=reverse):  # held-out starts in the bucket calibration ended in
+        runner.use_bucket(bucket)
         for ids in qnn_target.calibration_token_ids(model.tokenizer, calibration_lengths(bucket)):
             ids = ids[::-1] if reverse else ids
             runner.start_recording(per_run)
@@ -94,9 +96,9 @@ def capture_calibration(model: Qwen3Tts, fp32_dir: Path, files: dict[str, str], 
             runner.pcm(runner.codes(ids, max(1, min(frames, bucket - len(model.prompt.rows(ids)) - 1))))
             assert runner.recorded is not None
             steps = runner.recorded.get("talker_embed_n1", [])
-            # The omni graph: the frames' codes with text embeddings where a thinker's state would be.
-            runner.recorded["talker_embed_hidden_n1"] = [
-                [table[ids[i % len(ids)]].reshape(1, 1, -1).copy(), codes] for i, (_, codes) in enumerate(steps)]
+            if omni:  # the frames' codes with text embeddings where a thinker's state would be
+                runner.recorded[OMNI_GRAPH] = [
+                    [table[ids[i % len(ids)]].reshape(1, 1, -1).copy(), codes] for i, (_, codes) in enumerate(steps)]
             for name, runs in runner.recorded.items():
                 out.setdefault(name, []).extend(runs)
     return out
@@ -153,13 +155,14 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
               or (quantized and n == OMNI_GRAPH)}
     on_npu = [n for n in files if n not in on_cpu]
     samples = held_out = {}
-    if quantized:
-        samples = capture_calibration(model, build / "fp32", files, opts)
+    runner = GraphRunner(model, build / "fp32", files, opts) if quantized or opts.validate else None
+    if runner is not None and quantized:
+        samples = capture_calibration(runner, omni=OMNI_GRAPH in on_npu)
         _require(samples, on_npu, "calibration")
-    if opts.validate:
-        held_out = capture_calibration(model, build / "fp32", files, opts, frames=6, per_run=4,
-                                       reverse=True)
+    if runner is not None and opts.validate:
+        held_out = capture_calibration(runner, frames=6, per_run=4, reverse=True, omni=OMNI_GRAPH in on_npu)
         _require(held_out, on_npu, "held-out validation")
+    del runner  # its fp32 sessions
     device_graphs = {}
     for name in tqdm(on_npu, desc=f"prepare speech ({precision})", unit="graph", leave=False):
         # fp16 keeps RMSNorm unfused (the HTP's fp16 path computes fused 4-D norms wrongly).

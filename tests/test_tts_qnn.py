@@ -9,7 +9,7 @@ from pathlib import Path
 
 from llm_reference import cli
 from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, StreamShape
-from omni_edge.export.tts import TtsExportOptions
+from omni_edge.export.tts import GraphRunner, TtsExportOptions
 from omni_edge.export.tts_qnn import FP16_LIMITS, LIMITS, OMNI_GRAPH, capture_calibration, export_tts_qnn
 from omni_edge.runtime import SpeechSession
 
@@ -69,7 +69,7 @@ def test_calibration_records_every_graph_as_it_is_fed(tts_checkpoint: Path, tmp_
     model = Qwen3Tts.from_pretrained(tts_checkpoint)
     opts = TtsExportOptions(prefill_chunk=16, buckets=(64, 128), stream=SMALL.stream)
     files = export_graphs(model, tmp_path, opts)
-    samples = capture_calibration(model, tmp_path, files, opts, frames=6, per_run=5)
+    samples = capture_calibration(GraphRunner(model, tmp_path, files, opts), frames=6, per_run=5)
     assert set(samples) == set(files)  # both buckets' bodies, the omni graph and both vocoder windows
     for name, file in files.items():
         inputs = onnx.load(str(tmp_path / file), load_external_data=False).graph.input
