@@ -166,6 +166,18 @@ omni_edge::Status OpenAdmitted(const OeSessionConfig* config, Handle** out, Open
   return omni_edge::Status::Ok();
 }
 
+std::optional<omni_edge::llm::SamplingParams> SamplingOf(const OeSampling& s) {
+  if (s.use_plan_sampling) return std::nullopt;
+  return omni_edge::llm::SamplingParams{s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.seed};
+}
+
+void DefaultSampling(OeSampling* s) {
+  *s = OeSampling{};
+  s->use_plan_sampling = 1;
+  s->top_p = 1.0f;
+  s->repetition_penalty = 1.0f;
+}
+
 omni_edge::llm::GenerateRequest GenerateRequestOf(const OeGenerateParams* p) {
   omni_edge::llm::GenerateRequest r;
   if (p->prompt != nullptr) r.prompt = p->prompt;
@@ -174,9 +186,7 @@ omni_edge::llm::GenerateRequest GenerateRequestOf(const OeGenerateParams* p) {
   if (p->prompt_ids != nullptr && p->n_prompt_ids > 0) r.prompt_ids.assign(p->prompt_ids, p->prompt_ids + p->n_prompt_ids);
   r.continue_conversation = p->continue_conversation != 0;
   r.max_new_tokens = p->max_new_tokens;
-  if (!p->use_plan_sampling) {
-    r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
-  }
+  r.sampling = SamplingOf(p->sampling);
   for (int i = 0; p->stop_strings != nullptr && i < p->n_stop_strings; ++i) {
     if (p->stop_strings[i] != nullptr) r.stop_strings.emplace_back(p->stop_strings[i]);
   }
@@ -190,9 +200,7 @@ omni_edge::speech::SpeakRequest SpeakRequestOf(const OeSpeakParams* p) {
   if (p->text_ids != nullptr && p->n_text_ids > 0) r.text_ids.assign(p->text_ids, p->text_ids + p->n_text_ids);
   r.max_frames = p->max_frames;
   r.prebuffer_ms = p->prebuffer_ms;
-  if (!p->use_plan_sampling) {
-    r.sampling = omni_edge::llm::SamplingParams{p->temperature, p->top_k, p->top_p, p->min_p, p->repetition_penalty, p->seed};
-  }
+  r.sampling = SamplingOf(p->sampling);
   return r;
 }
 
@@ -271,9 +279,7 @@ void oe_session_close(OeSession* session) { std::unique_ptr<OeSession> owned(ses
 void oe_generate_params_default(OeGenerateParams* p) {
   if (p == nullptr) return;
   *p = OeGenerateParams{};
-  p->use_plan_sampling = 1;
-  p->top_p = 1.0f;
-  p->repetition_penalty = 1.0f;
+  DefaultSampling(&p->sampling);
 }
 
 OeError* oe_session_generate(OeSession* session, const OeGenerateParams* p, OeEventCallback on_event, void* user_data) {
@@ -324,9 +330,7 @@ OeError* oe_speech_open(const OeSessionConfig* config, OeSpeech** out_speech) {
 void oe_speak_params_default(OeSpeakParams* p) {
   if (p == nullptr) return;
   *p = OeSpeakParams{};
-  p->use_plan_sampling = 1;
-  p->top_p = 1.0f;
-  p->repetition_penalty = 1.0f;
+  DefaultSampling(&p->sampling);
   p->prebuffer_ms = omni_edge::speech::kDefaultPrebufferMs;
 }
 

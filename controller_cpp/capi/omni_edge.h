@@ -70,6 +70,18 @@ OE_API void oe_session_config_default(OeSessionConfig* config);
 OE_API OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session);
 OE_API void oe_session_close(OeSession* session);
 
+/* How a request picks tokens (text tokens, or a talker's codes: the repetition penalty applies to
+ * codebook 0 only). The params_default functions set use_plan_sampling = 1: the plan's sampling. */
+typedef struct {
+  int use_plan_sampling;          /* 1 (default): ignore the fields below */
+  float temperature;              /* 0: greedy */
+  int top_k;
+  float top_p;
+  float min_p;
+  float repetition_penalty;
+  uint64_t seed;
+} OeSampling;
+
 typedef struct {
   const char* prompt;             /* text, or the user message when chat = 1 */
   int chat;                       /* 1: format as a ChatML conversation */
@@ -78,13 +90,7 @@ typedef struct {
   int n_prompt_ids;
   int continue_conversation;      /* 1: append to the resident context (multi-turn) */
   int max_new_tokens;             /* 0: the plan's default */
-  int use_plan_sampling;          /* 1 (default): ignore the fields below */
-  float temperature;              /* 0: greedy */
-  int top_k;
-  float top_p;
-  float min_p;
-  float repetition_penalty;
-  uint64_t seed;
+  OeSampling sampling;
   const char* const* stop_strings;
   int n_stop_strings;
   int ignore_stop_tokens;         /* 1: always generate max_new_tokens */
@@ -124,13 +130,7 @@ typedef struct {
   const int32_t* text_ids;        /* exact token ids instead of text (n_text_ids > 0) */
   int n_text_ids;
   int max_frames;                 /* 0: the plan's default (12.5 frames per second of audio) */
-  int use_plan_sampling;          /* 1 (default): ignore the fields below */
-  float temperature;              /* 0: greedy */
-  int top_k;
-  float top_p;
-  float min_p;
-  float repetition_penalty;
-  uint64_t seed;
+  OeSampling sampling;
   double prebuffer_ms;            /* audio the playback clock queues before it starts (default 200; 0: play at once) */
 } OeSpeakParams;
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "capi/omni_edge.h"
+
 namespace omni_edge::tools {
 
 class ArgReader {
@@ -54,6 +56,19 @@ class ArgReader {
   char** argv_;
   int i_;
 };
+
+// The sampling flags both subcommands take; true if `flag` was one (it overrides the plan's).
+inline bool ReadSamplingFlag(ArgReader& args, const std::string& flag, OeSampling* s) {
+  if (flag == "--temperature") s->temperature = float(args.Number("--temperature"));
+  else if (flag == "--top-k") s->top_k = int(args.Whole("--top-k", 0, 1 << 30));
+  else if (flag == "--top-p") s->top_p = float(args.Number("--top-p"));
+  else if (flag == "--min-p") s->min_p = float(args.Number("--min-p"));
+  else if (flag == "--repetition-penalty") s->repetition_penalty = float(args.Number("--repetition-penalty"));
+  else if (flag == "--seed") s->seed = uint64_t(args.Whole("--seed", 0, 9.0e15));
+  else return false;
+  s->use_plan_sampling = 0;
+  return true;
+}
 
 // "1,2,3" -> token ids; false if an item is empty, not a number or outside [0, INT32_MAX].
 inline bool ParseIds(const std::string& text, std::vector<int32_t>* ids) {

@@ -164,12 +164,7 @@ int Run(int argc, char** argv, int first) {
     } else if (a == "--chat") params.chat = 1;
     else if (a == "--system") system_prompt = args.Value("--system");
     else if (a == "--max-new-tokens") params.max_new_tokens = int(args.Whole("--max-new-tokens", 0, 1 << 30));
-    else if (a == "--temperature") params.temperature = float(args.Number("--temperature")), params.use_plan_sampling = 0;
-    else if (a == "--top-k") params.top_k = int(args.Whole("--top-k", 0, 1 << 30)), params.use_plan_sampling = 0;
-    else if (a == "--top-p") params.top_p = float(args.Number("--top-p")), params.use_plan_sampling = 0;
-    else if (a == "--min-p") params.min_p = float(args.Number("--min-p")), params.use_plan_sampling = 0;
-    else if (a == "--repetition-penalty") params.repetition_penalty = float(args.Number("--repetition-penalty")), params.use_plan_sampling = 0;
-    else if (a == "--seed") params.seed = uint64_t(args.Whole("--seed", 0, 9.0e15)), params.use_plan_sampling = 0;
+    else if (ReadSamplingFlag(args, a, &params.sampling)) continue;
     else if (a == "--stop") stops.emplace_back(args.Value("--stop"));
     else if (a == "--ignore-stop-tokens") params.ignore_stop_tokens = 1;
     else if (a == "--threads") config.threads = int(args.Whole("--threads", 0, 1024));

@@ -29,7 +29,8 @@ int SpeakUsage(const char* why) {
   std::fprintf(stderr,
                "usage: omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json]\n"
                "                           [--max-frames N] [--prebuffer-ms MS] [--temperature T] [--top-k K]\n"
-               "                           [--seed S] [--threads N] [--allow-unqualified] [--info] [--repeat N]\n");
+               "                           [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S]\n"
+               "                           [--threads N] [--allow-unqualified] [--info] [--repeat N]\n");
   return 2;
 }
 
@@ -99,9 +100,7 @@ int Speak(int argc, char** argv, int first) {
     else if (a == "--info") info = true;
     else if (a == "--max-frames") params.max_frames = int(args.Whole("--max-frames", 0, 1 << 20));
     else if (a == "--prebuffer-ms") params.prebuffer_ms = double(args.Whole("--prebuffer-ms", 0, 60000));
-    else if (a == "--temperature") params.temperature = float(args.Number("--temperature")), params.use_plan_sampling = 0;
-    else if (a == "--top-k") params.top_k = int(args.Whole("--top-k", 0, 1 << 30)), params.use_plan_sampling = 0;
-    else if (a == "--seed") params.seed = uint64_t(args.Whole("--seed", 0, 9.0e15)), params.use_plan_sampling = 0;
+    else if (ReadSamplingFlag(args, a, &params.sampling)) continue;
     else if (a == "--threads") config.threads = int(args.Whole("--threads", 0, 1024));
     else if (a == "--allow-unqualified") config.allow_unqualified = 1;
     else if (a == "--repeat") repeat = args.Whole("--repeat", 1, 1e6);
