@@ -82,29 +82,49 @@ class CodecIds:
 class Prompt:
     """The talker's prefix around the text: `head` rows, each text token beside `text_codec`,
     then `tail` rows; every frame after reads `frame_text`. A row is (text id, codec id of
-    codebook 0, or ABSENT)."""
+    codebook 0, or ABSENT).
+
+    With `stream_text`, only the first text token is in the prefix (beside `text_codec`); the
+    others, then `text_end`, are read one per frame (frame t's input carries text token t + 1)
+    before `frame_text`: speech starts after one text token (a release's streaming text mode)."""
 
     head: tuple[tuple[int, int], ...]
     text_codec: int
     tail: tuple[tuple[int, int], ...]
     frame_text: int
+    stream_text: bool = False
+    text_end: int = ABSENT
 
     def rows(self, text_ids: list[int]) -> list[tuple[int, int]]:
-        return [*self.head, *((t, self.text_codec) for t in text_ids), *self.tail]
+        inline = text_ids[:1] if self.stream_text else text_ids
+        return [*self.head, *((t, self.text_codec) for t in inline), *self.tail]
+
+    def frame_texts(self, text_ids: list[int]) -> list[int]:
+        """Text ids the frames read before `frame_text`: frame t's input reads entry t."""
+        if not self.stream_text:
+            return []
+        return [*text_ids[1:], *([self.text_end] if self.text_end != ABSENT else [])]
+
+    def frame_text_at(self, text_ids: list[int], t: int) -> int:
+        queued = self.frame_texts(text_ids)
+        return queued[t] if t < len(queued) else self.frame_text
 
     def to_json(self) -> dict[str, Any]:
-        return {"head": [list(r) for r in self.head], "text_codec": self.text_codec,
-                "tail": [list(r) for r in self.tail], "frame_text": self.frame_text}
+        out = {"head": [list(r) for r in self.head], "text_codec": self.text_codec,
+               "tail": [list(r) for r in self.tail], "frame_text": self.frame_text}
+        return {**out, "stream_text": True, "text_end": self.text_end} if self.stream_text else out
 
 
 @dataclass(frozen=True)
 class Voice:
     """A release's prompt choices: a speaker of its spk_id, a language of its codec_language_id
-    (or "auto"), and an instruction (the 1.7B's)."""
+    (or "auto"), an instruction (the 1.7B's), and whether the text streams in one token per
+    frame (generate()'s non_streaming_mode=False) rather than all in the prompt."""
 
     speaker: str = ""
     language: str = "auto"
     instruct: str = ""
+    stream_text: bool = False
 
 
 class TextProjection(nn.Module):
@@ -384,8 +404,12 @@ def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
                  sampling: Sampling = Sampling()) -> Iterator[list[int]]:
     """Text to speech: yields each frame's 16 codes as it is made (at most max_frames; fewer when
     codebook 0 says end of speech), after the prompt's prefix (`Prompt`)."""
-    frame_text = model.talker.text_part(torch.tensor([[model.prompt.frame_text]]))
-    yield from _talk(model, prefix_embeds(model, text_ids), lambda _: frame_text, max_frames, sampling)
+    t = model.talker
+
+    def text_part(i: int) -> torch.Tensor:  # the input after frame i - 1
+        return t.text_part(torch.tensor([[model.prompt.frame_text_at(text_ids, i - 1)]]))
+
+    yield from _talk(model, prefix_embeds(model, text_ids), text_part, max_frames, sampling)
 
 
 @torch.no_grad()

@@ -127,10 +127,11 @@ def convert(config: dict[str, Any], tokenizer: Any, voice: Voice, directory: Pat
 
 def release_prompt(raw: dict[str, Any], talker: dict[str, Any], text: dict[str, Any], tokenizer: Any, voice: Voice,
                    model_size: str) -> Prompt:
-    """generate()'s non-streaming prompt: [instruction rows], the role rows (text only), the text
-    pad beside think / [language] / think end / [speaker], the text bos beside the codec pad; then
-    (Prompt) each text token beside the codec pad; the text eos beside the codec pad and the text
-    pad beside the codec bos."""
+    """generate()'s prompt: [instruction rows], the role rows (text only), the text pad beside
+    think / [language] / think end / [speaker], the text bos beside the codec pad; then (Prompt)
+    each text token beside the codec pad, the text eos beside the codec pad and the text pad
+    beside the codec bos; or, streaming the text, the first text token beside the codec bos and
+    the others (then the text eos) one per frame."""
     pad_t, bos_t, eos_t = int(text["tts_pad_token_id"]), int(text["tts_bos_token_id"]), int(text["tts_eos_token_id"])
     languages: dict[str, int] = raw.get("codec_language_id") or {}
     speakers: dict[str, int] = raw.get("spk_id") or {}
@@ -157,8 +158,10 @@ def release_prompt(raw: dict[str, Any], talker: dict[str, Any], text: dict[str, 
         raise ValueError(f"the tokenizer splits {ROLE!r} into {len(role)} tokens; a release's makes 3")
     instruct = tokenizer.encode(INSTRUCT.format(voice.instruct)).ids if voice.instruct else []
     codec_pad, codec_bos = int(talker["codec_pad_id"]), int(talker["codec_bos_id"])
-    head = ([(int(t), ABSENT) for t in [*instruct, *role]] + [(pad_t, c) for c in tags] + [(bos_t, codec_pad)])
-    return Prompt(tuple(head), codec_pad, ((eos_t, codec_pad), (pad_t, codec_bos)), pad_t)
+    head = tuple([(int(t), ABSENT) for t in [*instruct, *role]] + [(pad_t, c) for c in tags] + [(bos_t, codec_pad)])
+    if voice.stream_text:  # the first text token beside the codec bos; the rest, then the text eos, one per frame
+        return Prompt(head, codec_bos, (), pad_t, stream_text=True, text_end=eos_t)
+    return Prompt(head, codec_pad, ((eos_t, codec_pad), (pad_t, codec_bos)), pad_t)
 
 
 def release_sampling(directory: Path) -> Sampling:

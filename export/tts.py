@@ -403,7 +403,8 @@ class GraphRunner:
             frame = [c0, *self._predict(normed, c0 if truth is None else truth[0], truth)]
             frames.append(frame)
             history.add(c0 if truth is None else truth[0])
-            emb = self._run("talker_embed_n1", {"text_ids": np.array([[m.prompt.frame_text]], np.int64),
+            text_id = m.prompt.frame_text_at(text_ids, t)
+            emb = self._run("talker_embed_n1", {"text_ids": np.array([[text_id]], np.int64),
                                                 "codes": np.array([[truth or frame]], np.int64)})[0]
             hidden_last = self._body(f"talker_decode_s{self.cache}", self.talker_s, kv, emb, pos, 1)
             pos += 1

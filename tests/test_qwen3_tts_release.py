@@ -2,7 +2,8 @@
 the release's names, a Qwen2 vocab.json + merges.txt tokenizer), and its codes equal those that
 the release implementation's own generate() made (qwen-tts 0.1.1, greedy with its repetition
 penalty), token for token, through the PyTorch reference, the exported graphs and the native
-chain, for both prompt shapes (language + speaker; auto language + instruction)."""
+chain, for both prompt shapes (language + speaker; auto language + instruction) and with the text
+read one token per frame (generate()'s streaming text)."""
 
 from __future__ import annotations
 
@@ -22,14 +23,15 @@ from omni_edge.runtime import SpeechSession
 from safetensors.torch import load_file, save_file
 
 FIXTURE = Path(__file__).parent / "data" / "qwen3_tts_release"
-CASES: list[dict[str, str]] = json.loads((FIXTURE / "reference.json").read_text())["cases"]
+CASES: list[dict[str, Any]] = json.loads((FIXTURE / "reference.json").read_text())["cases"]
 REFERENCE = load_file(str(FIXTURE / "reference.safetensors"))
+RUN = CLI.parent / "omni-edge-run"
 GREEDY = Sampling(repetition_penalty=1.05)  # generate(do_sample=False, subtalker_dosample=False)
 
 
 def voice(i: int) -> Voice:
     c = CASES[i]
-    return Voice(c["speaker"], c["language"], c["instruct"])
+    return Voice(str(c["speaker"]), str(c["language"]), str(c["instruct"]), bool(c["stream_text"]))
 
 
 def options(v: Voice, frames: int = 23) -> TtsExportOptions:
@@ -46,9 +48,14 @@ def test_reference_codes_equal_the_release_generate(i: int) -> None:
     want = REFERENCE[f"codes_{i}"]
     assert want.shape == (23, 16)
     assert torch.equal(generate_codes(model, text, 23, GREEDY), want)
-    # Each part of the release's decoding matters: without the repetition penalty the codes part.
-    assert not torch.equal(generate_codes(model, text, 23, Sampling()), want)
     assert model.min_frames == 2 and model.sampling == Sampling(temperature=0.9, top_k=50, repetition_penalty=1.05)
+
+
+def test_the_repetition_penalty_matters() -> None:
+    """Without it the first case's codes part from generate()'s (so the checks above can fail)."""
+    model = Qwen3Tts.from_pretrained(FIXTURE, voice(0))
+    text = model.tokenizer.encode(CASES[0]["text"]).ids
+    assert not torch.equal(generate_codes(model, text, 23, Sampling()), REFERENCE["codes_0"])
 
 
 def test_the_prompt_is_the_release_one() -> None:
@@ -57,6 +64,9 @@ def test_the_prompt_is_the_release_one() -> None:
     role = [(401, ABSENT), (271, ABSENT), (198, ABSENT)]  # <|im_start|> assistant \n
     assert list(speaker.head) == [*role, (pad, 2154), (pad, 2156), (pad, 2050), (pad, 2157), (pad, 3000), (bos, 2148)]
     assert speaker.text_codec == 2148 and list(speaker.tail) == [(eos, 2148), (pad, 2149)] and speaker.frame_text == pad
+    streamed = Qwen3Tts.from_pretrained(FIXTURE, voice(2)).prompt  # the first text token beside the codec bos
+    assert streamed.head == speaker.head and streamed.text_codec == 2149 and streamed.tail == ()
+    assert streamed.rows([7, 8, 9])[-1] == (7, 2149) and streamed.frame_texts([7, 8, 9]) == [8, 9, eos]
     instructed = Qwen3Tts.from_pretrained(FIXTURE, voice(1)).prompt
     assert all(codec == ABSENT for _, codec in instructed.head[:-4])  # instruction and role rows: text only
     assert [codec for _, codec in instructed.head[-4:]] == [2155, 2156, 2157, 2148]  # nothink, no language/speaker
@@ -152,6 +162,8 @@ def test_malformed_prompts_in_a_plan_are_refused(exported: list[Path], tmp_path:
         ("outside the tokenizer", lambda t: t["prompt"].update(frame_text=10 ** 6)),
         ("prompt.frame_text", lambda t: t["prompt"].pop("frame_text")),
         ("min_frames", lambda t: t.update(min_frames=-1)),
+        ("text_end: only with stream_text", lambda t: t["prompt"].update(text_end=5)),
+        ("stream_text", lambda t: t["prompt"].update(stream_text="yes")),
     ]
     for expected, mutate in broken:
         bad = json.loads(json.dumps(plan))
@@ -163,3 +175,22 @@ def test_malformed_prompts_in_a_plan_are_refused(exported: list[Path], tmp_path:
         with pytest.raises(ContractError) as err:
             SpeechSession.open(path)
         assert expected in err.value.message, err.value.message
+
+
+def test_the_native_cli_takes_the_release_sampling_flags(exported: list[Path], tmp_path: Path) -> None:
+    """omni-edge-run speak (the C ABI) with greedy + the release's repetition penalty speaks the
+    codes of generate(): its WAV equals the Python session's for the same request."""
+    out = tmp_path / "out.wav"
+    run = subprocess.run([str(RUN), "speak", "--plan", str(exported[0]), "--text", CASES[0]["text"], "--out", str(out),
+                          "--max-frames", "23", "--temperature", "0", "--repetition-penalty", "1.05",
+                          "--prebuffer-ms", "0"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    session = SpeechSession.open(exported[0])
+    session.speak(CASES[0]["text"], max_frames=23, prebuffer_ms=0, wav=tmp_path / "python.wav",
+                  sampling={"temperature": 0.0, "repetition_penalty": 1.05})
+    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), REFERENCE["codes_0"])
+    assert out.read_bytes() == (tmp_path / "python.wav").read_bytes()
+    plain = subprocess.run([str(RUN), "speak", "--plan", str(exported[0]), "--text", CASES[0]["text"], "--out",
+                            str(tmp_path / "plain.wav"), "--max-frames", "23", "--temperature", "0"],
+                           capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0 and (tmp_path / "plain.wav").read_bytes() != out.read_bytes()  # the penalty matters

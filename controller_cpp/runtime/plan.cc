@@ -192,11 +192,14 @@ Result<TalkerPrompt> ParsePrompt(const Json* j, const std::string& where, const 
   p.text_codec = r.Int("text_codec", true, 0);
   const Json* tail = r.Array("tail");
   p.frame_text = r.Int("frame_text", true, 0);
+  p.stream_text = r.Bool("stream_text", false, false);
+  p.text_end = r.Int("text_end", false, -1, -1);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
   if (p.text_codec >= c.decoder.vocab_size) return PlanError(where + ".text_codec: outside codebook 0's vocabulary");
   OE_ASSIGN_OR_RETURN(p.head, ParsePromptRows(head, where + ".head", c.decoder.vocab_size));
   OE_ASSIGN_OR_RETURN(p.tail, ParsePromptRows(tail, where + ".tail", c.decoder.vocab_size));
+  if (!p.stream_text && p.text_end >= 0) return PlanError(where + ".text_end: only with stream_text");
   return p;
 }
 

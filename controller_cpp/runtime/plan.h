@@ -61,10 +61,13 @@ struct PromptRow {
 
 // The talker's prefix around the text: `head` rows, each text token beside `text_codec`, then
 // `tail` rows; every frame after reads `frame_text` (a Qwen3-TTS release's role, think-tag,
-// language and speaker rows are head rows).
+// language and speaker rows are head rows). With `stream_text` only the first text token is in
+// the prefix; frame t's input reads text token t + 1, then `text_end` (if >= 0), then frame_text.
 struct TalkerPrompt {
   std::vector<PromptRow> head, tail;
   int64_t text_codec = 0, frame_text = 0;
+  bool stream_text = false;
+  int64_t text_end = -1;
 };
 
 struct TalkerConfig {

@@ -77,7 +77,8 @@ def _export_tts(args: argparse.Namespace) -> int:
     opts = TtsExportOptions(prefill_chunk=args.prefill_chunk, buckets=args.buckets, validate=not args.no_validate,
                             threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context),
                             validation_frames=args.validation_frames,
-                            formats=formats, voice=Voice(args.speaker, args.language, args.instruct))
+                            formats=formats,
+                            voice=Voice(args.speaker, args.language, args.instruct, args.stream_text))
     try:
         if args.target == "qnn-htp":
             from omni_edge.export.tts_qnn import export_tts_qnn
@@ -385,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--speaker", default="", help="a Qwen3-TTS release's speaker (CustomVoice), e.g. vivian")
     e.add_argument("--language", default="auto", help="a Qwen3-TTS release's language, e.g. english (default: auto)")
     e.add_argument("--instruct", default="", help="a Qwen3-TTS release's instruction (1.7B), e.g. 'Speak slowly.'")
+    e.add_argument("--stream-text", action="store_true",
+                   help="a Qwen3-TTS release: only the first text token in the prompt, the rest read one per frame")
     e.add_argument("--no-validate", action="store_true")
     e.add_argument("--validation-frames", type=int, default=48, help="frames spoken to validate the artifact")
     e.add_argument("--threads", type=int, default=0)

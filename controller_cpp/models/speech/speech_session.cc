@@ -179,7 +179,7 @@ Result<std::unique_ptr<SpeechSession>> SpeechSession::Open(Plan plan, const llm:
     return copy;
   };
   OE_ASSIGN_OR_RETURN(s->tokenizer_, llm::Tokenizer::Load(t.tokenizer));
-  std::vector<int64_t> prompt_text = {t.prompt.frame_text};
+  std::vector<int64_t> prompt_text = {t.prompt.frame_text, std::max<int64_t>(t.prompt.text_end, 0)};
   for (const auto* rows : {&t.prompt.head, &t.prompt.tail}) {
     for (const PromptRow& r : *rows) prompt_text.push_back(r.text_id);
   }

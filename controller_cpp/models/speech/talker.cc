@@ -98,8 +98,13 @@ Status Talker::Start(const std::vector<int32_t>& text_ids) {
   OE_RETURN_IF_ERROR(talker_->Reset());
   unfed_.reset();
   said_.clear();
+  text_queue_.clear();
   const int64_t head = int64_t(prompt.head.size()), n = PrefixLength(text_ids);
-  const int64_t text_end = head + int64_t(text_ids.size());
+  const int64_t text_end = n - int64_t(prompt.tail.size());  // past the text rows of the prefix
+  if (prompt.stream_text) {
+    if (text_ids.size() > 1) text_queue_.assign(text_ids.begin() + 1, text_ids.end());
+    if (prompt.text_end >= 0) text_queue_.push_back(prompt.text_end);
+  }
   auto row = [&](int64_t p) -> PromptRow {
     if (p < head) return prompt.head[size_t(p)];
     if (p < text_end) return {text_ids[size_t(p - head)], prompt.text_codec};
@@ -126,6 +131,7 @@ Status Talker::StartDual() {
   if (!embed_hidden_) return Status::Error("invalid_plan", "this talker has no embed_hidden graph: it cannot read a thinker");
   OE_RETURN_IF_ERROR(talker_->Reset());
   said_.clear();
+  text_queue_.clear();
   // Frame 0's codec input is the BOS (codebook 0 only); its text input comes with Next().
   Frame bos(size_t(config_.code_groups), int32_t(config_.codebook_size));
   bos[0] = int32_t(config_.codec_bos);
@@ -153,7 +159,8 @@ Result<std::optional<Frame>> Talker::Next(llm::Sampler& sampler, const float* te
       std::memcpy(text_hidden_.data<float>(), text_hidden, text_hidden_.nbytes());
       OE_RETURN_IF_ERROR(Run(*embed_hidden_));
     } else {
-      text_step_.data<int64_t>()[0] = c.prompt.frame_text;
+      text_step_.data<int64_t>()[0] = text_queue_.empty() ? c.prompt.frame_text : text_queue_.front();
+      if (!text_queue_.empty()) text_queue_.pop_front();
       OE_RETURN_IF_ERROR(Run(*embed_step_));
     }
     OE_ASSIGN_OR_RETURN(last_hidden_, talker_->FeedHidden(hidden_step_.data<float>(), 1));

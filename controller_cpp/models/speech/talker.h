@@ -14,6 +14,8 @@
 // sampler's repetition penalty sees the codebook-0 codes said so far.
 #pragma once
 
+#include <algorithm>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -34,7 +36,9 @@ class Talker {
 
   // Positions the prefix of `text_ids` takes; frames can use the rest of the largest bucket.
   int64_t PrefixLength(const std::vector<int32_t>& text_ids) const {
-    return int64_t(config_.prompt.head.size() + text_ids.size() + config_.prompt.tail.size());
+    const TalkerPrompt& p = config_.prompt;
+    const size_t inline_text = p.stream_text ? std::min<size_t>(1, text_ids.size()) : text_ids.size();
+    return int64_t(p.head.size() + inline_text + p.tail.size());
   }
   int64_t MaxPositions() const;
   // Forgets the last utterance and prefills the prefix of a new one.
@@ -66,6 +70,7 @@ class Talker {
   HostTensor predictor_id_, predictor_in_, predictor_hidden_, predictor_logits_;
   std::vector<float> scores_;
   std::vector<llm::TokenId> said_;     // codebook-0 codes of this utterance (repetition penalty)
+  std::deque<int64_t> text_queue_;     // stream_text: text ids the next frames read
   std::optional<Frame> unfed_;        // the last frame, fed back at the next step
   const float* last_hidden_ = nullptr;  // the talker's output at the newest position
   double graph_seconds_ = 0;

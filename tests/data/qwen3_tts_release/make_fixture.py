@@ -50,9 +50,11 @@ CODEC = dict(codec_pad_id=2148, codec_bos_id=2149, codec_eos_token_id=2150, code
              codec_nothink_id=2155, codec_think_bos_id=2156, codec_think_eos_id=2157)
 LANGUAGES = {"english": 2050, "chinese": 2055, "beijing_dialect": 2074}
 SPEAKERS = {"vivian": 3000, "ryan": 3011}
-CASES = [  # (text, language, speaker, instruct): both prompt shapes of generate()
-    dict(text="Hello from the release talker.", language="English", speaker="Vivian", instruct=""),
-    dict(text="Speech synthesis turns text into audio.", language="Auto", speaker="", instruct="Speak slowly."),
+CASES = [  # both prompt shapes of generate(), with the text in the prompt; then read one token per frame
+    dict(text="Hello from the release talker.", language="English", speaker="Vivian", instruct="", stream_text=False),
+    dict(text="Speech synthesis turns text into audio.", language="Auto", speaker="", instruct="Speak slowly.",
+         stream_text=False),
+    dict(text="Hello from the release talker.", language="English", speaker="Vivian", instruct="", stream_text=True),
 ]
 FRAMES = 24
 
@@ -170,7 +172,7 @@ def main(out: Path) -> None:
                     if case["instruct"] else None)
         with torch.no_grad():
             codes, _ = model.generate(input_ids=[input_ids], instruct_ids=[instruct], languages=[case["language"]],
-                                      speakers=[case["speaker"] or None], non_streaming_mode=True,
+                                      speakers=[case["speaker"] or None], non_streaming_mode=not case["stream_text"],
                                       max_new_tokens=FRAMES, do_sample=False, subtalker_dosample=False,
                                       repetition_penalty=1.05)
         tensors[f"input_ids_{i}"] = input_ids
