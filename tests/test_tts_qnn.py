@@ -4,11 +4,12 @@ native chain, teacher-forced codes and per-graph SQNR."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from llm_reference import cli
-from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, StreamShape
+from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, StreamShape, Voice
 from omni_edge.export.tts import GraphRunner, TtsExportOptions
 from omni_edge.export.tts_qnn import FP16_LIMITS, LIMITS, OMNI_GRAPH, capture_calibration, export_tts_qnn
 from omni_edge.runtime import SpeechSession
@@ -94,3 +95,19 @@ def test_speech_targets_are_refused_clearly(tts_checkpoint: Path, tmp_path: Path
         done = cli("export", "tts", "--checkpoint", str(tts_checkpoint), "--out", str(tmp_path), "--target", "qnn-htp",
                    "--precision", precision, "--soc", soc)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_release_talker_runs_on_the_htp(tmp_path: Path) -> None:
+    """The release's graphs (a 3072-id codebook 0 with its absent row, the projection into a
+    narrower predictor) compile for the HTP and keep the codes in fp16."""
+    release = Path(__file__).parent / "data" / "qwen3_tts_release"
+    opts = dataclasses.replace(SMALL, voice=Voice("vivian", "english"))
+    [(component, got)] = export_tts_qnn(release, tmp_path, opts, ("sm8650",))
+    assert got["forced_codebook0_agreement"] >= FP16_LIMITS["forced_codebook0_agreement"]
+    assert got["forced_predictor_agreement"] >= FP16_LIMITS["forced_predictor_agreement"]
+    assert min(_graph_sqnr(got).values()) >= FP16_LIMITS["graph_sqnr_db"]
+    assert cli("verify", str(component)).returncode == 0
+    session = SpeechSession.open(tmp_path / "plan.json")
+    talker = [p for p in session.placements() if not p["graph"].startswith("vocoder")]
+    assert {(p["device"], p["engine"], p["nodes_elsewhere"]) for p in talker} == {("npu", "QNNExecutionProvider", 0)}
+    assert session.speak("Hello.", max_frames=3).pcm.shape[0] == 3 * SAMPLES_PER_FRAME
