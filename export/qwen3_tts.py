@@ -30,7 +30,9 @@ What differs from the local layout is data, not structure:
   - the prompt (`Prompt`): text-only rows for the chat role (and an instruction), then text-pad
     rows beside the think / language / speaker codec ids, the text bos beside the codec pad, each
     text token beside the codec pad, the text eos beside the codec pad, and the text pad beside
-    the codec bos (generate()'s non-streaming prompt); every frame after reads the text pad;
+    the codec bos (generate()'s non-streaming prompt); every frame after reads the text pad.
+    Streaming the text (`Voice.stream_text`), only the first text token is in the prompt,
+    beside the codec bos; the frames read the rest, then the text eos, one each;
   - interleaved multimodal RoPE whose three position rows are equal for speech: 1-D RoPE;
   - a code predictor narrower than the talker (1.7B) reads its inputs through
     `small_to_mtp_projection`;
