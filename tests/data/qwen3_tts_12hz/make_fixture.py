@@ -11,21 +11,17 @@ Not run by the tests (qwen-tts needs transformers 4.57, the project runs 5.x). T
     /tmp/qvenv/bin/python tests/data/qwen3_tts_12hz/make_fixture.py tests/data/qwen3_tts_12hz
 """
 
-import importlib.machinery
 import json
 import sys
-import types
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
 
-# qwen_tts imports torchaudio for its 25 Hz tokenizer only; there is no torchaudio for this torch.
-for name in ("torchaudio", "torchaudio.compliance", "torchaudio.compliance.kaldi"):
-    sys.modules[name] = types.ModuleType(name)
-    sys.modules[name].__spec__ = importlib.machinery.ModuleSpec(name, None)
-sys.modules["torchaudio"].compliance = sys.modules["torchaudio.compliance"]  # type: ignore[attr-defined]
-sys.modules["torchaudio.compliance"].kaldi = sys.modules["torchaudio.compliance.kaldi"]  # type: ignore[attr-defined]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from qwen_tts_side import randomize_decoder, stub_torchaudio
+
+stub_torchaudio()
 
 from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import (  # noqa: E402
     Qwen3TTSTokenizerV2DecoderConfig,
@@ -46,28 +42,8 @@ def main(out: Path) -> None:
     config = Qwen3TTSTokenizerV2DecoderConfig(**CONFIG)
     config._attn_implementation = "eager"
     model = Qwen3TTSTokenizerV2Decoder(config).eval()
+    codes = randomize_decoder(model, lambda: torch.randint(0, CONFIG["codebook_size"], (1, 16, 30)))
     with torch.no_grad():
-        for name, p in model.named_parameters():  # random weights at the scales a trained decoder has
-            if "cluster_usage" in name:
-                p.copy_(torch.rand_like(p) * 2 + 0.5)
-            elif name.endswith(("alpha", "beta")):
-                p.copy_(torch.randn_like(p) * 0.1)
-            elif "scale" in name or name.endswith("gamma"):
-                p.copy_(torch.full_like(p, 0.1))
-            elif p.dim() > 1:
-                p.copy_(torch.randn_like(p) / p.shape[1] ** 0.5)
-            else:
-                p.copy_(torch.randn_like(p) * 0.02 + (1.0 if "norm" in name else 0.0))
-        codes = torch.randint(0, CONFIG["codebook_size"], (1, 16, 30))
-        # Output at speech level (RMS 0.2): scale the last conv by what the random model gives.
-        last = model.decoder[-1]
-        seen: dict[str, torch.Tensor] = {}
-        hook = last.register_forward_hook(lambda _m, _i, o: seen.setdefault("out", o))
-        model(codes)
-        hook.remove()
-        scale = 0.2 / float(seen["out"].std())
-        last.conv.weight.mul_(scale)
-        last.conv.bias.mul_(scale)
         wav, wav12 = model(codes), model(codes[..., :12])
     save_file({f"decoder.{k}": v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"))
     speech_tokenizer = {"model_type": "qwen3_tts_tokenizer_12hz", "decoder_config": CONFIG,

@@ -15,20 +15,17 @@ build the side venv of tests/data/qwen3_tts_12hz/make_fixture.py, then
     /tmp/qvenv/bin/python tests/data/qwen3_tts_release/make_fixture.py tests/data/qwen3_tts_release
 """
 
-import importlib.machinery
 import json
 import sys
-import types
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
 
-for name in ("torchaudio", "torchaudio.compliance", "torchaudio.compliance.kaldi"):
-    sys.modules[name] = types.ModuleType(name)
-    sys.modules[name].__spec__ = importlib.machinery.ModuleSpec(name, None)
-sys.modules["torchaudio"].compliance = sys.modules["torchaudio.compliance"]  # type: ignore[attr-defined]
-sys.modules["torchaudio.compliance"].kaldi = sys.modules["torchaudio.compliance.kaldi"]  # type: ignore[attr-defined]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from qwen_tts_side import randomize_decoder, stub_torchaudio
+
+stub_torchaudio()
 
 from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig  # noqa: E402
 from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration  # noqa: E402
@@ -139,25 +136,7 @@ def main(out: Path) -> None:
     dc = Qwen3TTSTokenizerV2DecoderConfig(**dconf)
     dc._attn_implementation = "eager"
     decoder = Qwen3TTSTokenizerV2Decoder(dc).eval()
-    with torch.no_grad():  # random weights at a trained decoder's scales (as tests/data/qwen3_tts_12hz's)
-        for name, p in decoder.named_parameters():
-            if "cluster_usage" in name:
-                p.copy_(torch.rand_like(p) * 2 + 0.5)
-            elif name.endswith(("alpha", "beta")):
-                p.copy_(torch.randn_like(p) * 0.1)
-            elif "scale" in name or name.endswith("gamma"):
-                p.copy_(torch.full_like(p, 0.1))
-            elif p.dim() > 1:
-                p.copy_(torch.randn_like(p) / p.shape[1] ** 0.5)
-            else:
-                p.copy_(torch.randn_like(p) * 0.02 + (1.0 if "norm" in name else 0.0))
-        last, seen = decoder.decoder[-1], {}
-        hook = last.register_forward_hook(lambda _m, _i, o: seen.setdefault("out", o))  # before the clamp
-        decoder(torch.randint(0, 2048, (1, 16, 20)))
-        hook.remove()
-        scale = 0.2 / float(seen["out"].std())  # speech level
-        last.conv.weight.mul_(scale)
-        last.conv.bias.mul_(scale)
+    randomize_decoder(decoder, lambda: torch.randint(0, 2048, (1, 16, 20)))
     save_file({f"decoder.{k}": v.bfloat16().contiguous() for k, v in decoder.state_dict().items()},
               str(st / "model.safetensors"))
     (st / "config.json").write_text(json.dumps({
