@@ -148,6 +148,16 @@ def _print_event(event: dict[str, Any], as_json: bool) -> None:
               f"decode {event['decode_tok_s']:.2f} tok/s, peak RSS {event['peak_rss_mb']:.0f} MB{error}", file=sys.stderr)
 
 
+def _add_sampling(p: argparse.ArgumentParser) -> None:
+    """The sampling flags of run and speak; any one given replaces the plan's sampling (_sampling)."""
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--min-p", type=float, default=None)
+    p.add_argument("--repetition-penalty", type=float, default=None)
+    p.add_argument("--seed", type=int, default=None)
+
+
 def _sampling(args: argparse.Namespace) -> dict[str, Any] | None:
     fields = {"temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p, "min_p": args.min_p,
               "repetition_penalty": args.repetition_penalty, "seed": args.seed}
@@ -417,12 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chat", action="store_true", help="format the prompt as a ChatML user turn")
     p.add_argument("--system", default=None)
     p.add_argument("--max-new-tokens", type=int, default=None)
-    p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--min-p", type=float, default=None)
-    p.add_argument("--repetition-penalty", type=float, default=None)
-    p.add_argument("--seed", type=int, default=None)
+    _add_sampling(p)
     p.add_argument("--stop", action="append", help="a stop string (repeatable)")
     p.add_argument("--ignore-stop-tokens", action="store_true")
     p.add_argument("--json", action="store_true", help="one JSON object per event line")
@@ -443,12 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-frames", type=int, default=0, help="at most this many 80 ms frames (0: the plan's limit)")
     p.add_argument("--prebuffer-ms", type=float, default=200.0,
                    help="audio the playback clock queues before it starts playing (0: at the first PCM)")
-    p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--min-p", type=float, default=None)
-    p.add_argument("--repetition-penalty", type=float, default=None)
-    p.add_argument("--seed", type=int, default=None)
+    _add_sampling(p)
     p.add_argument("--json", action="store_true", help="one JSON object per event line; the last has the metrics")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--allow-unqualified", action="store_true")
