@@ -82,7 +82,7 @@ def run_pytorch(args: argparse.Namespace) -> list[dict[str, Any]]:
         start = time.perf_counter()
         frames: list[list[int]] = []
         spans: list[tuple[int, int, bool]] = []  # chunks as their frames exist, then the rest at the end
-        for frame in stream_codes(model, ids, args.frames):
+        for frame in stream_codes(model, ids, args.frames, model.sampling):  # the plan's sampling, as the native run
             frames.append(frame)
             first = spans[-1][1] if spans else 0
             if len(frames) - first >= (shape.first if first == 0 else shape.chunk):

@@ -98,6 +98,8 @@ class Prompt:
     text_end: int = ABSENT
 
     def rows(self, text_ids: list[int]) -> list[tuple[int, int]]:
+        if self.stream_text and not text_ids:
+            raise ValueError("a streamed-text prompt needs at least one text token")
         inline = text_ids[:1] if self.stream_text else text_ids
         return [*self.head, *((t, self.text_codec) for t in inline), *self.tail]
 
@@ -333,6 +335,12 @@ class Sampling:
     top_k: int = 0
     seed: int = 0
     repetition_penalty: float = 1.0
+    top_p: float = 1.0
+
+    def native(self) -> dict[str, Any]:
+        """As a plan's or a request's sampling section."""
+        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
+                "repetition_penalty": self.repetition_penalty, "seed": self.seed}
 
 
 def penalized(logits: torch.Tensor, history: Iterable[int], penalty: float) -> torch.Tensor:
@@ -355,7 +363,12 @@ def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator, histor
     if sampling.top_k > 0:
         kth = torch.topk(scaled, min(sampling.top_k, scaled.numel())).values[-1]
         scaled = torch.where(scaled < kth, torch.full_like(scaled, -float("inf")), scaled)
-    return int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=gen))
+    probs = torch.softmax(scaled, -1)
+    if sampling.top_p < 1.0:  # the smallest set of most likely ids whose mass reaches top_p
+        ordered, order = torch.sort(probs, descending=True)
+        keep = torch.cumsum(ordered, 0) - ordered < sampling.top_p
+        probs = torch.zeros_like(probs).scatter(0, order[keep], ordered[keep])
+    return int(torch.multinomial(probs, 1, generator=gen))
 
 
 def suppressed(ids: CodecIds, frame_index: int, min_frames: int) -> torch.Tensor:

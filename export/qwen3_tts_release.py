@@ -38,7 +38,10 @@ PREDICTOR_DEFAULTS: dict[str, Any] = dict(
     num_key_value_heads=8, head_dim=128, hidden_act="silu", max_position_embeddings=32768, rms_norm_eps=1e-6,
     rope_theta=10000, rope_scaling=None, attention_bias=False, use_sliding_window=False, num_code_groups=32)
 TEXT_DEFAULTS: dict[str, Any] = dict(tts_pad_token_id=151671, tts_bos_token_id=151672, tts_eos_token_id=151673)
-GENERATE_DEFAULTS: dict[str, Any] = dict(do_sample=True, temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05)
+GENERATE_DEFAULTS: dict[str, Any] = dict(do_sample=True, temperature=0.9, top_k=50, top_p=1.0, repetition_penalty=1.05,
+                                         subtalker_dosample=True, subtalker_temperature=0.9, subtalker_top_k=50,
+                                         subtalker_top_p=1.0)
+SUPPRESSED_IDS = 1024  # generate() never says the last 1024 ids of codebook 0 but eos: the ids past the codebook
 
 
 def is_release(config: dict[str, Any]) -> bool:
@@ -100,7 +103,7 @@ def convert(config: dict[str, Any], tokenizer: Any, voice: Voice, directory: Pat
     """The release's config in the local layout, its prompt for `voice`, and its sampling."""
     try:
         talker = _section(config["talker_config"], TALKER_DEFAULTS, "talker_config")
-        predictor = _section(config["talker_config"]["code_predictor_config"], PREDICTOR_DEFAULTS,
+        predictor = _section(config["talker_config"].get("code_predictor_config") or {}, PREDICTOR_DEFAULTS,
                              "talker_config.code_predictor_config")
         text = {**TEXT_DEFAULTS, **{k: config[k] for k in TEXT_DEFAULTS if k in config}}
         decoder, code_predictor = _decoder(talker), {**_decoder(predictor), "num_code_groups": CODE_GROUPS}
@@ -108,6 +111,9 @@ def convert(config: dict[str, Any], tokenizer: Any, voice: Voice, directory: Pat
             raise ValueError(f"talker_config: {CODE_GROUPS} code groups are required (a 12 Hz release)")
         _check_rope(talker["rope_scaling"], decoder["head_dim"], "talker_config")
         _check_rope(predictor["rope_scaling"], code_predictor["head_dim"], "code_predictor_config")
+        if int(talker["vocab_size"]) - SUPPRESSED_IDS != int(predictor["vocab_size"]):
+            raise ValueError(f"talker vocab_size {talker['vocab_size']} is not the codebook ({predictor['vocab_size']}) + "
+                             f"{SUPPRESSED_IDS} special ids, the range generate() suppresses")
         local = {
             "model_type": MODEL_TYPE, "text_pad_token_id": int(text["tts_pad_token_id"]), "min_frames": MIN_FRAMES,
             "talker_config": {
@@ -146,6 +152,8 @@ def release_prompt(raw: dict[str, Any], talker: dict[str, Any], text: dict[str, 
         raise ValueError("the 0.6B release takes no instruction")
     language_id = None if language == "auto" else int(languages[language])
     if speaker and language in ("chinese", "auto") and dialects.get(speaker):
+        if dialects[speaker] not in languages:
+            raise ValueError(f"speaker {voice.speaker!r} speaks {dialects[speaker]!r}, which is not in codec_language_id")
         language_id = int(languages[dialects[speaker]])  # a dialect speaker speaks their dialect
     tags = ([int(talker["codec_nothink_id"]), int(talker["codec_think_bos_id"]), int(talker["codec_think_eos_id"])]
             if language_id is None else
@@ -166,17 +174,16 @@ def release_prompt(raw: dict[str, Any], talker: dict[str, Any], text: dict[str, 
 
 def release_sampling(directory: Path) -> Sampling:
     """generation_config.json's sampling (generate()'s defaults where it is silent). One sampler
-    serves codebook 0 and the code predictor here; the releases set both alike."""
+    serves codebook 0 and the code predictor here; the releases set both alike (a warning says
+    when one does not)."""
     path = directory / "generation_config.json"
     g = {**GENERATE_DEFAULTS, **(json.loads(path.read_text()) if path.is_file() else {})}
-    if any(g.get(f"subtalker_{k}", g[k]) != g[k] for k in ("temperature", "top_k")):
+    pairs = [("do_sample", "subtalker_dosample"), *((k, f"subtalker_{k}") for k in ("temperature", "top_k", "top_p"))]
+    if any(g[talker] != g[sub] for talker, sub in pairs):
         warnings.warn("the release samples its code predictor unlike codebook 0; both use codebook 0's sampling here",
                       stacklevel=2)
-    if float(g.get("top_p", 1.0)) != 1.0:
-        warnings.warn("the release's top_p is not applied by the reference decoder (the native sampler has it)",
-                      stacklevel=2)
     return Sampling(temperature=float(g["temperature"]) if g["do_sample"] else 0.0, top_k=int(g["top_k"]),
-                    repetition_penalty=float(g["repetition_penalty"]))
+                    top_p=float(g["top_p"]), repetition_penalty=float(g["repetition_penalty"]))
 
 
 def rename_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

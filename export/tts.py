@@ -24,6 +24,7 @@ native engine that runs a text model runs them. What differs is around the bodie
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import shutil
@@ -375,6 +376,10 @@ class GraphRunner:
         m, ids, C = self.model, self.model.ids, self.opts.prefill_chunk
         kv = self._empty(self.talker_s, self.cache)
         rows = m.prompt.rows(text_ids)
+        frames_needed = max_frames if forced is None else len(forced)
+        if len(rows) + frames_needed > self.cache:
+            raise ValueError(f"the prompt ({len(rows)} positions) and {frames_needed} frames do not fit the talker "
+                             f"bucket of {self.cache}")
         pos = 0
         hidden_last = None
         for start in range(0, len(rows), C):
@@ -390,7 +395,7 @@ class GraphRunner:
             pos += n_valid
         frames: list[list[int]] = []
         history: set[int] = set()  # codebook-0 codes said so far (forced ones when forcing)
-        penalty = m.sampling.repetition_penalty  # greedy, with the checkpoint's penalty (validation_sampling)
+        penalty = validation_sampling(m).repetition_penalty
         for t in range(max_frames if forced is None else len(forced)):
             assert hidden_last is not None
             normed, logits = self._run("talker_head", {"hidden": hidden_last})
@@ -482,8 +487,7 @@ def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_id
 
     session = SpeechSession.open(plan, allow_unqualified=True, threads=opts.threads)
     greedy = validation_sampling(model)
-    utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames,
-                              sampling={"temperature": 0.0, "repetition_penalty": greedy.repetition_penalty})
+    utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames, sampling=greedy.native())
     got = np.array(session.codes(), np.int64).reshape(-1, CODE_GROUPS)
     ref = generate_codes(model, text_ids, opts.validation_frames, greedy).numpy() if reference is None else reference
     return _compare(model, got, ref, utterance.pcm, opts)
@@ -568,8 +572,7 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, Any], opts: Tt
         "talker": {"tokenizer": "tokenizer.json", "text_pad_id": model.text_pad_id, "code_groups": CODE_GROUPS,
                    "codebook_size": ids.codebook_size, "codec_ids": {"pad": ids.pad, "bos": ids.bos, "eos": ids.eos},
                    "max_frames": 1500, "min_frames": model.min_frames, "prompt": model.prompt.to_json(),
-                   "sampling": {"temperature": sampling.temperature, "top_k": sampling.top_k,
-                                "repetition_penalty": sampling.repetition_penalty},
+                   "sampling": sampling.native(),
                    "decoder": _decoder(_shape(model.talker.model.config), ids.vocab, C, buckets),
                    "predictor": _decoder(_shape(model.talker.code_predictor.config), ids.codebook_size, 1,
                                          [PREDICTOR_SLOTS])},
@@ -615,6 +618,7 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
                                  f"-w{opts.stream.window}", target_abi="x86_64-linux")
     s = opts.stream
     speech_metadata = {"code_groups": CODE_GROUPS, "codebook_size": model.ids.codebook_size,
+                       "voice": dataclasses.asdict(opts.voice), "prompt": model.prompt.to_json(),
                        "codec_ids": {"pad": model.ids.pad, "bos": model.ids.bos, "eos": model.ids.eos},
                        "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
                        "tail_samples": model.tail_samples, "mask_value": MASK_VALUE,

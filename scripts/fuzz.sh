@@ -48,7 +48,7 @@ talker = {"tokenizer": "t.json", "text_pad_id": 1, "code_groups": 2, "codebook_s
                                             "kv": {"mode": "full", "buckets": [2]}}}
 seed(8, {"plan_version": 1, "name": "speech", "stages": [
     {"stage_id": 0, "model_stage": "talker", "execution_type": "llm_ar", "input_sources": [],
-     "engine_output_type": "codes", "artifact": "a", "talker": talker, "graphs": {}}]})
+     "engine_output_type": "codes", "artifact": "/", "talker": talker, "graphs": {}}]})  # "/" exists: parsing goes on
 PY
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"

@@ -100,28 +100,27 @@ def test_native_codes_equal_the_release_generate(exported: list[Path], i: int) -
 
 
 def test_end_of_speech_waits_for_min_frames(tmp_path: Path) -> None:
-    """A talker that wants to end at once still speaks two frames, as generate()'s
-    min_new_tokens=2 makes it, in the reference and in the native chain."""
+    """A talker that wants to end at once (the fixture's two eager tensors) still speaks the two
+    frames generate()'s min_new_tokens=2 makes it speak, the same two, in the reference and in
+    the native chain."""
     eager = tmp_path / "eager"
     shutil.copytree(FIXTURE, eager)
     weights = {k: v.float() for k, v in load_file(str(eager / "model.safetensors")).items()}
-    # A large constant in every input makes every final hidden state point one way; the eos row
-    # of the codec head points that way too, so eos wins every frame it is allowed.
-    u = torch.randn(64, generator=torch.Generator().manual_seed(0))
-    u /= u.pow(2).mean().sqrt()
-    weights["talker.text_projection.linear_fc2.bias"] += 100 * u
-    weights["talker.codec_head.weight"][2150] = 20 * weights["talker.model.norm.weight"] * u
+    weights["talker.text_projection.linear_fc2.bias"] = REFERENCE["eager_fc2_bias"]
+    weights["talker.codec_head.weight"][2150] = REFERENCE["eager_eos_row"]
     save_file(weights, str(eager / "model.safetensors"))
+    want = REFERENCE["codes_eager"]
+    assert want.shape == (2, 16)
     model = Qwen3Tts.from_pretrained(eager, voice(0))
     text = model.tokenizer.encode(CASES[0]["text"]).ids
-    assert generate_codes(model, text, 10, GREEDY).shape == (2, 16)
+    assert torch.equal(generate_codes(model, text, 10, GREEDY), want)
     out = tmp_path / "out"
     export_tts(eager, out, options(voice(0), frames=10))
     session = SpeechSession.open(out / "plan.json")
     utterance = session.speak(CASES[0]["text"], max_frames=10, prebuffer_ms=0,
                               sampling={"temperature": 0.0, "repetition_penalty": 1.05})
     assert utterance.metrics["frames"] == 2 and utterance.metrics["finish_reason"] == "eos"
-    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), generate_codes(model, text, 10, GREEDY))
+    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), want)
 
 
 @pytest.mark.parametrize(("choice", "message"), [
@@ -194,3 +193,11 @@ def test_the_native_cli_takes_the_release_sampling_flags(exported: list[Path], t
                             str(tmp_path / "plain.wav"), "--max-frames", "23", "--temperature", "0"],
                            capture_output=True, text=True, timeout=600)
     assert plain.returncode == 0 and (tmp_path / "plain.wav").read_bytes() != out.read_bytes()  # the penalty matters
+
+
+def test_prompts_that_cannot_be_spoken_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs at least one text token"):
+        Qwen3Tts.from_pretrained(FIXTURE, voice(2)).prompt.rows([])
+    long = Voice("vivian", "english", instruct="Speak slowly. " * 40)  # the instruction alone fills the bucket
+    with pytest.raises(ValueError, match="do not fit the talker bucket of 128"):
+        export_tts(FIXTURE, tmp_path, options(long))

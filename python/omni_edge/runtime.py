@@ -259,7 +259,7 @@ def playback_stats(arrivals: Sequence[tuple[float, int]], sample_rate: int, preb
 def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
     """Mono 16-bit PCM, as omni-edge-run writes it (float32 scaling, halves rounded away from
     zero as lround does), so both writers give the same bytes."""
-    scaled = np.clip(pcm.astype(np.float32), -1.0, 1.0) * np.float32(32767.0)
+    scaled = np.clip(np.nan_to_num(pcm.astype(np.float32), nan=0.0), -1.0, 1.0) * np.float32(32767.0)
     samples = (np.sign(scaled) * np.floor(np.abs(scaled).astype(np.float64) + 0.5)).astype("<i2")  # exact in float64
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1)

@@ -45,7 +45,8 @@ std::string EncodePcm(const std::vector<float>& samples, const std::string& dtyp
   if (dtype == "float32") return Bytes(samples.data(), samples.size());
   std::vector<int16_t> out(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
-    out[i] = int16_t(std::lround(std::max(-1.0f, std::min(1.0f, samples[i])) * 32767.0f));
+    const float x = std::isnan(samples[i]) ? 0.0f : samples[i];  // a NaN is silence, not full scale
+    out[i] = int16_t(std::lround(std::max(-1.0f, std::min(1.0f, x)) * 32767.0f));
   }
   return Bytes(out.data(), out.size());
 }

@@ -157,6 +157,23 @@ def main(out: Path) -> None:
         tensors[f"input_ids_{i}"] = input_ids
         tensors[f"codes_{i}"] = codes[0].contiguous()
         print(case, "->", tuple(codes[0].shape), codes[0][:, 0].tolist())
+    # A talker that wants to end at once: a large constant in every input (the text projection's
+    # bias) points every final hidden state one way, and codec_head's eos row points that way too.
+    # generate() still speaks min_new_tokens=2 frames; the tests apply the same two tensors.
+    with torch.no_grad():
+        u = torch.randn(64, generator=torch.Generator().manual_seed(0))
+        u /= u.pow(2).mean().sqrt()
+        t = model.talker
+        tensors["eager_fc2_bias"] = (t.text_projection.linear_fc2.bias + 100 * u).contiguous()
+        tensors["eager_eos_row"] = (20 * t.model.norm.weight * u).contiguous()
+        t.text_projection.linear_fc2.bias.copy_(tensors["eager_fc2_bias"])
+        t.codec_head.weight[CODEC["codec_eos_token_id"]] = tensors["eager_eos_row"]
+        case = CASES[0]
+        codes, _ = model.generate(input_ids=[tensors["input_ids_0"]], instruct_ids=[None], languages=[case["language"]],
+                                  speakers=[case["speaker"]], non_streaming_mode=True, max_new_tokens=FRAMES,
+                                  do_sample=False, subtalker_dosample=False, repetition_penalty=1.05)
+        tensors["codes_eager"] = codes[0].contiguous()
+        print("eager eos ->", tuple(codes[0].shape))
     save_file(tensors, str(out / "reference.safetensors"))
     (out / "reference.json").write_text(json.dumps({"cases": CASES, "frames": FRAMES, "repetition_penalty": 1.05,
                                                     "sampling": "greedy (do_sample and subtalker_dosample off)"},
