@@ -7,6 +7,11 @@ The talker is a Qwen3 decoder under other names (`talker.model.codec_embedding` 
 table, `talker.model.text_embedding` the text table) with interleaved multimodal RoPE, whose three
 position rows are equal for speech (so it is 1-D RoPE); its code predictor is the local one, read
 through `small_to_mtp_projection` when it is narrower than the talker (1.7B).
+
+The text is tokenized on its own, where generate() tokenizes it inside its chat template and
+slices it out ([3:-5]). The two agree unless the text begins with a line break (possibly after
+spaces): Qwen2's pre-tokenizer then joins it with the template's "\n" into one token, so
+generate()'s role row and first text token differ from these.
 """
 
 from __future__ import annotations

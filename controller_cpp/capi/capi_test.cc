@@ -11,6 +11,25 @@ TEST(CApi, VersionAndProtocol) {
   EXPECT_EQ(oe_protocol_version(), 2);
 }
 
+TEST(CApi, RequestDefaultsUseThePlansSampling) {
+  OeGenerateParams generate;
+  oe_generate_params_default(&generate);
+  OeSpeakParams speak;
+  oe_speak_params_default(&speak);
+  for (const OeSampling& s : {generate.sampling, speak.sampling}) {
+    EXPECT_EQ(s.use_plan_sampling, 1);
+    EXPECT_EQ(s.temperature, 0.0f);
+    EXPECT_EQ(s.top_k, 0);
+    EXPECT_EQ(s.top_p, 1.0f);
+    EXPECT_EQ(s.min_p, 0.0f);
+    EXPECT_EQ(s.repetition_penalty, 1.0f);
+    EXPECT_EQ(s.seed, 0u);
+  }
+  EXPECT_EQ(speak.prebuffer_ms, 200.0);
+  oe_generate_params_default(nullptr);  // tolerated
+  oe_speak_params_default(nullptr);
+}
+
 TEST(CApi, ErrorsAreValuesNotExceptions) {
   char* json = nullptr;
   OeError* error = oe_manifest_verify("/nonexistent/artifact", &json, nullptr);

@@ -19,7 +19,7 @@ extern "C" {
 
 typedef struct OeError OeError;
 
-/* Library version ("0.1.0") and the highest stage-contract protocol it speaks. */
+/* Library version ("0.2.0": OeSampling in the request structs) and the highest stage-contract protocol it speaks. */
 OE_API const char* oe_version(void);
 OE_API int oe_protocol_version(void);
 
