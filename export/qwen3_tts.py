@@ -109,9 +109,10 @@ class Prompt:
             return []
         return [*text_ids[1:], *([self.text_end] if self.text_end != ABSENT else [])]
 
-    def frame_text_at(self, text_ids: list[int], t: int) -> int:
-        queued = self.frame_texts(text_ids)
-        return queued[t] if t < len(queued) else self.frame_text
+    def frame_inputs(self, text_ids: list[int], frames: int) -> list[int]:
+        """The text id the input after each of `frames` frames reads (entry t: after frame t)."""
+        queued = self.frame_texts(text_ids)[:frames]
+        return queued + [self.frame_text] * (frames - len(queued))
 
     def to_json(self) -> dict[str, Any]:
         out = {"head": [list(r) for r in self.head], "text_codec": self.text_codec,
@@ -420,9 +421,10 @@ def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
     """Text to speech: yields each frame's 16 codes as it is made (at most max_frames; fewer when
     codebook 0 says end of speech), after the prompt's prefix (`Prompt`)."""
     t = model.talker
+    texts = model.prompt.frame_inputs(text_ids, max_frames)
 
     def text_part(i: int) -> torch.Tensor:  # the input after frame i - 1
-        return t.text_part(torch.tensor([[model.prompt.frame_text_at(text_ids, i - 1)]]))
+        return t.text_part(torch.tensor([[texts[i - 1]]]))
 
     yield from _talk(model, prefix_embeds(model, text_ids), text_part, max_frames, sampling)
 

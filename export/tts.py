@@ -270,36 +270,32 @@ class GraphRunner:
     """The exported graphs driven the way the controller will drive them, in Python: one KV
     cache per decoder, slots in place, the additive mask built per step.
 
-    `sessions` opens a graph (CPU fp32 by default; the QNN route passes HTP sessions); `cache`
-    is the talker bucket to run (the largest by default; `use_bucket` changes it, opening only
-    that bucket's graphs, so a large talker's buckets are never all loaded at once). After
-    `start_recording(cap)`, graph
-    inputs are kept in `recorded` (graph -> runs, each the inputs in the graph's order): a
-    uniform choice of at most `cap` runs per graph (fewer for inputs so large that `cap` of them
-    would pass RECORD_BUDGET_BYTES): calibration."""
+    `sessions` may open a graph its own way (the QNN route: HTP sessions) or return None for the
+    default, a CPU fp32 session. The talker runs in the largest bucket until `use_bucket` picks
+    another, opening only that bucket's graphs (a large talker's buckets are never all loaded at
+    once). After `start_recording(cap)`, graph inputs are kept in `recorded` (graph -> runs, each
+    the inputs in the graph's order): a uniform choice of at most `cap` runs per graph (fewer for
+    inputs so large that `cap` of them would pass RECORD_BUDGET_BYTES): calibration."""
 
     def __init__(self, model: Qwen3Tts, directory: Path, files: dict[str, str], opts: TtsExportOptions,
-                 sessions: Callable[[str, Path], Any] | None = None, cache: int = 0) -> None:
+                 sessions: Callable[[str, Path], Any | None] | None = None) -> None:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         if opts.threads:
             so.intra_op_num_threads = opts.threads
 
-        def on_cpu(_name: str, path: Path) -> Any:
-            return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-
-        opener = sessions or on_cpu
-
         def open_graph(name: str) -> Any:
-            return opener(name, directory / files[name])
+            path = directory / files[name]
+            session = sessions(name, path) if sessions is not None else None
+            return session or ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
         self._open = open_graph
         self._bucket_graphs = {b: [f"talker_{kind}_s{b}" for kind in ("prefill", "decode")] for b in opts.buckets}
         bucket_graphs = {n for names in self._bucket_graphs.values() for n in names}
         self.s = {k: self._open(k) for k in files if k not in bucket_graphs}
         self.cache = 0
-        self.use_bucket(cache or max(opts.buckets))
+        self.use_bucket(max(opts.buckets))
         self.recorded: dict[str, list[list[np.ndarray]]] | None = None
         self._cap = 0
         self._seen: dict[str, int] = {}
@@ -380,6 +376,7 @@ class GraphRunner:
         if len(rows) + frames_needed > self.cache:
             raise ValueError(f"the prompt ({len(rows)} positions) and {frames_needed} frames do not fit the talker "
                              f"bucket of {self.cache}")
+        frame_texts = m.prompt.frame_inputs(text_ids, frames_needed)
         pos = 0
         hidden_last = None
         for start in range(0, len(rows), C):
@@ -396,7 +393,7 @@ class GraphRunner:
         frames: list[list[int]] = []
         history: set[int] = set()  # codebook-0 codes said so far (forced ones when forcing)
         penalty = validation_sampling(m).repetition_penalty
-        for t in range(max_frames if forced is None else len(forced)):
+        for t in range(frames_needed):
             assert hidden_last is not None
             normed, logits = self._run("talker_head", {"hidden": hidden_last})
             logits = penalized(torch.from_numpy(logits[0, 0].copy()), history, penalty).numpy()
@@ -408,8 +405,7 @@ class GraphRunner:
             frame = [c0, *self._predict(normed, c0 if truth is None else truth[0], truth)]
             frames.append(frame)
             history.add(c0 if truth is None else truth[0])
-            text_id = m.prompt.frame_text_at(text_ids, t)
-            emb = self._run("talker_embed_n1", {"text_ids": np.array([[text_id]], np.int64),
+            emb = self._run("talker_embed_n1", {"text_ids": np.array([[frame_texts[t]]], np.int64),
                                                 "codes": np.array([[truth or frame]], np.int64)})[0]
             hidden_last = self._body(f"talker_decode_s{self.cache}", self.talker_s, kv, emb, pos, 1)
             pos += 1

@@ -118,16 +118,10 @@ def _htp_runner(model: Qwen3Tts, component: Path, refs: dict[str, str], on_npu: 
     rest (the vocoder, by default) on the CPU."""
     import onnxruntime as ort
 
-    so = ort.SessionOptions()
-    if opts.threads:
-        so.intra_op_num_threads = opts.threads
+    def on_htp(name: str, path: Path) -> Any:
+        return ort.InferenceSession(str(path), qnn_target.htp_session_options()) if name in on_npu else None
 
-    def open_graph(name: str, path: Path) -> Any:
-        if name in on_npu:
-            return ort.InferenceSession(str(path), qnn_target.htp_session_options())
-        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-
-    return GraphRunner(model, component, refs, opts, sessions=open_graph)
+    return GraphRunner(model, component, refs, opts, sessions=on_htp)
 
 
 def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tuple[str, ...],

@@ -1,9 +1,9 @@
 #include "tools/wav_writer.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "models/speech/pcm.h"
 
 namespace omni_edge::tools {
 namespace {
@@ -53,10 +53,7 @@ bool WavWriter::Append(const void* samples, int64_t n, const std::string& dtype)
     std::memcpy(pcm.data(), samples, pcm.size() * sizeof(int16_t));
   } else {
     const auto* f = static_cast<const float*>(samples);
-    for (size_t i = 0; i < pcm.size(); ++i) {
-      const float x = std::isnan(f[i]) ? 0.0f : f[i];  // a NaN is silence, not full scale
-      pcm[i] = int16_t(std::lround(std::max(-1.0f, std::min(1.0f, x)) * 32767.0f));
-    }
+    for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = speech::ToInt16(f[i]);
   }
   if (std::fseek(file_, 0, SEEK_END) != 0 || std::fwrite(pcm.data(), sizeof(int16_t), pcm.size(), file_) != pcm.size()) {
     ok_ = false;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/process_stats.h"
+#include "models/speech/pcm.h"
 #include "models/speech/playback.h"
 #include "runtime/artifact.h"
 
@@ -44,10 +45,7 @@ std::string Bytes(const T* data, size_t n) {
 std::string EncodePcm(const std::vector<float>& samples, const std::string& dtype) {
   if (dtype == "float32") return Bytes(samples.data(), samples.size());
   std::vector<int16_t> out(samples.size());
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const float x = std::isnan(samples[i]) ? 0.0f : samples[i];  // a NaN is silence, not full scale
-    out[i] = int16_t(std::lround(std::max(-1.0f, std::min(1.0f, x)) * 32767.0f));
-  }
+  std::transform(samples.begin(), samples.end(), out.begin(), ToInt16);
   return Bytes(out.data(), out.size());
 }
 
@@ -180,7 +178,8 @@ Result<std::unique_ptr<SpeechSession>> SpeechSession::Open(Plan plan, const llm:
     return copy;
   };
   OE_ASSIGN_OR_RETURN(s->tokenizer_, llm::Tokenizer::Load(t.tokenizer));
-  std::vector<int64_t> prompt_text = {t.prompt.frame_text, std::max<int64_t>(t.prompt.text_end, 0)};
+  std::vector<int64_t> prompt_text = {t.prompt.frame_text};
+  if (t.prompt.text_end >= 0) prompt_text.push_back(t.prompt.text_end);
   for (const auto* rows : {&t.prompt.head, &t.prompt.tail}) {
     for (const PromptRow& r : *rows) prompt_text.push_back(r.text_id);
   }
