@@ -49,12 +49,13 @@ def write_omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> Pat
 
 @torch.no_grad()
 def thinker_reference(checkpoint: Path, prompt_ids: list[int], max_new_tokens: int,
-                      stop_ids: tuple[int, ...] = ()) -> tuple[list[int], torch.Tensor]:
+                      stop_ids: tuple[int, ...] = (), forced: list[int] | None = None) -> tuple[list[int], torch.Tensor]:
     """Greedy tokens of the thinker (transformers) and, for each, the last decoder layer's
-    output (pre-norm) at the position that produced it: [n, hidden]."""
+    output (pre-norm) at the position that produced it: [n, hidden]. With `forced`, the tokens
+    are those instead of its own picks (the hidden states along another run's path)."""
     from transformers import AutoModelForCausalLM, DynamicCache
 
-    model: Any = AutoModelForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32)
+    model: Any = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
     model.eval()
     captured: list[torch.Tensor] = []
     hook = model.model.layers[-1].register_forward_hook(
@@ -64,9 +65,9 @@ def thinker_reference(checkpoint: Path, prompt_ids: list[int], max_new_tokens: i
         ids = torch.tensor([prompt_ids])
         tokens: list[int] = []
         hidden: list[torch.Tensor] = []
-        for _ in range(max_new_tokens):
-            logits = model(input_ids=ids, past_key_values=cache, use_cache=True).logits[0, -1]
-            token = int(torch.argmax(logits))
+        for step in range(max_new_tokens if forced is None else len(forced)):
+            logits = model(input_ids=ids, cache=cache, use_cache=True).logits[0, -1]
+            token = int(torch.argmax(logits)) if forced is None else forced[step]
             if token in stop_ids:
                 break
             tokens.append(token)

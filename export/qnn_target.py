@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from omni_edge.export.comparison import sqnr_db
 from onnx import helper, numpy_helper
 
 CALIBRATION_TEXT = Path(__file__).parent / "data" / "calibration.txt"
@@ -359,8 +360,7 @@ def graph_sqnr(fp32_dir: Path, ctx_dir: Path, files: dict[str, str], samples: di
                 gots[i].append(g.ravel())
         worst = np.inf
         for r_parts, g_parts in zip(refs, gots, strict=True):
-            ref, got = np.concatenate(r_parts).astype(np.float64), np.concatenate(g_parts)
-            worst = min(worst, 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - got) ** 2), 1e-30)))
+            worst = min(worst, sqnr_db(np.concatenate(r_parts), np.concatenate(g_parts)))
         out[name] = float(worst)
     return out
 

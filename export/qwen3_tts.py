@@ -45,12 +45,14 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from omni_edge.export import qwen3_tts_codec as codec
+from omni_edge.export.comparison import Agreement, compare_greedy, flatten_codes, top2_gap
 from torch import nn
 
 CODE_GROUPS = 16
@@ -356,10 +358,37 @@ def penalized(logits: torch.Tensor, history: Iterable[int], penalty: float) -> t
     return out
 
 
-def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator, history: Iterable[int] = ()) -> int:
+@dataclass
+class Trace:
+    """What a greedy reference run records per decision (frame by frame: codebook 0, then 1..15;
+    choosing end of speech is one more decision), for `comparison.compare_greedy`: the top-2 gap
+    of the logits it chose from and how far below their best its choice scored. With `forced`
+    (a run's decisions, `comparison.flatten_codes`) it takes those instead of its own greedy
+    picks and stops when they run out: the reference evaluated along another run's path."""
+
+    forced: list[int] | None = None
+    gaps: list[float] = field(default_factory=list)
+    deficits: list[float] = field(default_factory=list)
+
+    def exhausted(self) -> bool:
+        return self.forced is not None and len(self.gaps) >= len(self.forced)
+
+    def choose(self, logits: torch.Tensor, picked: int) -> int:
+        choice = picked if self.forced is None else self.forced[len(self.gaps)]
+        scores = logits.double().numpy()
+        self.gaps.append(top2_gap(scores))
+        self.deficits.append(float(scores.max() - scores[choice]))
+        return choice
+
+
+def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator, history: Iterable[int] = (),
+          trace: Trace | None = None) -> int:
     logits = penalized(logits, history, sampling.repetition_penalty)
     if sampling.temperature <= 0:
-        return int(torch.argmax(logits))
+        best = int(torch.argmax(logits))
+        return best if trace is None else trace.choose(logits, best)
+    if trace is not None:
+        raise ValueError("a trace records greedy decisions only")
     scaled = logits / sampling.temperature
     if sampling.top_k > 0:
         kth = torch.topk(scaled, min(sampling.top_k, scaled.numel())).values[-1]
@@ -382,7 +411,7 @@ def suppressed(ids: CodecIds, frame_index: int, min_frames: int) -> torch.Tensor
 
 
 def _talk(model: Qwen3Tts, embeds: torch.Tensor, text_part: Callable[[int], torch.Tensor], max_frames: int,
-          sampling: Sampling) -> Iterator[list[int]]:
+          sampling: Sampling, trace: Trace | None = None) -> Iterator[list[int]]:
     """The talker + code predictor frame by frame with KV caches, from the first input `embeds`;
     the input of frame t > 0 is text_part(t) plus the embeddings of frame t-1's codes."""
     from transformers import DynamicCache
@@ -392,13 +421,15 @@ def _talk(model: Qwen3Tts, embeds: torch.Tensor, text_part: Callable[[int], torc
     cache = DynamicCache(config=t.model.config)
     spoken: list[int] = []
     for frame_index in range(max_frames):
+        if trace is not None and trace.exhausted():
+            return
         hidden = t.model(inputs_embeds=embeds, cache=cache, use_cache=True).last_hidden_state[:, -1:]
         logits0 = t.codec_head(hidden)[0, -1].masked_fill(suppressed(ids, frame_index, model.min_frames), -float("inf"))
-        c0 = _pick(logits0, sampling, gen, spoken)
+        c0 = _pick(logits0, sampling, gen, spoken, trace)
         if c0 == ids.eos:
             return
         spoken.append(c0)
-        frame = [c0, *predict_codes(model, hidden, c0, sampling, gen)]
+        frame = [c0, *predict_codes(model, hidden, c0, sampling, gen, trace)]
         yield frame
         embeds = text_part(frame_index + 1) + t.frame_embedding(torch.tensor([[frame]]))
 
@@ -417,7 +448,7 @@ def prefix_embeds(model: Qwen3Tts, text_ids: list[int]) -> torch.Tensor:
 
 @torch.no_grad()
 def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
-                 sampling: Sampling = Sampling()) -> Iterator[list[int]]:
+                 sampling: Sampling = Sampling(), trace: Trace | None = None) -> Iterator[list[int]]:
     """Text to speech: yields each frame's 16 codes as it is made (at most max_frames; fewer when
     codebook 0 says end of speech), after the prompt's prefix (`Prompt`)."""
     t = model.talker
@@ -426,12 +457,12 @@ def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
     def text_part(i: int) -> torch.Tensor:  # the input after frame i - 1
         return t.text_part(torch.tensor([[texts[i - 1]]]))
 
-    yield from _talk(model, prefix_embeds(model, text_ids), text_part, max_frames, sampling)
+    yield from _talk(model, prefix_embeds(model, text_ids), text_part, max_frames, sampling, trace)
 
 
 @torch.no_grad()
 def stream_codes_from_hidden(model: Qwen3Tts, hidden: torch.Tensor, max_frames: int,
-                             sampling: Sampling = Sampling()) -> Iterator[list[int]]:
+                             sampling: Sampling = Sampling(), trace: Trace | None = None) -> Iterator[list[int]]:
     """Dual-track speech from a thinker's hidden states [n, text_hidden] (the omni pipeline):
     frame t reads text_projection(hidden[t]) (the text pad's part once t >= n) plus the codes of
     frame t-1 (the codec BOS for frame 0), so it needs only the first t + 1 text tokens."""
@@ -442,16 +473,44 @@ def stream_codes_from_hidden(model: Qwen3Tts, hidden: torch.Tensor, max_frames: 
         return t.text_projection(hidden[i].reshape(1, 1, -1)) if i < hidden.shape[0] else pad
 
     first = text_part(0) + t.model.embed_tokens(torch.tensor([[ids.bos]]))
-    yield from _talk(model, first, text_part, max_frames, sampling)
+    yield from _talk(model, first, text_part, max_frames, sampling, trace)
 
 
-def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = Sampling()) -> torch.Tensor:
+def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = Sampling(),
+                   trace: Trace | None = None) -> torch.Tensor:
     """Every frame of `stream_codes`: codes [T, 16]."""
-    frames = list(stream_codes(model, text_ids, max_frames, sampling))
+    frames = list(stream_codes(model, text_ids, max_frames, sampling, trace))
     return torch.tensor(frames, dtype=torch.long).reshape(-1, CODE_GROUPS)
 
 
-def predict_codes(model: Qwen3Tts, hidden: torch.Tensor, c0: int, sampling: Sampling, gen: torch.Generator) -> list[int]:
+def compare_codes(run: Callable[[Trace], Any], got: Any, max_frames: int, eos: int, tie_gap: float,
+                  expected: Any = None) -> tuple[Agreement, np.ndarray]:
+    """A run's codes `got` [T, 16] against the reference by `comparison.compare_greedy`, and the
+    reference's codes. `run(trace)` runs the reference (greedy) for at most `max_frames` frames;
+    `expected`: the reference's codes as written before (a fixture, or computed once for several
+    runs), whose gaps it gives along their path; else its own run. A run of fewer than
+    `max_frames` frames ended by choosing end of speech."""
+    def decisions(codes: Any) -> tuple[np.ndarray, list[int]]:
+        frames = np.asarray(codes, np.int64).reshape(-1, CODE_GROUPS)
+        return frames, flatten_codes(frames, len(frames) < max_frames, eos)
+
+    if expected is None:
+        own = Trace()
+        reference, ref_decisions = decisions(run(own))
+        gaps = own.gaps
+    else:
+        reference, ref_decisions = decisions(expected)
+        along = Trace(forced=ref_decisions)
+        run(along)
+        gaps = along.gaps
+    ran = decisions(got)[1]
+    forced = Trace(forced=ran)
+    run(forced)
+    return compare_greedy(ran, ref_decisions, gaps, tie_gap, forced.deficits), reference
+
+
+def predict_codes(model: Qwen3Tts, hidden: torch.Tensor, c0: int, sampling: Sampling, gen: torch.Generator,
+                  trace: Trace | None = None) -> list[int]:
     """Codebooks 1..15 of one frame from the talker's hidden state and codebook 0."""
     from transformers import DynamicCache
 
@@ -461,7 +520,7 @@ def predict_codes(model: Qwen3Tts, hidden: torch.Tensor, c0: int, sampling: Samp
     codes: list[int] = []
     for g in range(1, CODE_GROUPS):
         out = p.model(inputs_embeds=embeds, cache=cache, use_cache=True).last_hidden_state[:, -1]
-        code = _pick(p.lm_head[g - 1](out)[0], sampling, gen)
+        code = _pick(p.lm_head[g - 1](out)[0], sampling, gen, trace=trace)
         codes.append(code)
         embeds = p.small_to_mtp_projection(p.model.codec_embedding[g - 1](torch.tensor([[code]])))
     return codes

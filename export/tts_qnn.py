@@ -52,12 +52,13 @@ from tqdm import tqdm
 # Limits against the fp32 reference per precision, below what the tiny and small checkpoints
 # measured on the sm8650 emulator (README, "NPU route" of speech). Free-running greedy codes
 # drift once two logits are closer than the precision resolves (a random model's logits are
-# close; w8a16 measured 0 of 16 frames equal after the first miss), so quantized precisions are
-# not held to the free-running frame agreement (it is still reported): the teacher-forced
+# close; w8a16 measured 0 of 16 frames equal after the first miss), so the NPU precisions (fp16
+# too: it rounds otherwise than fp32) are not held to the free run (its frame agreement is in
+# the manifest's validation figures): the teacher-forced
 # agreements and each graph's worst output SQNR say whether the graphs compute the same
 # function. The vocoder on the CPU keeps the PCM exact for the codes it is given.
 LIMITS: dict[str, dict[str, float]] = {
-    "fp16": {"frame_agreement": 0.3, "forced_codebook0_agreement": 0.9, "forced_predictor_agreement": 0.9,
+    "fp16": {"forced_codebook0_agreement": 0.9, "forced_predictor_agreement": 0.9,
              "graph_sqnr_db": 30.0, "pcm_sqnr_db": 20.0, "pcm_max_abs_diff": 0.5},
     "w8a16": {"forced_codebook0_agreement": 0.8, "forced_predictor_agreement": 0.8,
               "graph_sqnr_db": 25.0, "pcm_sqnr_db": 20.0, "pcm_max_abs_diff": 0.5},
