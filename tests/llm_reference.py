@@ -2,23 +2,52 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
+from omni_edge.export.comparison import top2_gap
 
 CLI = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge"
 QNN_SOCS = ("sm8750", "x-elite")
 
 
-def greedy_ids(checkpoint: Path, prompt_ids: list[int], new_tokens: int) -> list[int]:
+@functools.lru_cache(maxsize=4)
+def causal_lm(checkpoint: Path) -> Any:
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32).eval()
-    with torch.no_grad():
-        out = model.generate(torch.tensor([prompt_ids]), do_sample=False, max_new_tokens=new_tokens,
-                             eos_token_id=None, pad_token_id=0)
-    return list(out[0, len(prompt_ids):].tolist())
+    return AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32).eval()
+
+
+@dataclass(frozen=True)
+class Greedy:
+    """transformers' greedy continuation and the top-2 logit gap of each of its steps."""
+
+    ids: list[int]
+    gaps: list[float]
+
+
+@torch.no_grad()
+def greedy_reference(model: Path | Any, prompt_ids: list[int], new_tokens: int) -> Greedy:
+    """`model`: a checkpoint directory or a loaded transformers model."""
+    lm = causal_lm(model) if isinstance(model, Path) else model
+    out = lm.generate(torch.tensor([prompt_ids]), do_sample=False, max_new_tokens=new_tokens, eos_token_id=None,
+                      pad_token_id=0, output_logits=True, return_dict_in_generate=True)
+    return Greedy(out.sequences[0, len(prompt_ids):].tolist(), [top2_gap(step[0].numpy()) for step in out.logits])
+
+
+@torch.no_grad()
+def deficits_along(model: Path | Any, prompt_ids: list[int], got: list[int]) -> list[float]:
+    """For each token of a run `got` that followed `prompt_ids`: the reference's best logit minus
+    its logit for that token, with the run's own tokens before it as the context."""
+    if not got:
+        return []
+    lm = causal_lm(model) if isinstance(model, Path) else model
+    logits = lm(torch.tensor([prompt_ids + got])).logits[0, len(prompt_ids) - 1:-1].double()
+    return (logits.max(-1).values - logits[torch.arange(len(got)), torch.tensor(got)]).tolist()
 
 
 def corpus_ids(checkpoint: Path, length: int, offset: int = 0) -> list[int]:

@@ -8,15 +8,20 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
+from numeric import assert_sqnr, sqnr_db
 from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, VOCODER_DIR, Qwen3Tts, StreamShape, decode_offline
 from omni_edge.export.tts import TtsExportOptions, export_tts
 from omni_edge.runtime import SpeechSession
 from safetensors.torch import load_file, save_file
 
 FIXTURE = Path(__file__).parent / "data" / "qwen3_tts_12hz"
+# The fixture was written on another CPU (by qwen-tts, fp32), and fp32 convolutions round
+# differently across SIMD paths: measured equal (max difference 0.0) on the CPU that wrote it,
+# 99-100 dB on an AMD EPYC at every torch ISA level (default, AVX2, AVX-512). One weight off by
+# 1e-4 of itself measures 67 dB (the negative control below).
+FIXTURE_SQNR_DB = 85.0
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +37,7 @@ def release_vocoder_checkpoint(tts_checkpoint: Path, tmp_path_factory: pytest.Te
     return out
 
 
+@pytest.mark.host_numerics
 def test_decoder_equals_the_release_implementation(release_vocoder_checkpoint: Path) -> None:
     model = Qwen3Tts.from_pretrained(release_vocoder_checkpoint)
     ref = load_file(str(FIXTURE / "reference.safetensors"))
@@ -39,12 +45,25 @@ def test_decoder_equals_the_release_implementation(release_vocoder_checkpoint: P
         wav = model.vocoder(ref["codes"])
         wav12 = model.vocoder(ref["codes"][..., :12])
     assert wav.shape == ref["wav"].shape == (1, 1, 30 * SAMPLES_PER_FRAME)
-    assert float((wav - ref["wav"]).abs().max()) <= 1e-6
-    assert float((wav12 - ref["wav12"]).abs().max()) <= 1e-6
+    assert_sqnr(ref["wav"], wav, FIXTURE_SQNR_DB, "30 frames")
+    assert_sqnr(ref["wav12"], wav12, FIXTURE_SQNR_DB, "12 frames")
     assert 0.1 < float(ref["wav"].std()) < 0.5  # speech level, not silence or clipping
     # Causal without a tail: the first 12 frames' samples are final once those frames are decoded.
     assert model.tail_samples == 0
-    assert float((wav[..., :12 * SAMPLES_PER_FRAME] - wav12).abs().max()) <= 1e-4
+    assert_sqnr(wav[..., :12 * SAMPLES_PER_FRAME], wav12, FIXTURE_SQNR_DB, "12 frames within 30")
+
+
+@pytest.mark.host_numerics
+def test_a_decoder_one_weight_off_fails_that_limit(release_vocoder_checkpoint: Path) -> None:
+    """The negative control of the test above: one weight of the decoder off by 1e-4 of itself
+    (measured 67 dB) is below the fixture limit."""
+    model = Qwen3Tts.from_pretrained(release_vocoder_checkpoint)
+    ref = load_file(str(FIXTURE / "reference.safetensors"))
+    weight = dict(model.vocoder.named_parameters())["decoder.1.block.2.conv2.conv.weight"]
+    with torch.no_grad():
+        weight.mul_(1 + 1e-4)
+        wav = model.vocoder(ref["codes"])
+    assert sqnr_db(ref["wav"].numpy(), wav.numpy()) < FIXTURE_SQNR_DB
 
 
 def test_release_vocoder_streams_through_export_and_the_native_chain(release_vocoder_checkpoint: Path,
@@ -52,7 +71,7 @@ def test_release_vocoder_streams_through_export_and_the_native_chain(release_voc
     opts = TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=24,
                             stream=StreamShape(first=1, chunk=5, left_context=24))
     [(component, got)] = export_tts(release_vocoder_checkpoint, tmp_path, opts)
-    assert got["frame_agreement"] == 1.0 and got["pcm_sqnr_db"] >= 80.0, got  # ONNX graphs vs PyTorch
+    assert got["codes_agree_to_near_tie"] == 1.0 and got["pcm_sqnr_db"] >= 80.0, got  # ONNX graphs vs PyTorch
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["stages"][1]["vocoder"]["tail_samples"] == 0
     session = SpeechSession.open(tmp_path / "plan.json")
@@ -60,11 +79,10 @@ def test_release_vocoder_streams_through_export_and_the_native_chain(release_voc
     codes = torch.tensor(session.codes())
     assert utterance.pcm.shape[0] == codes.shape[0] * SAMPLES_PER_FRAME and codes.shape[0] > 10
     offline = decode_offline(Qwen3Tts.from_pretrained(release_vocoder_checkpoint), codes).numpy()
-    err = utterance.pcm - offline
     # Chunks of 5 frames with 24 frames of left context against one offline decode: the fixture's
     # two transformer layers with 8-frame windows reach 16 frames back, so the context covers them
     # and the convolutions' reach (measured 99 dB, max 1.4e-5).
-    assert 10 * np.log10((offline ** 2).sum() / (err ** 2).sum()) >= 80.0 and np.abs(err).max() <= 1e-4
+    assert_sqnr(offline, utterance.pcm, 80.0, "native stream vs offline")
     assert component.name == "speech-onnx"
 
 

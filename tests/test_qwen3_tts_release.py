@@ -1,23 +1,35 @@
 """A Qwen3-TTS release's talker: the release layout loads as it is (config, bfloat16 weights under
 the release's names, a Qwen2 vocab.json + merges.txt tokenizer), and its codes equal those that
 the release implementation's own generate() made (qwen-tts 0.1.1, greedy with its repetition
-penalty), token for token, through the PyTorch reference, the exported graphs and the native
-chain, for both prompt shapes (language + speaker; auto language + instruction) and with the text
-read one token per frame (generate()'s streaming text)."""
+penalty), token for token up to near ties (tests/numeric.py), through the PyTorch reference,
+the exported graphs and the native chain, for both prompt shapes (language + speaker; auto
+language + instruction) and with the text read one token per frame (generate()'s streaming
+text)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from llm_reference import CLI
+from numeric import FP32_TIE_GAP, assert_codes
 from omni_edge.contracts.errors import ContractError
-from omni_edge.export.qwen3_tts import ABSENT, Qwen3Tts, Sampling, StreamShape, Voice, generate_codes
+from omni_edge.export.qwen3_tts import (
+    ABSENT,
+    Qwen3Tts,
+    Sampling,
+    StreamShape,
+    Trace,
+    Voice,
+    compare_codes,
+    generate_codes,
+)
 from omni_edge.export.tts import TtsExportOptions, export_tts
 from omni_edge.runtime import SpeechSession
 from safetensors.torch import load_file, save_file
@@ -27,6 +39,11 @@ CASES: list[dict[str, Any]] = json.loads((FIXTURE / "reference.json").read_text(
 REFERENCE = load_file(str(FIXTURE / "reference.safetensors"))
 RUN = CLI.parent / "omni-edge-run"
 GREEDY = Sampling(repetition_penalty=1.05)  # generate(do_sample=False, subtalker_dosample=False)
+
+
+def _reference(model: Qwen3Tts, text: list[int], frames: int) -> Callable[[Trace], torch.Tensor]:
+    """The PyTorch reference as generate() decodes (greedy, repetition penalty 1.05)."""
+    return lambda trace: generate_codes(model, text, frames, GREEDY, trace)
 
 
 def voice(i: int) -> Voice:
@@ -39,6 +56,7 @@ def options(v: Voice, frames: int = 23) -> TtsExportOptions:
                             stream=StreamShape(first=1, chunk=5, left_context=8))
 
 
+@pytest.mark.host_numerics
 @pytest.mark.parametrize("i", range(len(CASES)))
 def test_reference_codes_equal_the_release_generate(i: int) -> None:
     model = Qwen3Tts.from_pretrained(FIXTURE, voice(i))
@@ -47,15 +65,19 @@ def test_reference_codes_equal_the_release_generate(i: int) -> None:
     assert text == REFERENCE[f"input_ids_{i}"][0, 3:-5].tolist()
     want = REFERENCE[f"codes_{i}"]
     assert want.shape == (23, 16)
-    assert torch.equal(generate_codes(model, text, 23, GREEDY), want)
+    assert_codes(generate_codes(model, text, 23, GREEDY), _reference(model, text, 23), 23, model.ids.eos,
+                 "PyTorch vs generate()", expected=want)
     assert model.min_frames == 2 and model.sampling == Sampling(temperature=0.9, top_k=50, repetition_penalty=1.05)
 
 
+@pytest.mark.host_numerics
 def test_the_repetition_penalty_matters() -> None:
     """Without it the first case's codes part from generate()'s (so the checks above can fail)."""
     model = Qwen3Tts.from_pretrained(FIXTURE, voice(0))
     text = model.tokenizer.encode(CASES[0]["text"]).ids
-    assert not torch.equal(generate_codes(model, text, 23, Sampling()), REFERENCE["codes_0"])
+    agreement, _ = compare_codes(_reference(model, text, 23), generate_codes(model, text, 23, Sampling()), 23,
+                                 model.ids.eos, FP32_TIE_GAP, REFERENCE["codes_0"])
+    assert not agreement.passed, agreement.describe()
 
 
 def test_the_prompt_is_the_release_one() -> None:
@@ -78,7 +100,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     for i in range(len(CASES)):
         out = tmp_path_factory.mktemp(f"release-{i}")
         [(component, got)] = export_tts(FIXTURE, out, options(voice(i)))
-        assert got["frame_agreement"] == 1.0 and got["frames"] == 23 and got["pcm_sqnr_db"] >= 80.0, got
+        assert got["codes_agree_to_near_tie"] == 1.0 and got["frames"] == 23 and got["pcm_sqnr_db"] >= 80.0, got
         assert (component / "tokenizer.json").is_file()  # converted from vocab.json + merges.txt
         plans.append(out / "plan.json")
     return plans
@@ -91,7 +113,10 @@ def test_native_codes_equal_the_release_generate(exported: list[Path], i: int) -
     session = SpeechSession.open(exported[i])
     utterance = session.speak(CASES[i]["text"], max_frames=23, prebuffer_ms=0,
                               sampling={"temperature": 0.0, "repetition_penalty": 1.05})
-    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), REFERENCE[f"codes_{i}"])
+    model = Qwen3Tts.from_pretrained(FIXTURE, voice(i))
+    text = model.tokenizer.encode(CASES[i]["text"]).ids
+    assert_codes(session.codes(), _reference(model, text, 23), 23, model.ids.eos, "native vs generate()",
+                 expected=REFERENCE[f"codes_{i}"])
     assert utterance.pcm.shape == (23 * 1920,)
     # The plan's own sampling (the release's: temperature 0.9, top-k 50) speaks too, within the codebook.
     session.speak(CASES[i]["text"], max_frames=8, prebuffer_ms=0)
@@ -113,14 +138,15 @@ def test_end_of_speech_waits_for_min_frames(tmp_path: Path) -> None:
     assert want.shape == (2, 16)
     model = Qwen3Tts.from_pretrained(eager, voice(0))
     text = model.tokenizer.encode(CASES[0]["text"]).ids
-    assert torch.equal(generate_codes(model, text, 10, GREEDY), want)
+    reference = _reference(model, text, 10)
+    assert_codes(generate_codes(model, text, 10, GREEDY), reference, 10, model.ids.eos, "PyTorch", expected=want)
     out = tmp_path / "out"
     export_tts(eager, out, options(voice(0), frames=10))
     session = SpeechSession.open(out / "plan.json")
     utterance = session.speak(CASES[0]["text"], max_frames=10, prebuffer_ms=0,
                               sampling={"temperature": 0.0, "repetition_penalty": 1.05})
     assert utterance.metrics["frames"] == 2 and utterance.metrics["finish_reason"] == "eos"
-    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), want)
+    assert_codes(session.codes(), reference, 10, model.ids.eos, "native", expected=want)
 
 
 @pytest.mark.parametrize(("choice", "message"), [
@@ -187,8 +213,7 @@ def test_the_native_cli_takes_the_release_sampling_flags(exported: list[Path], t
     session = SpeechSession.open(exported[0])
     session.speak(CASES[0]["text"], max_frames=23, prebuffer_ms=0, wav=tmp_path / "python.wav",
                   sampling={"temperature": 0.0, "repetition_penalty": 1.05})
-    assert torch.equal(torch.tensor(session.codes()).reshape(-1, 16), REFERENCE["codes_0"])
-    assert out.read_bytes() == (tmp_path / "python.wav").read_bytes()
+    assert out.read_bytes() == (tmp_path / "python.wav").read_bytes()  # one native chain: exact
     plain = subprocess.run([str(RUN), "speak", "--plan", str(exported[0]), "--text", CASES[0]["text"], "--out",
                             str(tmp_path / "plain.wav"), "--max-frames", "23", "--temperature", "0"],
                            capture_output=True, text=True, timeout=600)

@@ -1,8 +1,8 @@
 """A checkpoint the project never made: a plain transformers Qwen3Config with random,
 untrained weights (flat distributions, untied embeddings, head_dim != hidden/heads, another
 rope theta) and a GPT-2-style tokenizer. Exported with the default 512/1024 buckets, greedy
-ids from `omni-edge run --json` equal transformers' for 400 tokens across 512, on both
-backends; and the same in ring mode for its sliding-window twin."""
+ids from `omni-edge run --json` are transformers' for 400 tokens across 512 (tests/numeric.py,
+rule 3), on both backends; and the same in ring mode for its sliding-window twin."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from llm_reference import greedy_ids
+from numeric import assert_greedy
 
 CLI = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge"
 
@@ -57,8 +57,7 @@ def test_unseen_checkpoint_400_tokens(tmp_path: Path, kv: str) -> None:
                     "--kv", kv], check=True, capture_output=True, timeout=900)
     tok = Tokenizer.from_file(str(checkpoint / "tokenizer.json"))
     prompt = tok.encode(" ".join(f"line {i}: the value of x is {i * i}" for i in range(40))).ids[:150]
-    expected = greedy_ids(checkpoint, prompt, 400)
     for plan in ("plan.onnx.json", "plan.pte.json"):
         got, done = _run_ids(artifact / plan, prompt, 400)
-        assert got == expected, plan
-        assert done["context_tokens"] == 549 and done["kind"] == "done"
+        assert len(got) == 400 and done["context_tokens"] == 549 and done["kind"] == "done"
+        assert_greedy(got, checkpoint, prompt, plan)
