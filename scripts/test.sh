@@ -28,3 +28,11 @@ scripts/fuzz.sh "${OMNI_EDGE_FUZZ_SECONDS:-60}"
 
 step "pytest"
 python -m pytest -q
+
+# The tests whose references were computed elsewhere (committed fixtures) or trained in the test
+# depend on the CPU's float kernels. Run them again as another CPU would: torch, MKL and oneDNN
+# on their baseline instruction sets (ONNX Runtime's MLAS picks its kernels by CPUID and has no
+# such switch).
+step "pytest -m host_numerics with torch on its baseline CPU kernels"
+ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 \
+  python -m pytest -q -p no:cacheprovider -m host_numerics
