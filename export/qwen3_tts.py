@@ -53,8 +53,10 @@ import numpy as np
 import torch
 from omni_edge.export import qwen3_tts_codec as codec
 from omni_edge.export.comparison import Agreement, compare_greedy, flatten_codes, top2_gap
+from omni_edge.request import Sampling as Sampling  # the reference decodes as a request says
 from torch import nn
 
+GREEDY = Sampling()  # the reference's default decoding
 CODE_GROUPS = 16
 FRAME_RATE = 12.5
 SAMPLE_RATE = 24_000
@@ -329,23 +331,6 @@ def _load_exact(module: nn.Module, state: dict[str, torch.Tensor], prefix: str, 
 
 # ---- reference decoding ---------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Sampling:
-    """Greedy when temperature == 0. The repetition penalty applies to codebook 0 only, over the
-    codes already spoken (as a release's generate() applies it)."""
-
-    temperature: float = 0.0
-    top_k: int = 0
-    seed: int = 0
-    repetition_penalty: float = 1.0
-    top_p: float = 1.0
-
-    def native(self) -> dict[str, Any]:
-        """As a plan's or a request's sampling section."""
-        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
-                "repetition_penalty": self.repetition_penalty, "seed": self.seed}
-
-
 def penalized(logits: torch.Tensor, history: Iterable[int], penalty: float) -> torch.Tensor:
     """The repetition penalty (as transformers applies it): each id in `history` once, its score
     divided by `penalty` when positive, multiplied when negative."""
@@ -398,6 +383,8 @@ def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator, histor
         ordered, order = torch.sort(probs, descending=True)
         keep = torch.cumsum(ordered, 0) - ordered < sampling.top_p
         probs = torch.zeros_like(probs).scatter(0, order[keep], ordered[keep])
+    if sampling.min_p > 0.0:  # ids at least min_p times as likely as the most likely one
+        probs = torch.where(probs >= sampling.min_p * probs.max(), probs, torch.zeros_like(probs))
     return int(torch.multinomial(probs, 1, generator=gen))
 
 
@@ -448,7 +435,7 @@ def prefix_embeds(model: Qwen3Tts, text_ids: list[int]) -> torch.Tensor:
 
 @torch.no_grad()
 def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
-                 sampling: Sampling = Sampling(), trace: Trace | None = None) -> Iterator[list[int]]:
+                 sampling: Sampling = GREEDY, trace: Trace | None = None) -> Iterator[list[int]]:
     """Text to speech: yields each frame's 16 codes as it is made (at most max_frames; fewer when
     codebook 0 says end of speech), after the prompt's prefix (`Prompt`)."""
     t = model.talker
@@ -462,7 +449,7 @@ def stream_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int,
 
 @torch.no_grad()
 def stream_codes_from_hidden(model: Qwen3Tts, hidden: torch.Tensor, max_frames: int,
-                             sampling: Sampling = Sampling(), trace: Trace | None = None) -> Iterator[list[int]]:
+                             sampling: Sampling = GREEDY, trace: Trace | None = None) -> Iterator[list[int]]:
     """Dual-track speech from a thinker's hidden states [n, text_hidden] (the omni pipeline):
     frame t reads text_projection(hidden[t]) (the text pad's part once t >= n) plus the codes of
     frame t-1 (the codec BOS for frame 0), so it needs only the first t + 1 text tokens."""
@@ -476,7 +463,7 @@ def stream_codes_from_hidden(model: Qwen3Tts, hidden: torch.Tensor, max_frames: 
     yield from _talk(model, first, text_part, max_frames, sampling, trace)
 
 
-def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = Sampling(),
+def generate_codes(model: Qwen3Tts, text_ids: list[int], max_frames: int, sampling: Sampling = GREEDY,
                    trace: Trace | None = None) -> torch.Tensor:
     """Every frame of `stream_codes`: codes [T, 16]."""
     frames = list(stream_codes(model, text_ids, max_frames, sampling, trace))

@@ -499,7 +499,7 @@ def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_id
 
     session = SpeechSession.open(plan, allow_unqualified=True, threads=opts.threads)
     greedy = validation_sampling(model)
-    utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames, sampling=greedy.native())
+    utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames, sampling=greedy)
     got = np.array(session.codes(), np.int64).reshape(-1, CODE_GROUPS)
     agreement, ref = _reference_codes(model, text_ids, got, opts.validation_frames, reference)
     return _compare(model, got, ref, agreement, utterance.pcm, opts)
@@ -588,7 +588,7 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, Any], opts: Tt
         "talker": {"tokenizer": "tokenizer.json", "text_pad_id": model.text_pad_id, "code_groups": CODE_GROUPS,
                    "codebook_size": ids.codebook_size, "codec_ids": {"pad": ids.pad, "bos": ids.bos, "eos": ids.eos},
                    "max_frames": 1500, "min_frames": model.min_frames, "prompt": model.prompt.to_json(),
-                   "sampling": sampling.native(),
+                   "sampling": sampling.to_json(),
                    "decoder": _decoder(_shape(model.talker.model.config), ids.vocab, C, buckets),
                    "predictor": _decoder(_shape(model.talker.code_predictor.config), ids.codebook_size, 1,
                                          [PREDICTOR_SLOTS])},

@@ -1,12 +1,13 @@
-"""The admission ledger's Python mirror, for planning before anything runs.
-
-Same formula and refusal rules as controller_cpp/runtime/admission.{h,cc} (tests compare the
-two on real plans): a plan's budget per stage is
+"""The admission ledger for planning before anything runs: the native budget of a plan (through
+the binding: the formula exists once, in controller_cpp/runtime/admission.cc and each family's
+memory rule), and a ledger with the native refusal rules. A plan's budget per stage is
 
     weights       bytes of the graph/weight files its manifest lists
-    state         float32 KV cache of the largest bucket plus the one it migrates from, per session
+    state         resident state per session (a decoder: float32 KV cache of the largest bucket
+                  plus the one it migrates from)
     loading_peak  the largest single file (held twice while a runtime deserializes it)
-    workspace     activations and logits of one prefill chunk, plus a fixed arena per backend
+    workspace     working memory (a decoder: one prefill chunk's activations and logits), plus a
+                  fixed arena per backend
     margin        10% of the above
 
 and every stage is reserved against the physical pool its device draws from, all or nothing.
@@ -23,7 +24,6 @@ from typing import Any
 POOLS = ("device_ram", "vram", "wsl_quota")
 RUNTIME_ARENA_BYTES = 32 << 20
 MARGIN_FRACTION = 0.10
-_WEIGHT_EXTENSIONS = {".onnx", ".data", ".bin", ".pte", ".so"}
 
 
 class AdmissionError(RuntimeError):
@@ -93,57 +93,21 @@ class PlanBudget:
         return {"sessions": self.sessions, "stages": [s.to_dict() for s in self.stages], "pools": self.per_pool()}
 
 
-def _decoder_state(c: dict[str, Any]) -> int:
-    per_slot = 2 * int(c["num_layers"]) * int(c["num_kv_heads"]) * int(c["head_dim"]) * 4
-    kv = c.get("kv", {})
-    slots = int(kv.get("window", 0))
-    buckets = [int(b) for b in kv.get("buckets", [])]
-    if kv.get("mode", "full") == "full" and buckets:
-        slots = buckets[-1] + (buckets[-2] if len(buckets) > 1 else 0)  # a migration holds both
-    return per_slot * slots
-
-
-def _decoder_workspace(c: dict[str, Any]) -> int:
-    return max(int(c.get("prefill_chunk", 1)), 1) * (int(c["vocab_size"]) + 8 * int(c["hidden_size"])) * 4
-
-
-def _decoders(stage: dict[str, Any]) -> list[dict[str, Any]]:
-    if "talker" in stage:
-        return [stage["talker"]["decoder"], stage["talker"]["predictor"]]
-    return [stage["llm"]] if "llm" in stage else []
-
-
-def _stage_budget(stage_id: int, pool: str, files: list[int], decoders: list[dict[str, Any]],
-                  n_backends: int, sessions: int, vocoder: dict[str, Any] | None = None) -> StageBudget:
-    weights, loading_peak = sum(files), max(files, default=0)
-    state = sum(_decoder_state(c) for c in decoders) * sessions
-    workspace = sum(_decoder_workspace(c) for c in decoders)
-    if vocoder is not None:  # the codes window in, its samples out
-        workspace += sum(int(w) for w in vocoder["windows"]) * (int(vocoder["code_groups"]) * 8
-                                                               + int(vocoder["samples_per_frame"]) * 4)
-    workspace += RUNTIME_ARENA_BYTES * n_backends
-    margin = int(MARGIN_FRACTION * (weights + state + loading_peak + workspace))
-    return StageBudget(stage_id, pool, weights, state, loading_peak, workspace, margin)
-
-
 def estimate_plan_budget(plan_path: Path, sessions: int = 1, wsl: bool = False) -> PlanBudget:
-    """The budget of an exported plan, read from its manifests (nothing is loaded). Stages that
-    share an artifact share its weights: they are counted once, on the first of them."""
+    """The budget of an exported plan as the native runtime computes it from its manifests
+    (nothing is loaded): the formula exists once, in controller_cpp/runtime/admission.cc and the
+    families' memory rules."""
+    from omni_edge import _native
+    from omni_edge.contracts import ContractError
+
     if sessions < 1:
         raise ValueError(f"sessions: at least 1, got {sessions}")
-    plan = json.loads(plan_path.read_text())
-    stages = []
-    loaded: set[Path] = set()
-    for stage in plan["stages"]:
-        artifact = (plan_path.parent / stage["artifact"]).resolve()
-        manifest = json.loads((artifact / "manifest.json").read_text())
-        sizes = [] if artifact in loaded else [(artifact / name).stat().st_size for name in sorted(manifest["files"])
-                                               if Path(name).suffix in _WEIGHT_EXTENSIONS]
-        loaded.add(artifact)
-        backends = {g["backend"] for g in stage.get("graphs", {}).values()}
-        stages.append(_stage_budget(int(stage["stage_id"]), stage_pool(wsl), sizes, _decoders(stage),
-                                    len(backends), sessions, stage.get("vocoder")))
-    return PlanBudget(tuple(stages), sessions)
+    try:
+        raw = json.loads(_native.plan_budget(str(plan_path), sessions, wsl))
+    except ContractError as exc:
+        raise ValueError(f"{plan_path}: {exc.message}") from exc
+    return PlanBudget(tuple(StageBudget(**{k: v for k, v in st.items() if k != "total"}) for st in raw["stages"]),
+                      int(raw["sessions"]))
 
 
 @dataclass(frozen=True)
@@ -160,13 +124,21 @@ class Footprint:
     extra_weights: int = 0       # other stages (vision tower, vocoder, ...)
 
     def budget(self, pool: str = "device_ram", sessions: int = 1) -> PlanBudget:
+        """The admission rule of an exported plan (weights, state, loading peak, workspace plus the
+        runtime arena, 10% margin) on numbers from the architecture; the decoder's state and
+        workspace come from the native rule."""
+        from omni_edge import _native
+
         weights = int(self.parameters * self.bits_per_weight / 8) + self.extra_weights
         # Sharded into files of at most 2 GiB, as exporters do: the loading peak is one shard.
-        files = [min(weights - i, 2 << 30) for i in range(0, weights, 2 << 30)]
-        llm = {"num_layers": self.layers, "num_kv_heads": self.kv_heads, "head_dim": self.head_dim,
-               "kv": {"mode": "full", "buckets": [self.context]}, "prefill_chunk": 128,
-               "vocab_size": 151936, "hidden_size": self.kv_heads * self.head_dim * 4}
-        return PlanBudget((_stage_budget(0, pool, files, [llm], 1, sessions),), sessions)
+        loading_peak = min(weights, 2 << 30)
+        decoder = {"num_layers": self.layers, "num_kv_heads": self.kv_heads, "head_dim": self.head_dim,
+                   "kv": {"mode": "full", "buckets": [self.context]}, "prefill_chunk": 128, "mask_value": -100.0,
+                   "vocab_size": 151936, "hidden_size": self.kv_heads * self.head_dim * 4}
+        memory = json.loads(_native.decoder_memory(json.dumps(decoder)))
+        state, workspace = int(memory["state"]) * sessions, int(memory["workspace"]) + RUNTIME_ARENA_BYTES
+        margin = int(MARGIN_FRACTION * (weights + state + loading_peak + workspace))
+        return PlanBudget((StageBudget(0, pool, weights, state, loading_peak, workspace, margin),), sessions)
 
 
 @dataclass

@@ -233,8 +233,9 @@ class Profiler:
 
 
 def _placement(stderr: str) -> list[dict[str, Any]]:
+    """The placements of `omni-edge-run --info` (its session info, one JSON line on stderr)."""
     for line in stderr.splitlines():
-        if line.startswith('{"placements"'):
+        if line.startswith("{") and '"placements"' in line:
             try:
                 return list(json.loads(line)["placements"])
             except (ValueError, KeyError):

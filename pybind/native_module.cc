@@ -23,14 +23,15 @@
 #include "contract/features.h"
 #include "contract/manifest.h"
 #include "contract/stage_controller.h"
-#include "models/llm/llm_engine.h"
-#include "models/llm/llm_session.h"
-#include "models/llm/tokenizer.h"
-#include "models/omni/omni_session.h"
-#include "models/speech/playback.h"
-#include "models/speech/speech_session.h"
+#include "decoding/decoder.h"
+#include "families/builtin.h"
+#include "families/llm/config.h"
+#include "pipeline/playback.h"
+#include "pipeline/request.h"
+#include "pipeline/session.h"
 #include "runtime/admission.h"
 #include "runtime/plan.h"
+#include "text/tokenizer.h"
 
 namespace nb = nanobind;
 using namespace omni_edge;
@@ -114,7 +115,7 @@ struct CapturedTensor {
 struct EngineHandle {
   Plan plan;
   BackendPool backends;
-  std::unique_ptr<llm::LlmEngine> engine;
+  std::unique_ptr<decoding::Decoder> engine;
   // Graph inputs seen while capturing, at most `capture_limit` samples per graph.
   std::map<std::string, std::vector<std::vector<CapturedTensor>>> captured;
   size_t capture_limit = 0;
@@ -122,13 +123,14 @@ struct EngineHandle {
 
 std::unique_ptr<EngineHandle> OpenEngine(const std::string& plan_path, int threads) {
   auto handle = std::make_unique<EngineHandle>();
-  handle->plan = Unwrap(LoadPlan(plan_path));
+  handle->plan = Unwrap(LoadPlan(plan_path, families::Builtin()));
   for (auto& stage : handle->plan.stages) {
-    if (!stage.llm) continue;
+    const auto* config = stage.config_as<llm::LlmConfig>();
+    if (config == nullptr) continue;
     if (threads > 0) {
       for (auto& [role, group] : stage.graphs) group.options["threads"] = std::to_string(threads);
     }
-    handle->engine = Unwrap(llm::LlmEngine::Create(stage, handle->backends));
+    handle->engine = Unwrap(decoding::Decoder::Create(config->decoder, stage.graphs, handle->backends));
     return handle;
   }
   throw StatusError{Status::Error("invalid_plan", plan_path + ": no llm stage")};
@@ -146,73 +148,13 @@ nb::dict PlacementDict(const Placement& p) {
   return d;
 }
 
-llm::SamplingParams SamplingFromJson(const Json& sampling, const std::string& where) {
-  FieldReader sr(sampling, where);
-  llm::SamplingParams p;
-  p.temperature = float(sr.Number("temperature", false, 0.0));
-  p.top_k = int32_t(sr.Int("top_k", false, 0, 0));
-  p.top_p = float(sr.Number("top_p", false, 1.0));
-  p.min_p = float(sr.Number("min_p", false, 0.0));
-  p.repetition_penalty = float(sr.Number("repetition_penalty", false, 1.0));
-  p.seed = uint64_t(sr.Int("seed", false, 0, 0));
-  Check(sr.Done());
-  return p;
-}
-
-std::vector<int32_t> IdsFromJson(const Json* ids, const std::string& where) {
-  std::vector<int32_t> out;
-  for (size_t i = 0; ids != nullptr && i < ids->size(); ++i) {
-    int64_t v = 0;
-    Check(CheckInt((*ids)[i], where + "[" + std::to_string(i) + "]", 0, &v));
-    if (v > INT32_MAX) throw StatusError{Status::Error("invalid_field", where + ": token id too large")};
-    out.push_back(int32_t(v));
-  }
-  return out;
-}
-
-speech::SpeakRequest SpeakRequestFromJson(const std::string& text) {
-  const Json j = Parse(text, "request");
-  FieldReader r(j, "speak");
-  speech::SpeakRequest s;
-  s.text = r.String("text", false, false);
-  s.text_ids = IdsFromJson(r.Array("text_ids", false), "speak.text_ids");
-  s.max_frames = r.Int("max_frames", false, 0, 0);
-  if (const Json* sampling = r.Object("sampling", false)) s.sampling = SamplingFromJson(*sampling, "speak.sampling");
-  s.prebuffer_ms = r.Number("prebuffer_ms", false, speech::kDefaultPrebufferMs);
-  Check(r.Done());
-  return s;
-}
-
-llm::GenerateRequest RequestFromJson(const std::string& text) {
-  const Json j = Parse(text, "request");
-  FieldReader r(j, "generate");
-  llm::GenerateRequest g;
-  g.prompt = r.String("prompt", false, false);
-  g.chat = r.Bool("chat", false);
-  g.system_prompt = r.String("system_prompt", false, false);
-  for (int32_t v : IdsFromJson(r.Array("prompt_ids", false), "generate.prompt_ids")) g.prompt_ids.push_back(llm::TokenId(v));
-  g.continue_conversation = r.Bool("continue_conversation", false);
-  g.max_new_tokens = r.Int("max_new_tokens", false, 0, 0);
-  if (const Json* sampling = r.Object("sampling", false)) g.sampling = SamplingFromJson(*sampling, "generate.sampling");
-  if (const Json* stops = r.Array("stop_strings", false)) {
-    for (const auto& s : *stops) {
-      if (!s.is_string()) throw StatusError{Status::Error("invalid_field", "generate.stop_strings: expected strings")};
-      g.stop_strings.push_back(s.get<std::string>());
-    }
-  }
-  g.ignore_stop_tokens = r.Bool("ignore_stop_tokens", false);
-  Check(r.Done());
-  return g;
-}
-
 // Opens a session with the GIL released (loading graphs takes a while).
-template <typename Session>
-std::unique_ptr<Session> OpenSession(const std::string& plan_path, bool allow_unqualified, int threads) {
-  llm::SessionOptions options;
+std::unique_ptr<pipeline::Session> OpenSession(const std::string& plan_path, bool allow_unqualified, int threads) {
+  pipeline::SessionOptions options;
   options.allow_unqualified = allow_unqualified;
   if (threads > 0) options.backend_options["threads"] = std::to_string(threads);
   nb::gil_scoped_release release;
-  auto session = Session::Open(plan_path, options);
+  auto session = pipeline::Session::Open(plan_path, options, families::Builtin());
   nb::gil_scoped_acquire acquire;
   return Unwrap(std::move(session));
 }
@@ -251,8 +193,8 @@ nb::list PlacementList(const std::vector<Placement>& placements) {
   return out;
 }
 
-nb::object PcmBytes(const speech::SpeechEvent& ev) {
-  return ev.kind == "pcm" ? nb::object(nb::bytes(ev.pcm.data(), ev.pcm.size())) : nb::none();
+nb::object PayloadBytes(const pipeline::SessionEvent& ev) {
+  return ev.payload != nullptr ? nb::object(nb::bytes(ev.payload->bytes.data(), ev.payload->bytes.size())) : nb::none();
 }
 
 }  // namespace
@@ -293,10 +235,10 @@ NB_MODULE(_native, m) {
   m.def("playback_stats", [](const std::vector<std::pair<double, int64_t>>& arrivals, int64_t sample_rate,
                              double prebuffer_ms) {
     if (sample_rate < 1 || !(prebuffer_ms >= 0)) throw nb::value_error("sample_rate >= 1 and prebuffer_ms >= 0 are required");
-    speech::PlaybackClock clock(sample_rate, prebuffer_ms);
+    pipeline::PlaybackClock clock(sample_rate, prebuffer_ms);
     for (const auto& [ms, n] : arrivals) clock.Arrive(n, ms);
     if (!arrivals.empty()) clock.End(arrivals.back().first);
-    const speech::PlaybackStats& s = clock.stats();
+    const pipeline::PlaybackStats& s = clock.stats();
     return Json{{"first_pcm_ms", s.first_pcm_ms}, {"playback_start_ms", s.playback_start_ms}, {"underruns", s.underruns},
                 {"underrun_ms", s.underrun_ms}, {"max_gap_ms", s.max_gap_ms}, {"chunks", s.chunks},
                 {"samples", s.samples}}.dump();
@@ -304,10 +246,15 @@ NB_MODULE(_native, m) {
      "The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).");
 
   m.def("plan_budget", [](const std::string& plan_path, int sessions, bool wsl) {
-    const Plan plan = Unwrap(LoadPlan(plan_path));
-    return ToJson(Unwrap(EstimatePlanBudget(plan, sessions, wsl))).dump();
+    const Plan plan = Unwrap(LoadPlan(plan_path, families::Builtin()));
+    return ToJson(Unwrap(EstimatePlanBudget(plan, sessions, wsl, families::Builtin()))).dump();
   }, nb::arg("plan_path"), nb::arg("sessions") = 1, nb::arg("wsl") = false,
      "The memory budget of a plan per stage and pool (JSON), from its manifests; loads nothing.");
+
+  m.def("decoder_memory", [](const std::string& decoder_json) {
+    const decoding::DecoderConfig c = Unwrap(decoding::ParseDecoder(Parse(decoder_json, "decoder"), "decoder"));
+    return Json{{"state", decoding::StateBytes(c)}, {"workspace", decoding::WorkspaceBytes(c)}}.dump();
+  }, nb::arg("decoder_json"), "A decoder section's resident KV state and prefill workspace in bytes (JSON).");
 
   m.def("detect_pools", []() {
     bool wsl = false;
@@ -328,20 +275,20 @@ NB_MODULE(_native, m) {
       .def("free", &AdmissionLedger::Free, nb::arg("pool"))
       .def("snapshot", [](const AdmissionLedger& l) { return l.Snapshot().dump(); });
 
-  nb::class_<llm::Tokenizer>(m, "Tokenizer")
-      .def_static("load", [](const std::string& path) { return Unwrap(llm::Tokenizer::Load(path)); }, nb::arg("path"))
-      .def("encode", [](const llm::Tokenizer& t, const std::string& text) { return Unwrap(t.Encode(text)); },
+  nb::class_<text::Tokenizer>(m, "Tokenizer")
+      .def_static("load", [](const std::string& path) { return Unwrap(text::Tokenizer::Load(path)); }, nb::arg("path"))
+      .def("encode", [](const text::Tokenizer& t, const std::string& text) { return Unwrap(t.Encode(text)); },
            nb::arg("text"))
-      .def("decode", [](const llm::Tokenizer& t, const std::vector<llm::TokenId>& ids, bool skip_special) {
+      .def("decode", [](const text::Tokenizer& t, const std::vector<text::TokenId>& ids, bool skip_special) {
         const std::string bytes = t.Decode(ids, skip_special);
         return nb::bytes(bytes.data(), bytes.size());
       }, nb::arg("ids"), nb::arg("skip_special") = true)
-      .def("find", [](const llm::Tokenizer& t, const std::string& token) { return t.Find(token); }, nb::arg("token"))
-      .def_prop_ro("vocab_size", &llm::Tokenizer::vocab_size);
+      .def("find", [](const text::Tokenizer& t, const std::string& token) { return t.Find(token); }, nb::arg("token"))
+      .def_prop_ro("vocab_size", &text::Tokenizer::vocab_size);
 
   nb::class_<EngineHandle>(m, "LlmEngine")
       .def_static("open", &OpenEngine, nb::arg("plan_path"), nb::arg("threads") = 0)
-      .def("feed", [](EngineHandle& h, const std::vector<llm::TokenId>& ids) {
+      .def("feed", [](EngineHandle& h, const std::vector<text::TokenId>& ids) {
         const float* logits = nullptr;
         {
           nb::gil_scoped_release release;
@@ -395,93 +342,36 @@ NB_MODULE(_native, m) {
       .def("placements", [](const EngineHandle& h) { return PlacementList(h.engine->placements()); },
            nb::sig("def placements(self) -> list[dict[str, str | int]]"));
 
-  nb::class_<llm::LlmSession>(m, "LlmSession")
-      .def_static("open", &OpenSession<llm::LlmSession>, nb::arg("plan_path"), nb::arg("allow_unqualified") = false,
-                  nb::arg("threads") = 0)
-      .def("generate", [](llm::LlmSession& s, const std::string& request_json, nb::callable on_event) {
-        const llm::GenerateRequest request = RequestFromJson(request_json);
-        Result<llm::Metrics> result = Status::Error("internal", "not run");
+  m.def("request_schema", []() { return pipeline::RequestSchema().dump(); },
+        "Every field a session request may carry, with its default (JSON).");
+
+  nb::class_<pipeline::Session>(m, "Session")
+      .def_static("open", &OpenSession, nb::arg("plan_path"), nb::arg("allow_unqualified") = false, nb::arg("threads") = 0,
+                  "Any plan: verifies its artifacts, admits its memory budget, loads every stage.")
+      .def("submit", [](pipeline::Session& s, const std::string& request_json, nb::callable on_event) {
+        const pipeline::Request request = Unwrap(pipeline::RequestFromJson(Parse(request_json, "request")));
+        Result<Json> result = Status::Error("internal", "not run");
         PythonConsumer consumer;
         {
           nb::gil_scoped_release release;
-          result = s.Generate(request, [&](const llm::OutputEvent& ev) {
-            return consumer([&] { return on_event(ev.ToJson().dump()); });
+          result = s.Submit(request, [&](const pipeline::SessionEvent& ev) {
+            return consumer([&] { return on_event(ev.stream, ev.json.dump(), PayloadBytes(ev)); });
           });
         }
         consumer.Raise();
-        return Unwrap(std::move(result)).ToJson().dump();
+        return Unwrap(std::move(result)).dump();
       }, nb::arg("request_json"), nb::arg("on_event"),
-         nb::sig("def generate(self, request_json: str, on_event: typing.Callable[[str], object]) -> str"),
-         "Run one request; on_event(event_json) sees every event and may return False to cancel.")
-      .def("cancel", &llm::LlmSession::Cancel)
-      .def("abort", &llm::LlmSession::Abort)
-      .def("reset", [](llm::LlmSession& s) { Check(s.Reset()); })
-      .def("context", [](const llm::LlmSession& s) { return s.context(); })
-      .def("pending", [](const llm::LlmSession& s) { return s.pending(); })
-      .def_prop_ro("epoch", &llm::LlmSession::epoch)
-      .def_prop_ro("poisoned", &llm::LlmSession::poisoned)
-      .def("kv_state", [](const llm::LlmSession& s) -> std::optional<std::string> {
-        auto st = s.kv_state();
-        if (!st) return std::nullopt;
-        return ToJson(*st).dump();
-      })
-      .def("tokenize", [](const llm::LlmSession& s, const std::string& text) { return Unwrap(s.tokenizer().Encode(text)); })
-      .def("placements", [](const llm::LlmSession& s) { return PlacementList(s.placements()); },
+         nb::sig("def submit(self, request_json: str, on_event: typing.Callable[[str, str, bytes | None], object]) -> str"),
+         "Run one request; on_event(stream, event_json, payload) sees every event, one at a time, and may return False "
+         "to cancel. Returns each stream's terminal fields (JSON).")
+      .def("cancel", &pipeline::Session::Cancel)
+      .def("abort", &pipeline::Session::Abort)
+      .def("reset", [](pipeline::Session& s) { Check(s.Reset()); })
+      .def("info", [](const pipeline::Session& s) { return s.Info().dump(); })
+      .def("tokenize", [](const pipeline::Session& s, const std::string& text) { return Unwrap(s.Tokenize(text)); })
+      .def_prop_ro("epoch", &pipeline::Session::epoch)
+      .def("placements", [](const pipeline::Session& s) { return PlacementList(s.placements()); },
            nb::sig("def placements(self) -> list[dict[str, str | int]]"));
-
-  nb::class_<speech::SpeechSession>(m, "SpeechSession")
-      .def_static("open", &OpenSession<speech::SpeechSession>, nb::arg("plan_path"), nb::arg("allow_unqualified") = false,
-                  nb::arg("threads") = 0)
-      .def("speak", [](speech::SpeechSession& s, const std::string& request_json, nb::callable on_event) {
-        const speech::SpeakRequest request = SpeakRequestFromJson(request_json);
-        Result<speech::SpeechMetrics> result = Status::Error("internal", "not run");
-        PythonConsumer consumer;
-        {
-          nb::gil_scoped_release release;
-          result = s.Speak(request, [&](const speech::SpeechEvent& ev) {
-            return consumer([&] { return on_event(ev.ToJson().dump(), PcmBytes(ev)); });
-          });
-        }
-        consumer.Raise();
-        return Unwrap(std::move(result)).ToJson().dump();
-      }, nb::arg("request_json"), nb::arg("on_event"),
-         nb::sig("def speak(self, request_json: str, on_event: typing.Callable[[str, bytes | None], object]) -> str"),
-         "Speak one utterance; on_event(event_json, pcm_bytes) sees every event and may return False to cancel.")
-      .def("cancel", &speech::SpeechSession::Cancel)
-      .def("codes", &speech::SpeechSession::frames)
-      .def("tokenize", [](const speech::SpeechSession& s, const std::string& text) { return Unwrap(s.Tokenize(text)); })
-      .def_prop_ro("sample_rate", &speech::SpeechSession::sample_rate)
-      .def_prop_ro("pcm_dtype", &speech::SpeechSession::pcm_dtype)
-      .def("placements", [](const speech::SpeechSession& s) { return PlacementList(s.placements()); },
-           nb::sig("def placements(self) -> list[dict[str, str | int]]"));
-
-  nb::class_<omni::OmniSession>(m, "OmniSession")
-      .def_static("open", &OpenSession<omni::OmniSession>, nb::arg("plan_path"), nb::arg("allow_unqualified") = false,
-                  nb::arg("threads") = 0)
-      .def("run", [](omni::OmniSession& s, const std::string& text_json, const std::string& speak_json,
-                     nb::callable on_text, nb::callable on_audio) {
-        omni::OmniRequest request{RequestFromJson(text_json), SpeakRequestFromJson(speak_json)};
-        Result<omni::OmniMetrics> result = Status::Error("internal", "not run");
-        PythonConsumer consumer;  // the session orders the two callbacks
-        {
-          nb::gil_scoped_release release;
-          result = s.Run(
-              request, [&](const llm::OutputEvent& ev) { return consumer([&] { return on_text(ev.ToJson().dump()); }); },
-              [&](const speech::SpeechEvent& ev) {
-                return consumer([&] { return on_audio(ev.ToJson().dump(), PcmBytes(ev)); });
-              });
-        }
-        consumer.Raise();
-        return Unwrap(std::move(result)).ToJson().dump();
-      }, nb::arg("text_json"), nb::arg("speak_json"), nb::arg("on_text"), nb::arg("on_audio"),
-         nb::sig("def run(self, text_json: str, speak_json: str, on_text: typing.Callable[[str], object], "
-                 "on_audio: typing.Callable[[str, bytes | None], object]) -> str"),
-         "One omni request: on_text(event_json) and on_audio(event_json, pcm_bytes), one at a time, may return False to cancel.")
-      .def("cancel", &omni::OmniSession::Cancel)
-      .def("codes", [](omni::OmniSession& s) { return s.speech().frames(); })
-      .def("tokenize", [](omni::OmniSession& s, const std::string& text) { return Unwrap(s.thinker().tokenizer().Encode(text)); })
-      .def_prop_ro("sample_rate", [](omni::OmniSession& s) { return s.speech().sample_rate(); })
-      .def_prop_ro("pcm_dtype", [](omni::OmniSession& s) { return s.speech().pcm_dtype(); });
 
   nb::class_<EventStream>(m, "EventStream")
       .def("__init__", [](EventStream* self, const std::string& request_json, int64_t max_events, int64_t max_bytes) {

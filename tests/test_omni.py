@@ -125,5 +125,80 @@ def test_a_talker_that_does_not_read_the_thinker_is_refused(omni_plan: Path, tmp
     path.write_text(json.dumps(plan))
     from omni_edge.contracts import ContractError
 
-    with pytest.raises(ContractError, match="does not read the thinker"):
+    # Both would read the request's text: the talker must read the thinker (input_sources).
+    with pytest.raises(ContractError, match="both read the request's text"):
         OmniSession.open(path)
+
+
+@pytest.fixture(scope="module")
+def small_chunk_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The omni plan with 4-frame vocoder chunks and streams of at most 2 events: every edge is short."""
+    from omni_edge.export.qwen3_tts import StreamShape
+    from omni_edge.export.tts import TtsExportOptions, export_tts
+
+    speech = tmp_path_factory.mktemp("omni-small-speech")
+    export_tts(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8,
+                                                                stream=StreamShape(first=1, chunk=4, left_context=4)))
+    path = write_omni_plan(tiny_artifact / "plan.onnx.json", speech / "plan.json", tmp_path_factory.mktemp("omni-small"))
+    plan = json.loads(path.read_text())
+    plan["stream_limits"] = {"max_events": 2, "max_bytes": 1 << 20}
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def _rss_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2 ** 20
+
+
+def test_a_slow_listener_holds_the_thinker_back_and_memory_bounded(small_chunk_plan: Path) -> None:
+    """A consumer 10x slower than real time: the vocoder waits for its credit, the talker for the
+    vocoder, the thinker for the talker and the caller (every edge, the hidden-state one
+    included, is a credited stream), so the text never runs more than the streams' credit ahead
+    of the audio the consumer has taken, and memory stays where a full-speed run leaves it."""
+    import threading
+    import time
+
+    session = OmniSession.open(small_chunk_plan, threads=2)
+    tokens, frames = 48, 12
+
+    def peak_rss(run: Any) -> tuple[float, Any]:
+        peak, stop = [_rss_mb()], threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.02):
+                peak.append(_rss_mb())
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            result = run()
+        finally:
+            stop.set()
+            sampler.join()
+        return max(peak), result
+
+    normal_peak, _ = peak_rss(lambda: session.run(PROMPT, max_new_tokens=tokens, ignore_stop_tokens=True,
+                                                  max_frames=frames))
+    text_seen: list[int] = []
+    lead: list[int] = []
+
+    def on_text(event: dict[str, Any]) -> bool:
+        text_seen.extend(event.get("token_ids", []))
+        return True
+
+    def on_audio(event: dict[str, Any], pcm: Any) -> bool:
+        if event["kind"] == "pcm":
+            lead.append(len(text_seen) - event["frames_final"])  # tokens the thinker made beyond the audio taken
+            time.sleep(10 * event["n_samples"] / 24000)
+        return True
+
+    slow_peak, result = peak_rss(lambda: session.run(PROMPT, max_new_tokens=tokens, ignore_stop_tokens=True,
+                                                     max_frames=frames, on_text=on_text, on_audio=on_audio))
+    assert result.audio["frames"] == frames and len(text_seen) == tokens
+    # At most: the hidden-state edge (2) and the talker's frame in hand, the codes edge (2) and
+    # the vocoder's unfinished chunk (4), the pcm edge (2 chunks of 4 frames), the thinker's
+    # token in hand, and the first chunk's frame: about 20. At full speed the thinker makes all
+    # 48 tokens within the first chunk's playback time.
+    assert max(lead) <= 20, lead
+    assert slow_peak - normal_peak < 64, (normal_peak, slow_peak)
+    print(f"peak RSS {normal_peak:.0f} MB at full speed, {slow_peak:.0f} MB 10x slower; most tokens ahead {max(lead)}")

@@ -174,7 +174,7 @@ def test_bad_speech_input_is_a_clear_error_and_the_session_survives(session: Spe
         ("predictor_head", lambda p: p["stages"][0]["graphs"].pop("predictor_head")),
         ("pcm_dtype", lambda p: p["stages"][1]["vocoder"].update(pcm_dtype="int8")),
         ("one model section", lambda p: p["stages"][1].update(llm={})),
-        ("no vocoder stage", lambda p: p["stages"][1].update(input_sources=[])),
+        ("reads the codes of one talker stage", lambda p: p["stages"][1].update(input_sources=[])),
     ]
     for expected, mutate in broken:
         bad = json.loads(json.dumps(plan))

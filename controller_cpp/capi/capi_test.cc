@@ -11,7 +11,66 @@ TEST(CApi, VersionAndProtocol) {
   EXPECT_EQ(oe_protocol_version(), 2);
 }
 
-TEST(CApi, RequestDefaultsUseThePlansSampling) {
+TEST(CApi, TheRequestDefaultsArePinned) {
+  OeRequest r;
+  oe_request_default(&r);
+  EXPECT_EQ(r.prompt, nullptr);
+  EXPECT_EQ(r.chat, 0);
+  EXPECT_EQ(r.system_prompt, nullptr);
+  EXPECT_EQ(r.prompt_ids, nullptr);
+  EXPECT_EQ(r.n_prompt_ids, 0);
+  EXPECT_EQ(r.continue_conversation, 0);
+  EXPECT_EQ(r.max_new_tokens, 0);
+  EXPECT_EQ(r.stop_strings, nullptr);
+  EXPECT_EQ(r.n_stop_strings, 0);
+  EXPECT_EQ(r.ignore_stop_tokens, 0);
+  EXPECT_EQ(r.max_frames, 0);
+  EXPECT_EQ(r.prebuffer_ms, 200.0);
+  for (const OeSampling& s : {r.sampling, r.speech_sampling}) {
+    EXPECT_EQ(s.use_plan_sampling, 1);
+    EXPECT_EQ(s.temperature, 0.0f);
+    EXPECT_EQ(s.top_k, 0);
+    EXPECT_EQ(s.top_p, 1.0f);
+    EXPECT_EQ(s.min_p, 0.0f);
+    EXPECT_EQ(s.repetition_penalty, 1.0f);
+    EXPECT_EQ(s.seed, 0u);
+  }
+  OeSessionConfig config;
+  oe_session_config_default(&config);
+  EXPECT_EQ(config.plan_path, nullptr);
+  EXPECT_EQ(config.allow_unqualified, 0);
+  EXPECT_EQ(config.threads, 0);
+  EXPECT_EQ(config.ledger, nullptr);
+  oe_request_default(nullptr);  // tolerated
+  oe_session_config_default(nullptr);
+}
+
+TEST(CApi, SessionCallsRefuseMissingArguments) {
+  OeSession* session = nullptr;
+  OeError* error = oe_session_open(nullptr, &session);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(oe_error_reason(error), "invalid_argument");
+  oe_error_free(error);
+  OeSessionConfig config;
+  oe_session_config_default(&config);
+  config.plan_path = "/nonexistent/plan.json";
+  error = oe_session_open(&config, &session);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(oe_error_reason(error), "file_missing");
+  EXPECT_EQ(session, nullptr);
+  oe_error_free(error);
+  OeRequest r;
+  oe_request_default(&r);
+  error = oe_session_submit(nullptr, &r, nullptr, nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(oe_error_reason(error), "invalid_argument");
+  oe_error_free(error);
+  oe_session_cancel(nullptr);
+  oe_session_abort(nullptr);
+  oe_session_close(nullptr);
+}
+
+TEST(CApi, DeprecatedRequestDefaultsUseThePlansSampling) {
   OeGenerateParams generate;
   oe_generate_params_default(&generate);
   OeSpeakParams speak;

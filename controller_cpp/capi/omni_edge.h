@@ -19,7 +19,8 @@ extern "C" {
 
 typedef struct OeError OeError;
 
-/* Library version ("0.2.0": OeSampling in the request structs) and the highest stage-contract protocol it speaks. */
+/* Library version ("0.3.0": one session and one request for every plan) and the highest
+ * stage-contract protocol it speaks. */
 OE_API const char* oe_version(void);
 OE_API int oe_protocol_version(void);
 
@@ -53,7 +54,7 @@ OE_API OeError* oe_ledger_snapshot(const OeLedger* ledger, char** out_json);
  * without loading anything: {"sessions", "stages": [{weights, state, loading_peak, ...}], "pools"}. */
 OE_API OeError* oe_plan_budget(const char* plan_path, int sessions, char** out_json);
 
-/* ---- Text LLM sessions --------------------------------------------------------------- */
+/* ---- Sessions: one handle for every plan (text, speech, omni, ...) -------------------- */
 
 typedef struct OeSession OeSession;
 
@@ -62,16 +63,18 @@ typedef struct {
   int allow_unqualified;  /* 1: run artifacts whose validation reports did not pass */
   int threads;            /* intra-op threads per backend; 0 = all cores */
   OeLedger* ledger;       /* optional: reserve the plan's budget before loading (error "admission"
-                             if it does not fit); released when the session closes */
+                             if it does not fit); released when the session closes. With or
+                             without it, a plan's own memory_budget_mb is enforced. */
 } OeSessionConfig;
 
 OE_API void oe_session_config_default(OeSessionConfig* config);
-/* Verifies the artifacts (re-hash), loads every graph and binds the buffers. */
+/* Verifies the artifacts (re-hash), admits the plan's memory budget, loads every stage and binds
+ * its buffers. Any plan: its stages run on their own threads, connected by credited streams. */
 OE_API OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session);
 OE_API void oe_session_close(OeSession* session);
 
-/* How a request picks tokens (text tokens, or a talker's codes: the repetition penalty applies to
- * codebook 0 only). The params_default functions set use_plan_sampling = 1: the plan's sampling. */
+/* How a stream picks tokens (text tokens, or a talker's codes: the repetition penalty applies to
+ * codebook 0 only). The default functions set use_plan_sampling = 1: the plan's sampling. */
 typedef struct {
   int use_plan_sampling;          /* 1 (default): ignore the fields below */
   float temperature;              /* 0: greedy */
@@ -82,92 +85,110 @@ typedef struct {
   uint64_t seed;
 } OeSampling;
 
+/* One request, whatever the plan: the entry stage's input and how each stream is generated. */
 typedef struct {
-  const char* prompt;             /* text, or the user message when chat = 1 */
+  const char* prompt;             /* text to answer (or, for a speech plan, to speak); the user
+                                     message when chat = 1 */
   int chat;                       /* 1: format as a ChatML conversation */
   const char* system_prompt;      /* chat only; may be NULL */
   const int32_t* prompt_ids;      /* exact token ids instead of prompt (n_prompt_ids > 0) */
   int n_prompt_ids;
   int continue_conversation;      /* 1: append to the resident context (multi-turn) */
-  int max_new_tokens;             /* 0: the plan's default */
-  OeSampling sampling;
+  int max_new_tokens;             /* text stream; 0: the plan's default */
+  OeSampling sampling;            /* text stream */
   const char* const* stop_strings;
   int n_stop_strings;
   int ignore_stop_tokens;         /* 1: always generate max_new_tokens */
-} OeGenerateParams;
+  int max_frames;                 /* audio stream (12.5 frames per second of audio); 0: the plan's */
+  OeSampling speech_sampling;     /* audio stream: the talker's codes */
+  double prebuffer_ms;            /* audio the playback clock queues before it starts (default 200) */
+} OeRequest;
 
-OE_API void oe_generate_params_default(OeGenerateParams* params);
+OE_API void oe_request_default(OeRequest* request);
 
-/* Receives every event of a request as one JSON object ({"kind": "token", "seq",
- * "token_ids", "text"}, then a terminal {"kind": "done" | "cancelled" | "error",
- * "finish_reason", metrics...}). Return 0 to continue, non-zero to cancel at the next token. */
-typedef int (*OeEventCallback)(const char* event_json, void* user_data);
+/* One event of a request. Text events: {"kind": "token", "seq", "token_ids", "text"}; audio
+ * events: {"kind": "pcm", "seq", "first_sample", "n_samples", "frames_final", "dtype"} with the
+ * samples in `data`; each stream ends with a terminal {"kind": "done" | "cancelled" | "error",
+ * "finish_reason", metrics...}. */
+typedef struct {
+  const char* stream;   /* "text" | "audio": the output type of the stage that made it */
+  int64_t stage_id;
+  const char* json;
+  int terminal;         /* 1 for the last event of its stream */
+  const void* data;     /* audio: n_samples samples of `dtype`, valid during the call; else NULL */
+  int64_t n_samples;
+  const char* dtype;    /* "float32" | "int16", or "" */
+} OeEvent;
 
-/* Runs one request to its terminal event on the calling thread. */
-OE_API OeError* oe_session_generate(OeSession* session, const OeGenerateParams* params, OeEventCallback on_event,
-                                    void* user_data);
-/* Thread-safe: the running request ends at its next token with a "cancelled" event. */
+/* Return 0 to continue, non-zero to cancel the request (every stage stops at its next step). */
+typedef int (*OeEventHandler)(const OeEvent* event, void* user_data);
+
+/* Runs one request to the terminal event of every stream, on the calling thread: the handler
+ * sees the events one at a time, in order per stream. */
+OE_API OeError* oe_session_submit(OeSession* session, const OeRequest* request, OeEventHandler on_event,
+                                  void* user_data);
+/* Thread-safe: the running request ends at every stage's next step; events still queued are
+ * withheld, each stream ends with a "cancelled" event, the context keeps what was delivered. */
 OE_API void oe_session_cancel(OeSession* session);
 /* Thread-safe: fences the running request (its consumer is going away): queued events are
- * dropped, oe_session_generate returns the error "aborted", the next request starts a fresh
+ * dropped, oe_session_submit returns the error "aborted", the next request starts a fresh
  * conversation at the next epoch. */
 OE_API void oe_session_abort(OeSession* session);
 /* Forgets the conversation and clears an error that poisoned the session. */
 OE_API OeError* oe_session_reset(OeSession* session);
-/* {"plan", "placements": [...], "backends": [...]} */
+/* {"plan", "epoch", "streams": {"text": {...}, "audio": {"sample_rate", "pcm_dtype", ...}},
+ *  "placements": [...], "stages": [{"stage_id", "family", "state", "last_request": {...}}]} */
 OE_API OeError* oe_session_info(OeSession* session, char** out_json);
 
-/* ---- Speech sessions (text -> codes -> PCM) ------------------------------------------ */
+/* ---- Deprecated in 0.3.0, removed in 0.4.0: per-kind wrappers over the session above --- */
+
+typedef struct {
+  const char* prompt;
+  int chat;
+  const char* system_prompt;
+  const int32_t* prompt_ids;
+  int n_prompt_ids;
+  int continue_conversation;
+  int max_new_tokens;
+  OeSampling sampling;
+  const char* const* stop_strings;
+  int n_stop_strings;
+  int ignore_stop_tokens;
+} OeGenerateParams;
+
+OE_API void oe_generate_params_default(OeGenerateParams* params);
+typedef int (*OeEventCallback)(const char* event_json, void* user_data);
+/* oe_session_submit's text events, as JSON. */
+OE_API OeError* oe_session_generate(OeSession* session, const OeGenerateParams* params, OeEventCallback on_event,
+                                    void* user_data);
 
 typedef struct OeSpeech OeSpeech;
-
-/* Same configuration as a text session; plan_path names a plan with a talker and a vocoder stage. */
 OE_API OeError* oe_speech_open(const OeSessionConfig* config, OeSpeech** out_speech);
 OE_API void oe_speech_close(OeSpeech* speech);
 
 typedef struct {
-  const char* text;               /* the text to speak */
-  const int32_t* text_ids;        /* exact token ids instead of text (n_text_ids > 0) */
+  const char* text;
+  const int32_t* text_ids;
   int n_text_ids;
-  int max_frames;                 /* 0: the plan's default (12.5 frames per second of audio) */
+  int max_frames;
   OeSampling sampling;
-  double prebuffer_ms;            /* audio the playback clock queues before it starts (default 200; 0: play at once) */
+  double prebuffer_ms;
 } OeSpeakParams;
 
 OE_API void oe_speak_params_default(OeSpeakParams* params);
-
-/* Every event of an utterance: {"kind": "pcm", "seq", "first_sample", "n_samples", "frames_final",
- * "dtype"} with `pcm` pointing at n_samples samples of that dtype (float32 or int16, valid during
- * the call), then a terminal {"kind": "done" | "cancelled" | "error", "finish_reason", "frames",
- * "samples", "sample_rate", "first_pcm_ms", "rtf", "underruns", "underrun_ms", ...} with pcm NULL.
- * Return 0 to continue, non-zero to cancel. */
 typedef int (*OeSpeechCallback)(const char* event_json, const void* pcm, int64_t n_samples, void* user_data);
-
-/* Runs one utterance to its terminal event on the calling thread. */
 OE_API OeError* oe_speech_speak(OeSpeech* speech, const OeSpeakParams* params, OeSpeechCallback on_event,
                                 void* user_data);
-/* Thread-safe: the utterance ends at its next frame; queued PCM is withheld, a "cancelled" event ends it. */
 OE_API void oe_speech_cancel(OeSpeech* speech);
-/* {"plan", "sample_rate", "pcm_dtype", "code_groups", "placements": [...], "codes": [[...], ...]}:
- * codes are the frames of the last utterance. */
+/* {"plan", "sample_rate", "pcm_dtype", "code_groups", "placements": [...], "codes": [[...], ...]} */
 OE_API OeError* oe_speech_info(OeSpeech* speech, char** out_json);
 
-/* ---- Omni sessions (thinker -> talker -> vocoder) ------------------------------------ */
-
 typedef struct OeOmni OeOmni;
-
-/* plan_path names an omni plan: a thinker (llm) stage, a talker stage reading it, a vocoder. */
 OE_API OeError* oe_omni_open(const OeSessionConfig* config, OeOmni** out_omni);
 OE_API void oe_omni_close(OeOmni* omni);
-/* One request: text events as oe_session_generate gives them, audio events as oe_speech_speak
- * does (speech->text and text_ids are unused: the talker reads the thinker's hidden states as
- * they are made). The callbacks come from two threads, never at the same time; either may
- * return non-zero to cancel both streams. */
 OE_API OeError* oe_omni_run(OeOmni* omni, const OeGenerateParams* text, const OeSpeakParams* speech,
                             OeEventCallback on_text, OeSpeechCallback on_audio, void* user_data);
-/* Thread-safe: the thinker stops at its next token, the talker at its next frame. */
 OE_API void oe_omni_cancel(OeOmni* omni);
-/* {"plan", "sample_rate", "pcm_dtype", "placements": [...], "codes": [[...], ...]} */
 OE_API OeError* oe_omni_info(OeOmni* omni, char** out_json);
 
 #ifdef __cplusplus

@@ -101,6 +101,7 @@ void EventStream::AcceptLocked(const StageEvent& event, BufferData data) {
   outstanding_bytes_ += charge;
   high_water_bytes_ = std::max(high_water_bytes_, outstanding_bytes_);
   changed_.notify_all();
+  if (observer_) observer_();
 }
 
 Result<SubmitResult> EventStream::TrySubmit(const StageEvent& event, BufferData data) {
@@ -138,6 +139,7 @@ void EventStream::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   changed_.notify_all();
+  if (observer_) observer_();
 }
 
 std::optional<Delivered> EventStream::PopLocked() {
@@ -185,9 +187,15 @@ int64_t EventStream::Cancel() {
     for (const auto& d : queue_) outstanding_bytes_ -= d.event.Charge();
     queue_.clear();
     changed_.notify_all();
+    if (observer_) observer_();
   }
   // Saturate rather than overflow; the Python reference caps the same way.
   return request_.epoch == INT64_MAX ? INT64_MAX : request_.epoch + 1;
+}
+
+void EventStream::SetObserver(std::function<void()> observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observer_ = std::move(observer);
 }
 
 StreamCounters EventStream::Counters() const {

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -75,6 +76,11 @@ class EventStream {
   // Idempotent; returns the epoch the next request on this state must use.
   int64_t Cancel();
 
+  // For a consumer that waits on several streams: `observer` is called, under the stream's
+  // lock (it must not call back into the stream), whenever an event is queued or the stream
+  // is closed or cancelled.
+  void SetObserver(std::function<void()> observer);
+
   StreamCounters Counters() const;
 
  private:
@@ -103,6 +109,7 @@ class EventStream {
   bool cancelled_ = false;
   bool terminal_accepted_ = false;
   bool terminal_delivered_ = false;
+  std::function<void()> observer_;
 };
 
 }  // namespace omni_edge::contract

@@ -10,8 +10,9 @@
 #include "contract/codec.h"
 #include "contract/features.h"
 #include "contract/manifest.h"
-#include "models/llm/tokenizer.h"
+#include "families/builtin.h"
 #include "runtime/plan.h"
+#include "text/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -47,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           {"normalizer", {{"type", "NFC"}}},
           {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
           {"added_tokens", {{{"id", 259}, {"content", "<|im_end|>"}, {"special", true}}}}};
-      return omni_edge::llm::Tokenizer::FromJson(j);
+      return omni_edge::text::Tokenizer::FromJson(j);
     }();
     if (tokenizer.ok()) {
       auto ids = tokenizer.value()->Encode(text);
@@ -82,9 +83,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)omni_edge::contract::Negotiate(j["protocol_version"], j["required_features"]);
     }
   } else if (selector == 8) {
-    (void)omni_edge::ParsePlan(j, "/nonexistent-fuzz-base");
+    (void)omni_edge::ParsePlan(j, "/nonexistent-fuzz-base", omni_edge::families::Builtin());
   } else if (selector == 9) {
-    auto tokenizer = omni_edge::llm::Tokenizer::FromJson(j);
+    auto tokenizer = omni_edge::text::Tokenizer::FromJson(j);
     if (tokenizer.ok()) (void)tokenizer.value()->Encode("Hello, world! 東京 🚀 'll 123\n\n  x");
   }
   return 0;

@@ -46,27 +46,7 @@ Status CheckMemoryBudget(const Plan& plan, const PlanBudget& budget) {
                         std::to_string(*plan.memory_budget_mb) + "; nothing was loaded");
 }
 
-namespace {
-
-// The resident KV cache of a decoder: float32 host tensors on every backend; a full cache
-// that migrates holds its last two buckets at once.
-int64_t DecoderState(const LlmConfig& c) {
-  const int64_t per_slot = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;
-  int64_t slots = c.kv.window;
-  if (c.kv.mode == "full" && !c.kv.buckets.empty()) {
-    const size_t n = c.kv.buckets.size();
-    slots = c.kv.buckets[n - 1] + (n > 1 ? c.kv.buckets[n - 2] : 0);
-  }
-  return per_slot * slots;
-}
-
-int64_t DecoderWorkspace(const LlmConfig& c) {
-  return std::max<int64_t>(c.prefill_chunk, 1) * (c.vocab_size + 8 * c.hidden_size) * 4;
-}
-
-}  // namespace
-
-Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl) {
+Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl, const StageSchemas& schemas) {
   if (sessions < 1) return Status::Error("invalid_argument", "sessions: at least 1, got " + std::to_string(sessions));
   PlanBudget budget;
   budget.sessions = sessions;
@@ -94,17 +74,9 @@ Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl) 
       b.weights += int64_t(size);
       b.loading_peak = std::max(b.loading_peak, int64_t(size));
     }
-    std::vector<const LlmConfig*> decoders;
-    if (stage.llm) decoders.push_back(&*stage.llm);
-    if (stage.talker) decoders = {&stage.talker->decoder, &stage.talker->predictor};
-    for (const LlmConfig* c : decoders) {
-      b.state += DecoderState(*c) * sessions;
-      b.workspace += DecoderWorkspace(*c);
-    }
-    if (stage.vocoder) {  // the codes window in, its samples out
-      const VocoderConfig& v = *stage.vocoder;
-      for (int64_t w : v.windows) b.workspace += w * (v.code_groups * 8 + v.samples_per_frame * 4);
-    }
+    const StageMemory memory = schemas.Memory(stage);
+    b.state += memory.state * sessions;
+    b.workspace += memory.workspace;
     b.workspace += kRuntimeArenaBytes * int64_t(backends.size());
     b.margin = int64_t(kMarginFraction * double(b.weights + b.state + b.loading_peak + b.workspace));
     budget.stages.push_back(b);

@@ -6,11 +6,13 @@
 // ("device_ram"); a discrete GPU has its own "vram"; under WSL the VM's memory limit is a
 // separate "wsl_quota" that replaces device_ram. The budget of a stage comes from its artifact:
 //   weights       bytes of the graph/weight files its manifest lists
-//   state         KV cache of the largest bucket plus the one it migrates from, per session
+//   state         resident state per session, as the stage's family sizes it (a decoder: the KV
+//                 cache of its largest bucket plus the one it migrates from)
 //   loading_peak  the largest single file (held twice while a runtime deserializes it)
-//   workspace     activations and logits of a prefill chunk, plus the runtime's fixed arena
+//   workspace     working memory, as the family sizes it (a decoder: activations and logits
+//                 of a prefill chunk), plus the runtime's fixed arena per backend
 //   margin        10% of the above
-// Mirrored by omni_edge/harness/ledger.py (same formula; tests compare the two).
+// harness/ledger.py reads these numbers through the binding: the formula exists once.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +48,8 @@ struct PlanBudget {
 // discrete GPU, which plans cannot target yet.
 std::string StagePool(bool wsl);
 
-Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl = false);
+// `schemas` size each stage's state and workspace (its family's rule).
+Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl, const StageSchemas& schemas);
 // The plan's own cap (memory_budget_mb) over the budget of all pools, with or without a ledger.
 Status CheckMemoryBudget(const Plan& plan, const PlanBudget& budget);
 Json ToJson(const PlanBudget& budget);

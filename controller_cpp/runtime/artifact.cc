@@ -21,8 +21,9 @@ Status CheckStageArtifact(const StagePlan& stage, const contract::VerifiedManife
   for (const auto& [role, group] : stage.graphs) {
     for (const auto& [key, ref] : group.graphs) used.push_back(ref.file);
   }
-  if (stage.llm) used.push_back(stage.llm->tokenizer);
-  if (stage.talker) used.push_back(stage.talker->tokenizer);
+  if (stage.config) {
+    for (const auto& file : stage.config->files()) used.push_back(file);
+  }
   const fs::path root = fs::path(stage.artifact).lexically_normal();
   for (const auto& file : used) {
     const std::string rel = fs::path(file).lexically_normal().lexically_relative(root).generic_string();

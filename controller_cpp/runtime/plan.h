@@ -1,13 +1,17 @@
 // The execution plan: stages in the Omni pipeline vocabulary (stage_id, model_stage,
-// execution_type, input_sources, final_output, ...), each with its artifact directory and,
-// per graph role, the backend and device it runs on. Parsing is strict (unknown fields and
-// wrong types are refused, naming the field) and the Omni topology rules are enforced: unique
-// stage ids, sources that exist and are not the stage itself, at least one entry stage and at
-// least one final-output stage.
+// execution_type, input_sources, final_output, ...), each with its artifact directory, its
+// model section (read by the stage's model family) and, per graph role, the backend and device
+// it runs on. Parsing is strict (unknown fields and wrong types are refused, naming the field)
+// and the Omni topology rules are enforced: unique stage ids, sources that exist and are not
+// the stage itself, at least one entry stage and at least one final-output stage.
+//
+// The runtime knows no model family: a plan is parsed with the families a front end was built
+// with (StageSchemas), each of which reads its own section.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,7 +19,6 @@
 #include "base/json_fields.h"
 #include "base/status.h"
 #include "contract/event_stream.h"
-#include "models/llm/sampler.h"
 
 namespace omni_edge {
 
@@ -32,66 +35,17 @@ struct GraphGroup {
   std::map<std::string, GraphRef> graphs;  // key: role variant ("chunk", "step", or a cache size)
 };
 
-struct KvConfig {
-  std::string mode;              // full | ring
-  std::vector<int64_t> buckets;  // full: context buckets, ascending
-  std::string overflow;          // full: refuse | ring (slide over the largest bucket)
-  int64_t window = 0;            // ring: slots = the model's sliding window
+// A stage's model section as its family parsed it; the runtime keeps it opaque but for the
+// files it names (a tokenizer), which must be hashed in the artifact like its graphs.
+struct StageConfig {
+  virtual ~StageConfig() = default;
+  virtual std::vector<std::string> files() const { return {}; }  // absolute paths
 };
 
-struct LlmConfig {
-  std::string tokenizer;  // absolute path of tokenizer.json
-  std::string chat_format;
-  std::vector<std::string> stop_tokens;
-  int64_t hidden_size = 0, num_layers = 0, num_kv_heads = 0, head_dim = 0, vocab_size = 0;
-  int64_t prefill_chunk = 0;
-  float mask_value = -10000.0f;
-  KvConfig kv;
-  llm::SamplingParams sampling;
-  int64_t max_new_tokens = 256;
-};
-
-// A speech talker stage: a decoder emitting codebook 0 of each frame from text, and the code
-// predictor filling codebooks 1..code_groups-1 of the frame (CONTRACT: its output is codes).
-// One row of the talker's prompt: a text token beside a codebook-0 id (kTextOnly: none).
-struct PromptRow {
-  static constexpr int64_t kTextOnly = -1;
-  int64_t text_id = 0, codec_id = kTextOnly;
-};
-
-// The talker's prefix around the text: `head` rows, each text token beside `text_codec`, then
-// `tail` rows; every frame after reads `frame_text` (a Qwen3-TTS release's role, think-tag,
-// language and speaker rows are head rows). With `stream_text` only the first text token is in
-// the prefix; frame t's input reads text token t + 1, then `text_end` (if >= 0), then frame_text.
-struct TalkerPrompt {
-  std::vector<PromptRow> head, tail;
-  int64_t text_codec = 0, frame_text = 0;
-  bool stream_text = false;
-  int64_t text_end = -1;
-};
-
-struct TalkerConfig {
-  std::string tokenizer;  // absolute path of tokenizer.json (the text side)
-  int64_t text_pad_id = 0;
-  int64_t code_groups = 0, codebook_size = 0;
-  int64_t codec_pad = 0, codec_bos = 0, codec_eos = 0;  // special ids of codebook 0
-  int64_t max_frames = 1500;
-  int64_t min_frames = 0;  // frames before end of speech may be said
-  TalkerPrompt prompt;     // default: no head, text beside the codec pad, [text pad + codec bos]
-  llm::SamplingParams sampling;
-  LlmConfig decoder;    // the talker body (only geometry and KV are used)
-  LlmConfig predictor;  // the code predictor body: one slot per code group (its width may differ)
-};
-
-// A streaming vocoder stage: each chunk of `chunk` frames (the first `first_chunk`) is decoded
-// after up to `left_context` frames of context, in the smallest window graph it fits. The
-// largest window is left_context + max(first_chunk, chunk) + 1; smaller ones serve the first
-// chunks (a one-frame first chunk in a two-frame window is the low first-PCM latency).
-struct VocoderConfig {
-  int64_t code_groups = 0, samples_per_frame = 0, sample_rate = 0, tail_samples = 0;
-  int64_t first_chunk = 1, chunk = 25, left_context = 72;
-  std::vector<int64_t> windows = {2, 98};  // ascending, frames per window graph
-  std::string pcm_dtype = "float32";  // float32 | int16: what pcm events carry
+// What a stage needs beside its weights: resident state per session, and working memory.
+struct StageMemory {
+  int64_t state = 0;
+  int64_t workspace = 0;
 };
 
 struct StagePlan {
@@ -103,10 +57,15 @@ struct StagePlan {
   std::string final_output_type;
   std::string engine_output_type;
   std::string artifact;  // absolute path of the artifact directory
-  std::optional<LlmConfig> llm;
-  std::optional<TalkerConfig> talker;
-  std::optional<VocoderConfig> vocoder;
   std::map<std::string, GraphGroup> graphs;
+  std::string family;  // the key of its model section: llm | talker | vocoder | ...
+  std::shared_ptr<const StageConfig> config;
+
+  // The family's own config type (nullptr for another family's stage).
+  template <typename T>
+  const T* config_as() const {
+    return dynamic_cast<const T*>(config.get());
+  }
 };
 
 struct Plan {
@@ -117,8 +76,28 @@ struct Plan {
   std::optional<int64_t> memory_budget_mb;
 };
 
-Result<Plan> LoadPlan(const std::string& path);
+// What the runtime asks of the model families it does not know.
+class StageSchemas {
+ public:
+  virtual ~StageSchemas() = default;
+  virtual bool Knows(const std::string& section) const = 0;
+  virtual std::vector<std::string> sections() const = 0;
+  // Parses model section `section` of `stage` (its generic fields and graphs already read).
+  virtual Result<std::shared_ptr<const StageConfig>> Parse(const std::string& section, const Json& j,
+                                                           const StagePlan& stage, const std::string& where) const = 0;
+  virtual StageMemory Memory(const StagePlan& stage) const = 0;
+};
+
+Result<Plan> LoadPlan(const std::string& path, const StageSchemas& schemas);
 // `base_dir` resolves the relative paths in the plan.
-Result<Plan> ParsePlan(const Json& j, const std::string& base_dir);
+Result<Plan> ParsePlan(const Json& j, const std::string& base_dir, const StageSchemas& schemas);
+
+// For the families' parsers.
+Status PlanError(const std::string& what);
+// `rel` against `base` unless it is absolute, normalized.
+std::string ResolvePath(const std::string& base, const std::string& rel);
+// The stage has graph role `role` with every key in `keys`.
+Status RequireGraphs(const StagePlan& s, const std::string& where, const std::string& role,
+                     const std::vector<std::string>& keys);
 
 }  // namespace omni_edge

@@ -10,17 +10,17 @@
 //                 [--memory-pools auto|off|JSON] [--repeat N] [--profile] [--speak OUT.wav [--max-frames N]]
 //   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] ...
 //
-// Text streams to stdout; with --json every event is one JSON line (the last one "done",
-// "cancelled" or "error" with finish_reason and metrics). Ctrl-C cancels at the next token.
+// One session API for every plan (text, speech, omni). Text streams to stdout; with --json every
+// event is one JSON line (the last of each stream "done", "cancelled" or "error" with
+// finish_reason and metrics; an omni plan's lines carry "stream"); audio goes into the WAV.
+// Ctrl-C cancels at every stage's next step.
 // Before loading, the plan's memory budget is reserved against this machine's available
 // memory (--memory-pools auto) and refused with the numbers if it does not fit. --profile
 // adds a first line {"kind":"session","load_ms",...} for the profiling harness; --repeat runs
 // the same request N times on one loaded session (warm requests).
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -31,38 +31,31 @@
 #include "base/json_fields.h"
 #include "capi/omni_edge.h"
 #include "tools/args.h"
-#include "tools/speak.h"
+#include "tools/run_session.h"
 
 namespace {
 
-OeSession* g_session = nullptr;
-volatile std::sig_atomic_t g_interrupted = 0;
+using omni_edge::tools::Fail;
 
-void OnSigint(int) {
-  g_interrupted = 1;  // also ends a --repeat loop: each request resets the session's cancel flag
-  if (g_session != nullptr) oe_session_cancel(g_session);  // only sets an atomic flag
-}
+const char* const kUsage =
+    "usage: omni-edge-run --version | --help\n"
+    "       omni-edge-run verify ARTIFACT_DIR\n"
+    "       omni-edge-run budget PLAN [SESSIONS]\n"
+    "       omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)\n"
+    "                     [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]\n"
+    "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
+    "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n"
+    "                     [--memory-pools auto|off|JSON] [--repeat N] [--profile]\n"
+    "                     [--speak OUT.wav [--max-frames N]]   (an omni plan: also speak the reply)\n"
+    "       omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json]\n"
+    "                     [--max-frames N] [--prebuffer-ms MS] [--temperature T] [--top-k K] [--top-p P]\n"
+    "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
+    "                     [--info] [--repeat N]\n";
 
 int Usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "omni-edge-run: %s\n", why);
-  std::fprintf(stderr,
-               "usage: omni-edge-run --version\n"
-               "       omni-edge-run verify ARTIFACT_DIR\n"
-               "       omni-edge-run budget PLAN [SESSIONS]\n"
-               "       omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)\n"
-               "                     [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]\n"
-               "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
-               "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n"
-               "                     [--memory-pools auto|off|JSON] [--repeat N] [--profile]\n"
-               "                     [--speak OUT.wav [--max-frames N]]   (an omni plan: also speak the reply)\n"
-               "       omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] ...\n");
+  std::fputs(kUsage, stderr);
   return 2;
-}
-
-int Fail(OeError* error) {
-  std::fprintf(stderr, "omni-edge-run: %s: %s\n", oe_error_reason(error), oe_error_message(error));
-  oe_error_free(error);
-  return 1;
 }
 
 int Verify(const char* directory) {
@@ -88,45 +81,6 @@ int Budget(const char* plan, const char* sessions_text) {
   return 0;
 }
 
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-struct Output {
-  bool json = false;
-  std::string finish_reason;
-  std::string summary;
-};
-
-int OnEvent(const char* event_json, void* user_data) {
-  auto* out = static_cast<Output*>(user_data);
-  if (out->json) {
-    std::printf("%s\n", event_json);
-    std::fflush(stdout);
-    return 0;
-  }
-  auto parsed = omni_edge::ParseJson(event_json, "event");
-  if (!parsed.ok()) return 0;
-  const auto& e = parsed.value();
-  if (e.value("kind", "") == "token") {
-    std::fputs(e.value("text", "").c_str(), stdout);
-    std::fflush(stdout);
-  } else {
-    out->finish_reason = e.value("finish_reason", "");
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "\n[%s: %s] prompt %lld tok, generated %lld tok, TTFT %.1f ms, prefill %.1f tok/s, "
-                  "decode %.2f tok/s, peak RSS %.0f MB%s%s\n",
-                  e.value("kind", "").c_str(), out->finish_reason.c_str(),
-                  static_cast<long long>(e.value("n_prompt_tokens", int64_t(0))),
-                  static_cast<long long>(e.value("n_generated_tokens", int64_t(0))), e.value("ttft_ms", 0.0),
-                  e.value("prefill_tok_s", 0.0), e.value("decode_tok_s", 0.0), e.value("peak_rss_mb", 0.0),
-                  e.contains("error") ? ", error: " : "", e.value("error", "").c_str());
-    out->summary = line;
-  }
-  return 0;
-}
-
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -136,106 +90,128 @@ bool ReadFile(const std::string& path, std::string* out) {
   return true;
 }
 
-
-int Run(int argc, char** argv, int first) {
+// What `run` and `speak` read from the command line.
+struct Invocation {
   OeSessionConfig config;
-  oe_session_config_default(&config);
-  OeGenerateParams params;
-  oe_generate_params_default(&params);
-  Output out;
-  std::string prompt, system_prompt, plan;
+  OeRequest request;
+  omni_edge::tools::Output out;
+  std::string plan, prompt, system_prompt, pools = "off";
   std::vector<std::string> stops;
   std::vector<int32_t> ids;
-  bool info = false, have_prompt = false, profile = false;
-  std::string pools = "auto", speak_path;
-  int repeat = 1, max_frames = 0;
-  omni_edge::tools::ArgReader args(argc, argv, first);
-  while (const char* flag = args.Next()) {
-    const std::string a = flag;
-    if (a == "--plan") plan = args.Value("--plan");
-    else if (a == "--prompt") prompt = args.Value("--prompt"), have_prompt = true;
-    else if (a == "--prompt-file") {
-      const char* path = args.Value("--prompt-file");
-      if (!ReadFile(path, &prompt)) return Usage("cannot read the prompt file");
-      have_prompt = true;
-    } else if (a == "--prompt-ids") {
-      if (!omni_edge::tools::ParseIds(args.Value("--prompt-ids"), &ids)) return Usage("--prompt-ids takes comma-separated token ids");
-      have_prompt = true;
-    } else if (a == "--chat") params.chat = 1;
-    else if (a == "--system") system_prompt = args.Value("--system");
-    else if (a == "--max-new-tokens") params.max_new_tokens = int(args.Whole("--max-new-tokens", 0, 1 << 30));
-    else if (ReadSamplingFlag(args, a, &params.sampling)) continue;
-    else if (a == "--stop") stops.emplace_back(args.Value("--stop"));
-    else if (a == "--ignore-stop-tokens") params.ignore_stop_tokens = 1;
-    else if (a == "--threads") config.threads = int(args.Whole("--threads", 0, 1024));
-    else if (a == "--allow-unqualified") config.allow_unqualified = 1;
-    else if (a == "--json") out.json = true;
-    else if (a == "--info") info = true;
-    else if (a == "--profile") profile = true;
-    else if (a == "--memory-pools") pools = args.Value("--memory-pools");
-    else if (a == "--speak") speak_path = args.Value("--speak");
-    else if (a == "--max-frames") max_frames = int(args.Whole("--max-frames", 0, 1 << 20));
-    else if (a == "--repeat") {
-      repeat = int(args.Whole("--repeat", 1, 1e6));
-    }
-    else return Usage(("unknown argument '" + a + "'").c_str());
-  }
-  if (plan.empty()) return Usage("--plan is required");
-  if (!have_prompt) return Usage("one of --prompt, --prompt-file or --prompt-ids is required");
-  config.plan_path = plan.c_str();
+  bool have_prompt = false, info = false, profile = false;
+  int repeat = 1;
+};
+
+// The flags both subcommands share; true if `a` was one.
+bool CommonFlag(omni_edge::tools::ArgReader& args, const std::string& a, Invocation* in) {
+  if (a == "--plan") in->plan = args.Value("--plan");
+  else if (a == "--max-frames") in->request.max_frames = int(args.Whole("--max-frames", 0, 1 << 20));
+  else if (a == "--threads") in->config.threads = int(args.Whole("--threads", 0, 1024));
+  else if (a == "--allow-unqualified") in->config.allow_unqualified = 1;
+  else if (a == "--json") in->out.json = true;
+  else if (a == "--info") in->info = true;
+  else if (a == "--repeat") in->repeat = int(args.Whole("--repeat", 1, 1e6));
+  else return false;
+  return true;
+}
+
+int Execute(Invocation& in) {
+  in.config.plan_path = in.plan.c_str();
+  in.request.prompt = in.prompt.c_str();
+  in.request.system_prompt = in.system_prompt.empty() ? nullptr : in.system_prompt.c_str();
+  in.request.prompt_ids = in.ids.empty() ? nullptr : in.ids.data();
+  in.request.n_prompt_ids = int(in.ids.size());
   std::vector<const char*> stop_ptrs;
-  for (const auto& s : stops) stop_ptrs.push_back(s.c_str());
-  params.prompt = prompt.c_str();
-  params.system_prompt = system_prompt.empty() ? nullptr : system_prompt.c_str();
-  params.prompt_ids = ids.empty() ? nullptr : ids.data();
-  params.n_prompt_ids = int(ids.size());
-  params.stop_strings = stop_ptrs.data();
-  params.n_stop_strings = int(stop_ptrs.size());
-  if (!speak_path.empty()) {  // an omni plan: the reply is also spoken
-    const int rc = omni_edge::tools::RunOmni(config, params, max_frames, speak_path, out.json, OnEvent, &out);
-    if (!out.json) std::fputs(out.summary.c_str(), stderr);
-    return rc;
-  }
+  for (const auto& s : in.stops) stop_ptrs.push_back(s.c_str());
+  in.request.stop_strings = stop_ptrs.data();
+  in.request.n_stop_strings = int(stop_ptrs.size());
   const auto start = std::chrono::steady_clock::now();
   OeLedger* ledger = nullptr;
-  if (pools != "off") {
-    if (OeError* error = oe_ledger_create(pools == "auto" ? nullptr : pools.c_str(), &ledger)) return Fail(error);
-    config.ledger = ledger;
+  if (in.pools != "off") {
+    if (OeError* error = oe_ledger_create(in.pools == "auto" ? nullptr : in.pools.c_str(), &ledger)) return Fail(error);
+    in.config.ledger = ledger;
   }
   OeSession* session = nullptr;
-  if (OeError* error = oe_session_open(&config, &session)) {
+  if (OeError* error = oe_session_open(&in.config, &session)) {
     oe_ledger_free(ledger);
     return Fail(error);
   }
-  if (profile && out.json) {
+  if (in.profile && in.out.json) {
     char* snapshot = nullptr;
     std::string reserved = "null";
     if (ledger != nullptr && oe_ledger_snapshot(ledger, &snapshot) == nullptr) {
       reserved = snapshot;
       oe_string_free(snapshot);
     }
-    std::printf("{\"kind\":\"session\",\"pid\":%d,\"load_ms\":%.3f,\"ledger\":%s}\n", int(getpid()), MsSince(start),
-                reserved.c_str());
+    const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("{\"kind\":\"session\",\"pid\":%d,\"load_ms\":%.3f,\"ledger\":%s}\n", int(getpid()), load_ms, reserved.c_str());
     std::fflush(stdout);
   }
-  if (info) {
+  int rc = 0;
+  if (in.info) {
     char* json = nullptr;
-    if (OeError* error = oe_session_info(session, &json)) return Fail(error);
-    std::fprintf(stderr, "%s\n", json);
-    oe_string_free(json);
+    if (OeError* error = oe_session_info(session, &json)) rc = Fail(error);
+    else std::fprintf(stderr, "%s\n", json), oe_string_free(json);
   }
-  g_session = session;
-  std::signal(SIGINT, OnSigint);
-  OeError* error = nullptr;
-  for (int i = 0; i < repeat && error == nullptr && !g_interrupted; ++i) {
-    error = oe_session_generate(session, &params, OnEvent, &out);
-  }
-  g_session = nullptr;
+  if (rc == 0) rc = omni_edge::tools::RunRequests(session, in.request, in.out, in.repeat);
   oe_session_close(session);
   oe_ledger_free(ledger);
-  if (!out.json) std::fputs(out.summary.c_str(), stderr);
-  if (error != nullptr) return Fail(error);
-  return 0;
+  return rc;
+}
+
+int Run(int argc, char** argv, int first) {
+  Invocation in;
+  oe_session_config_default(&in.config);
+  oe_request_default(&in.request);
+  in.pools = "auto";
+  omni_edge::tools::ArgReader args(argc, argv, first);
+  while (const char* flag = args.Next()) {
+    const std::string a = flag;
+    if (CommonFlag(args, a, &in)) continue;
+    if (a == "--prompt") in.prompt = args.Value("--prompt"), in.have_prompt = true;
+    else if (a == "--prompt-file") {
+      if (!ReadFile(args.Value("--prompt-file"), &in.prompt)) return Usage("cannot read the prompt file");
+      in.have_prompt = true;
+    } else if (a == "--prompt-ids") {
+      if (!omni_edge::tools::ParseIds(args.Value("--prompt-ids"), &in.ids)) return Usage("--prompt-ids takes comma-separated token ids");
+      in.have_prompt = true;
+    } else if (a == "--chat") in.request.chat = 1;
+    else if (a == "--system") in.system_prompt = args.Value("--system");
+    else if (a == "--max-new-tokens") in.request.max_new_tokens = int(args.Whole("--max-new-tokens", 0, 1 << 30));
+    else if (omni_edge::tools::ReadSamplingFlag(args, a, &in.request.sampling)) continue;
+    else if (a == "--stop") in.stops.emplace_back(args.Value("--stop"));
+    else if (a == "--ignore-stop-tokens") in.request.ignore_stop_tokens = 1;
+    else if (a == "--profile") in.profile = true;
+    else if (a == "--memory-pools") in.pools = args.Value("--memory-pools");
+    else if (a == "--speak") in.out.wav_path = args.Value("--speak"), in.out.tag_streams = true;
+    else return Usage(("unknown argument '" + a + "'").c_str());
+  }
+  if (in.plan.empty()) return Usage("--plan is required");
+  if (!in.have_prompt) return Usage("one of --prompt, --prompt-file or --prompt-ids is required");
+  return Execute(in);
+}
+
+int Speak(int argc, char** argv, int first) {
+  Invocation in;
+  oe_session_config_default(&in.config);
+  oe_request_default(&in.request);
+  omni_edge::tools::ArgReader args(argc, argv, first);
+  while (const char* flag = args.Next()) {
+    const std::string a = flag;
+    if (CommonFlag(args, a, &in)) continue;
+    if (a == "--text") in.prompt = args.Value("--text"), in.have_prompt = true;
+    else if (a == "--text-ids") {
+      if (!omni_edge::tools::ParseIds(args.Value("--text-ids"), &in.ids)) return Usage("speak: --text-ids takes comma-separated token ids");
+      in.have_prompt = true;
+    } else if (a == "--out") in.out.wav_path = args.Value("--out");
+    else if (a == "--prebuffer-ms") in.request.prebuffer_ms = double(args.Whole("--prebuffer-ms", 0, 60000));
+    else if (omni_edge::tools::ReadSamplingFlag(args, a, &in.request.speech_sampling)) continue;
+    else return Usage(("speak: unknown argument '" + a + "'").c_str());
+  }
+  if (in.plan.empty()) return Usage("speak: --plan is required");
+  if (!in.have_prompt) return Usage("speak: one of --text or --text-ids is required");
+  if (in.out.wav_path.empty()) return Usage("speak: --out is required");
+  return Execute(in);
 }
 
 }  // namespace
@@ -245,6 +221,10 @@ int main(int argc, char** argv) {
     std::printf("omni-edge-run %s (stage contract protocol %d)\n", oe_version(), oe_protocol_version());
     return 0;
   }
+  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   if (argc >= 2 && std::strcmp(argv[1], "verify") == 0) {
     return argc == 3 ? Verify(argv[2]) : Usage("verify takes one artifact directory");
   }
@@ -252,7 +232,7 @@ int main(int argc, char** argv) {
     return argc == 3 || argc == 4 ? Budget(argv[2], argc == 4 ? argv[3] : nullptr) : Usage("budget takes PLAN [SESSIONS]");
   }
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return Run(argc, argv, 2);
-  if (argc >= 2 && std::strcmp(argv[1], "speak") == 0) return omni_edge::tools::Speak(argc, argv, 2);
+  if (argc >= 2 && std::strcmp(argv[1], "speak") == 0) return Speak(argc, argv, 2);
   if (argc >= 2 && argv[1][0] == '-') return Run(argc, argv, 1);
   return Usage(nullptr);
 }

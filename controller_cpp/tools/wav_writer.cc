@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "models/speech/pcm.h"
+#include "base/pcm.h"
 
 namespace omni_edge::tools {
 namespace {
@@ -53,7 +53,7 @@ bool WavWriter::Append(const void* samples, int64_t n, const std::string& dtype)
     std::memcpy(pcm.data(), samples, pcm.size() * sizeof(int16_t));
   } else {
     const auto* f = static_cast<const float*>(samples);
-    for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = speech::ToInt16(f[i]);
+    for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = omni_edge::ToInt16(f[i]);
   }
   if (std::fseek(file_, 0, SEEK_END) != 0 || std::fwrite(pcm.data(), sizeof(int16_t), pcm.size(), file_) != pcm.size()) {
     ok_ = false;

@@ -4,4 +4,4 @@ Subpackages: `contracts` (the stage contract, Python reference), `native` (the C
 controller through nanobind), `export`, `artifacts`, `harness`, `cli`.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -26,6 +26,11 @@ def plan_budget(plan_path: str, sessions: int = 1, wsl: bool = False) -> str:
     The memory budget of a plan per stage and pool (JSON), from its manifests; loads nothing.
     """
 
+def decoder_memory(decoder_json: str) -> str:
+    """
+    A decoder section's resident KV state and prefill workspace in bytes (JSON).
+    """
+
 def detect_pools() -> str: ...
 
 class AdmissionLedger:
@@ -80,13 +85,19 @@ class LlmEngine:
 
     def placements(self) -> list[dict[str, str | int]]: ...
 
-class LlmSession:
-    @staticmethod
-    def open(plan_path: str, allow_unqualified: bool = False, threads: int = 0) -> LlmSession: ...
+def request_schema() -> str:
+    """Every field a session request may carry, with its default (JSON)."""
 
-    def generate(self, request_json: str, on_event: Callable[[str], object]) -> str:
+class Session:
+    @staticmethod
+    def open(plan_path: str, allow_unqualified: bool = False, threads: int = 0) -> Session:
         """
-        Run one request; on_event(event_json) sees every event and may return False to cancel.
+        Any plan: verifies its artifacts, admits its memory budget, loads every stage.
+        """
+
+    def submit(self, request_json: str, on_event: Callable[[str, str, bytes | None], object]) -> str:
+        """
+        Run one request; on_event(stream, event_json, payload) sees every event, one at a time, and may return False to cancel. Returns each stream's terminal fields (JSON).
         """
 
     def cancel(self) -> None: ...
@@ -95,65 +106,14 @@ class LlmSession:
 
     def reset(self) -> None: ...
 
-    def context(self) -> list[int]: ...
+    def info(self) -> str: ...
 
-    def pending(self) -> list[int]: ...
+    def tokenize(self, arg: str, /) -> list[int]: ...
 
     @property
     def epoch(self) -> int: ...
 
-    @property
-    def poisoned(self) -> bool: ...
-
-    def kv_state(self) -> str | None: ...
-
-    def tokenize(self, arg: str, /) -> list[int]: ...
-
     def placements(self) -> list[dict[str, str | int]]: ...
-
-class SpeechSession:
-    @staticmethod
-    def open(plan_path: str, allow_unqualified: bool = False, threads: int = 0) -> SpeechSession: ...
-
-    def speak(self, request_json: str, on_event: Callable[[str, bytes | None], object]) -> str:
-        """
-        Speak one utterance; on_event(event_json, pcm_bytes) sees every event and may return False to cancel.
-        """
-
-    def cancel(self) -> None: ...
-
-    def codes(self) -> list[list[int]]: ...
-
-    def tokenize(self, arg: str, /) -> list[int]: ...
-
-    @property
-    def sample_rate(self) -> int: ...
-
-    @property
-    def pcm_dtype(self) -> str: ...
-
-    def placements(self) -> list[dict[str, str | int]]: ...
-
-class OmniSession:
-    @staticmethod
-    def open(plan_path: str, allow_unqualified: bool = False, threads: int = 0) -> OmniSession: ...
-
-    def run(self, text_json: str, speak_json: str, on_text: Callable[[str], object], on_audio: Callable[[str, bytes | None], object]) -> str:
-        """
-        One omni request: on_text(event_json) and on_audio(event_json, pcm_bytes), one at a time, may return False to cancel.
-        """
-
-    def cancel(self) -> None: ...
-
-    def codes(self) -> list[list[int]]: ...
-
-    def tokenize(self, arg: str, /) -> list[int]: ...
-
-    @property
-    def sample_rate(self) -> int: ...
-
-    @property
-    def pcm_dtype(self) -> str: ...
 
 class EventStream:
     def __init__(self, request_json: str, max_events: int, max_bytes: int) -> None: ...

@@ -1,4 +1,5 @@
-"""Python API over the native controller's sessions (the same code the phone runs).
+"""Python API over the native controller's session (the same code the phone runs): one session
+for every plan, and convenience methods per plan kind.
 
     with Session.open("artifact/plan.json") as s:
         for event in s.generate("Hello", max_new_tokens=32):
@@ -11,11 +12,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import threading
 import wave
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,29 +25,113 @@ from typing import Any, TypeVar
 import numpy as np
 
 from omni_edge import _native
+from omni_edge.request import Request, Sampling
+
+# on_event(stream, event, pcm): pcm is a float32 array for audio events, else None; False cancels.
+Listener = Callable[[str, dict[str, Any], "np.ndarray | None"], object]
+_S = TypeVar("_S", bound="_Plan")
 
 
-class Session:
+class _Plan:
+    """A session over any plan (text, speech, omni): its stages run on their own threads,
+    connected by credited streams; one request at a time, its events tagged by stream."""
+
     def __init__(self, native: Any) -> None:
         self._s = native
+        self._info: dict[str, Any] = json.loads(native.info())
 
     @classmethod
-    def open(cls, plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> Session:
-        return cls(_native.LlmSession.open(str(plan), allow_unqualified, threads))
+    def open(cls: type[_S], plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> _S:
+        """Verifies the artifacts (re-hash), admits the plan's memory budget, loads every stage."""
+        return cls(_native.Session.open(str(plan), allow_unqualified, threads))
 
-    def __enter__(self) -> Session:
+    def __enter__(self: _S) -> _S:
         return self
 
     def __exit__(self, *exc: object) -> None:
         return None
 
+    def submit(self, request: Request, on_event: Listener | None = None) -> dict[str, dict[str, Any]]:
+        """Runs one request to the terminal event of every stream, calling on_event on this
+        thread, one event at a time. Returns each stream's terminal fields."""
+        dtype = np.float32 if self.pcm_dtype in ("float32", "") else np.int16
+
+        def deliver(stream: str, event_json: str, payload: bytes | None) -> bool:
+            pcm = None
+            if payload is not None:
+                raw = np.frombuffer(payload, dtype)
+                pcm = raw if dtype == np.float32 else raw.astype(np.float32) / 32767.0
+            return on_event is None or on_event(stream, json.loads(event_json), pcm) is not False
+
+        result: dict[str, dict[str, Any]] = json.loads(self._s.submit(json.dumps(request.to_json()), deliver))
+        return result
+
+    def cancel(self) -> None:
+        """End the running request at every stage's next step (queued events are withheld)."""
+        self._s.cancel()
+
+    def abort(self) -> None:
+        """Fence the running request: no more events, the next request starts a new epoch."""
+        self._s.abort()
+
+    def reset(self) -> None:
+        self._s.reset()
+
+    def info(self) -> dict[str, Any]:
+        info: dict[str, Any] = json.loads(self._s.info())
+        return info
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._s.tokenize(text))
+
+    def placements(self) -> list[dict[str, Any]]:
+        return [dict(p) for p in self._s.placements()]
+
+    @property
+    def epoch(self) -> int:
+        return int(self._s.epoch)
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self._info["streams"].get("audio", {}).get("sample_rate", 0))
+
+    @property
+    def pcm_dtype(self) -> str:
+        return str(self._info["streams"].get("audio", {}).get("pcm_dtype", ""))
+
+    def _last(self, key: str) -> Any:
+        """A stage's view of the last request (its `last_request` field `key`)."""
+        for stage in self.info()["stages"]:
+            if key in stage["last_request"]:
+                return stage["last_request"][key]
+        return None
+
+    def codes(self) -> list[list[int]]:
+        """The frames the talker spoke in the last request (code_groups codes each)."""
+        return [list(f) for f in self._last("codes") or []]
+
+
+def _request(prompt: str = "", *, chat: bool = False, system_prompt: str = "", prompt_ids: Sequence[int] = (),
+             continue_conversation: bool = False, max_new_tokens: int = 0,
+             sampling: Sampling | dict[str, Any] | None = None, stop_strings: Sequence[str] = (),
+             ignore_stop_tokens: bool = False, **speech: Any) -> Request:
+    speech["speech_sampling"] = Sampling.of(speech.get("speech_sampling"))
+    return Request(prompt=prompt, chat=chat, system_prompt=system_prompt, prompt_ids=tuple(prompt_ids),
+                   continue_conversation=continue_conversation, max_new_tokens=max_new_tokens,
+                   sampling=Sampling.of(sampling), stop_strings=tuple(stop_strings),
+                   ignore_stop_tokens=ignore_stop_tokens, **speech)
+
+
+class Session(_Plan):
+    """A text plan's session (any plan works: these methods read its text stream)."""
+
     def run(self, prompt: str = "", *, on_event: Any, **options: Any) -> dict[str, Any]:
-        """Run one request to its terminal event, calling on_event(event) for each event on this
-        thread; on_event may return False to cancel at the next token. Returns the metrics."""
-        request = _request(prompt, **options)
-        metrics: dict[str, Any] = json.loads(
-            self._s.generate(json.dumps(request), lambda text: on_event(json.loads(text)) is not False))
-        return metrics
+        """Run one request to its terminal event, calling on_event(event) for each text event on
+        this thread; on_event may return False to cancel at the next token. Returns the metrics."""
+        def text_only(stream: str, event: dict[str, Any], pcm: np.ndarray | None) -> object:
+            return on_event(event) if stream == "text" else True
+
+        return self.submit(_request(prompt, **options), text_only)["text"]
 
     def generate(self, prompt: str = "", **options: Any) -> Iterator[dict[str, Any]]:
         """Yield the events of one request as they arrive (the request runs on a worker thread)."""
@@ -67,49 +153,20 @@ class Session:
             yield item
         thread.join()
 
-    def cancel(self) -> None:
-        """End the running request at its next token (a terminal "cancelled" event)."""
-        self._s.cancel()
-
-    def abort(self) -> None:
-        """Fence the running request: no more events, the next request starts a new epoch."""
-        self._s.abort()
-
-    def reset(self) -> None:
-        self._s.reset()
-
     def context(self) -> list[int]:
-        return list(self._s.context())
+        """Tokens whose keys/values are resident."""
+        return list(self._last("context") or [])
 
     def pending(self) -> list[int]:
-        return list(self._s.pending())
+        """The sampled token not yet fed back."""
+        return list(self._last("pending") or [])
 
     def kv_state(self) -> dict[str, Any] | None:
-        text = self._s.kv_state()
-        return None if text is None else dict(json.loads(text))
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._s.tokenize(text))
-
-    def placements(self) -> list[dict[str, Any]]:
-        return [dict(p) for p in self._s.placements()]
-
-    @property
-    def epoch(self) -> int:
-        return int(self._s.epoch)
-
-
-def _request(prompt: str, *, chat: bool = False, system_prompt: str = "", prompt_ids: Sequence[int] = (),
-             continue_conversation: bool = False, max_new_tokens: int = 0, sampling: dict[str, Any] | None = None,
-             stop_strings: Sequence[str] = (), ignore_stop_tokens: bool = False) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "prompt": prompt, "chat": chat, "system_prompt": system_prompt, "prompt_ids": list(prompt_ids),
-        "continue_conversation": continue_conversation, "max_new_tokens": max_new_tokens,
-        "stop_strings": list(stop_strings), "ignore_stop_tokens": ignore_stop_tokens,
-    }
-    if sampling is not None:
-        request["sampling"] = sampling
-    return request
+        """The state handle of the resident conversation (None without one)."""
+        for stage in self.info()["stages"]:
+            if stage["state"] is not None:
+                return dict(stage["state"])
+        return None
 
 
 @dataclass
@@ -125,19 +182,14 @@ class Utterance:
 class _Audio:
     """The consumer side of an audio stream: events in order, PCM as float32 in [-1, 1]."""
 
-    def __init__(self, pcm_dtype: str, on_audio: Any) -> None:
-        self.dtype = np.float32 if pcm_dtype == "float32" else np.int16
+    def __init__(self, on_audio: Any) -> None:
         self.on_audio = on_audio
         self.events: list[dict[str, Any]] = []
         self.chunks: list[np.ndarray] = []
 
-    def __call__(self, text_json: str, data: bytes | None) -> bool:
-        event = json.loads(text_json)
+    def __call__(self, event: dict[str, Any], pcm: np.ndarray | None) -> bool:
         self.events.append(event)
-        pcm = None
-        if data is not None:
-            raw = np.frombuffer(data, self.dtype)
-            pcm = raw if self.dtype == np.float32 else raw.astype(np.float32) / 32767.0
+        if pcm is not None:
             self.chunks.append(pcm)
         return self.on_audio is None or self.on_audio(event, pcm) is not False
 
@@ -149,59 +201,20 @@ class _Audio:
         return pcm
 
 
-_Session = TypeVar("_Session", bound="_AudioSession")
-
-
-class _AudioSession:
-    """What the speech and omni sessions share: opening a plan, the audio format, cancel, and
-    the last request's codes. `_native_type` is the binding's session class."""
-
-    _native_type: Any = None
-
-    def __init__(self, native: Any) -> None:
-        self._s = native
-
-    @classmethod
-    def open(cls: type[_Session], plan: str | Path, *, allow_unqualified: bool = False, threads: int = 0) -> _Session:
-        return cls(cls._native_type.open(str(plan), allow_unqualified, threads))
-
-    @property
-    def sample_rate(self) -> int:
-        return int(self._s.sample_rate)
-
-    def cancel(self) -> None:
-        """End the request at its next frame (a terminal "cancelled" event, no more PCM)."""
-        self._s.cancel()
-
-    def codes(self) -> list[list[int]]:
-        """The frames of the last request (code_groups codes each)."""
-        return [list(f) for f in self._s.codes()]
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._s.tokenize(text))
-
-
-class SpeechSession(_AudioSession):
+class SpeechSession(_Plan):
     """Text -> codes -> PCM through a speech plan (talker stage -> vocoder stage)."""
 
-    _native_type = _native.SpeechSession
-
     def speak(self, text: str = "", *, text_ids: Sequence[int] = (), max_frames: int = 0,
-              sampling: dict[str, Any] | None = None, prebuffer_ms: float = 200.0, wav: str | Path | None = None,
-              on_event: Any = None) -> Utterance:
+              sampling: Sampling | dict[str, Any] | None = None, prebuffer_ms: float = 200.0,
+              wav: str | Path | None = None, on_event: Any = None) -> Utterance:
         """Speak one utterance on this thread. on_event(event, pcm) sees each event (pcm is a
         float32 array for pcm events, else None) and may return False to cancel. With `wav`, the
         PCM is also written there as 16-bit mono."""
-        request: dict[str, Any] = {"text": text, "text_ids": list(text_ids), "max_frames": max_frames,
-                                   "prebuffer_ms": prebuffer_ms}
-        if sampling is not None:
-            request["sampling"] = sampling
-        audio = _Audio(self._s.pcm_dtype, on_event)
-        metrics = json.loads(self._s.speak(json.dumps(request), audio))
+        request = Request(prompt=text, prompt_ids=tuple(text_ids), max_frames=max_frames,
+                          speech_sampling=Sampling.of(sampling), prebuffer_ms=prebuffer_ms)
+        audio = _Audio(on_event)
+        metrics = self.submit(request, lambda stream, event, pcm: audio(event, pcm))["audio"]
         return Utterance(metrics, audio.events, audio.pcm(wav, self.sample_rate))
-
-    def placements(self) -> list[dict[str, Any]]:
-        return [dict(p) for p in self._s.placements()]
 
 
 @dataclass
@@ -219,39 +232,35 @@ class OmniResult:
         return "".join(e.get("text", "") for e in self.text_events if e["kind"] == "token")
 
 
-class OmniSession(_AudioSession):
+class OmniSession(_Plan):
     """Thinker -> talker -> vocoder: one request, a text stream and an audio stream. The talker
     reads the thinker's hidden states as they are made (dual-track), so speech starts after the
     first token."""
 
-    _native_type = _native.OmniSession
-
     def run(self, prompt: str = "", *, on_text: Any = None, on_audio: Any = None, wav: str | Path | None = None,
-            max_frames: int = 0, speech_sampling: dict[str, Any] | None = None, prebuffer_ms: float = 200.0,
+            max_frames: int = 0, speech_sampling: Sampling | dict[str, Any] | None = None, prebuffer_ms: float = 200.0,
             **text_options: Any) -> OmniResult:
-        """One request; on_text(event) and on_audio(event, pcm) are called one at a time (from two
-        threads) and may return False to cancel. text_options are Session.run's."""
-        speak: dict[str, Any] = {"max_frames": max_frames, "prebuffer_ms": prebuffer_ms}
-        if speech_sampling is not None:
-            speak["sampling"] = speech_sampling
+        """One request; on_text(event) and on_audio(event, pcm) are called one at a time on this
+        thread and may return False to cancel. text_options are Session.run's."""
+        request = dataclasses.replace(_request(prompt, **text_options), max_frames=max_frames,
+                                      speech_sampling=Sampling.of(speech_sampling), prebuffer_ms=prebuffer_ms)
         text_events: list[dict[str, Any]] = []
+        audio = _Audio(on_audio)
 
-        def handle_text(text_json: str) -> bool:
-            event = json.loads(text_json)
+        def deliver(stream: str, event: dict[str, Any], pcm: np.ndarray | None) -> bool:
+            if stream == "audio":
+                return audio(event, pcm)
             text_events.append(event)
             return on_text is None or on_text(event) is not False
 
-        audio = _Audio(self._s.pcm_dtype, on_audio)
-        metrics = json.loads(self._s.run(json.dumps(_request(prompt, **text_options)), json.dumps(speak),
-                                         handle_text, audio))
-        return OmniResult(metrics["text"], metrics["audio"], text_events, audio.events,
-                          audio.pcm(wav, self.sample_rate))
+        metrics = self.submit(request, deliver)
+        return OmniResult(metrics["text"], metrics["audio"], text_events, audio.events, audio.pcm(wav, self.sample_rate))
 
 
 def playback_stats(arrivals: Sequence[tuple[float, int]], sample_rate: int, prebuffer_ms: float) -> dict[str, float]:
-    """What the speech session's playback clock makes of PCM arriving as (ms since the request,
-    samples): first PCM, playback start, underruns and their silence, the longest gap. For
-    streams that did not come through a SpeechSession (a benchmark's PyTorch loop)."""
+    """What the session's playback clock makes of PCM arriving as (ms since the request, samples):
+    first PCM, playback start, underruns and their silence, the longest gap. For streams that
+    did not come through a session (a benchmark's PyTorch loop)."""
     stats: dict[str, float] = json.loads(_native.playback_stats(list(arrivals), sample_rate, prebuffer_ms))
     return stats
 

@@ -1,0 +1,147 @@
+// The C ABI's session: one opaque handle for every plan, one request struct, one event type.
+#include <string>
+#include <vector>
+
+#include "capi/capi_internal.h"
+#include "capi/session_bridge.h"
+#include "contract/types.h"
+#include "families/builtin.h"
+
+namespace omni_edge::capi {
+
+Status OpenSession(const OeSessionConfig* config, std::unique_ptr<pipeline::Session>* out) {
+  if (config == nullptr || config->plan_path == nullptr) {
+    return Status::Error("invalid_argument", "config.plan_path and the output handle are required");
+  }
+  pipeline::SessionOptions options;
+  options.allow_unqualified = config->allow_unqualified != 0;
+  if (config->threads > 0) options.backend_options["threads"] = std::to_string(config->threads);
+  if (config->ledger != nullptr) {
+    options.ledger = &config->ledger->ledger;
+    options.wsl = config->ledger->wsl;
+  }
+  auto session = pipeline::Session::Open(config->plan_path, options, families::Builtin());
+  if (!session.ok()) return session.status();
+  *out = std::move(session).value();
+  return Status::Ok();
+}
+
+std::optional<decoding::SamplingParams> SamplingOf(const OeSampling& s) {
+  if (s.use_plan_sampling) return std::nullopt;
+  return decoding::SamplingParams{s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.seed};
+}
+
+void DefaultSampling(OeSampling* s) {
+  *s = OeSampling{};
+  s->use_plan_sampling = 1;
+  s->top_p = 1.0f;
+  s->repetition_penalty = 1.0f;
+}
+
+pipeline::Request RequestOf(const OeRequest& r) {
+  pipeline::Request out;
+  if (r.prompt != nullptr) out.prompt = r.prompt;
+  out.chat = r.chat != 0;
+  if (r.system_prompt != nullptr) out.system_prompt = r.system_prompt;
+  if (r.prompt_ids != nullptr && r.n_prompt_ids > 0) out.prompt_ids.assign(r.prompt_ids, r.prompt_ids + r.n_prompt_ids);
+  out.continue_conversation = r.continue_conversation != 0;
+  out.max_new_tokens = r.max_new_tokens;
+  out.sampling = SamplingOf(r.sampling);
+  for (int i = 0; r.stop_strings != nullptr && i < r.n_stop_strings; ++i) {
+    if (r.stop_strings[i] != nullptr) out.stop_strings.emplace_back(r.stop_strings[i]);
+  }
+  out.ignore_stop_tokens = r.ignore_stop_tokens != 0;
+  out.max_frames = r.max_frames;
+  out.speech_sampling = SamplingOf(r.speech_sampling);
+  out.prebuffer_ms = r.prebuffer_ms;
+  return out;
+}
+
+Status Submit(pipeline::Session& session, const pipeline::Request& request, const std::function<int(const OeEvent&)>& on_event) {
+  auto result = session.Submit(request, [&](const pipeline::SessionEvent& ev) {
+    const std::string json = ev.json.dump();
+    OeEvent e{ev.stream.c_str(), ev.stage_id, json.c_str(), ev.terminal ? 1 : 0, nullptr, 0, ""};
+    if (ev.payload != nullptr) {
+      e.data = ev.payload->bytes.data();
+      e.n_samples = int64_t(ev.payload->bytes.size()) / contract::DtypeSize(ev.payload->dtype);
+      e.dtype = ev.payload->dtype.c_str();
+    }
+    return !on_event || on_event(e) == 0;
+  });
+  return result.ok() ? Status::Ok() : result.status();
+}
+
+}  // namespace omni_edge::capi
+
+using omni_edge::Status;
+using omni_edge::capi::CopyString;
+using omni_edge::capi::Guard;
+
+extern "C" {
+
+void oe_session_config_default(OeSessionConfig* config) {
+  if (config != nullptr) *config = OeSessionConfig{nullptr, 0, 0, nullptr};
+}
+
+OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session) {
+  return Guard([&]() -> Status {
+    if (out_session == nullptr) return Status::Error("invalid_argument", "the output handle is required");
+    *out_session = nullptr;
+    auto owned = std::make_unique<OeSession>();
+    OE_RETURN_IF_ERROR(omni_edge::capi::OpenSession(config, &owned->session));
+    *out_session = owned.release();
+    return Status::Ok();
+  });
+}
+
+void oe_session_close(OeSession* session) {
+  try {
+    std::unique_ptr<OeSession> owned(session);
+  } catch (...) {  // nothing crosses the boundary
+  }
+}
+
+void oe_request_default(OeRequest* request) {
+  if (request == nullptr) return;
+  *request = OeRequest{};
+  omni_edge::capi::DefaultSampling(&request->sampling);
+  omni_edge::capi::DefaultSampling(&request->speech_sampling);
+  request->prebuffer_ms = omni_edge::pipeline::kDefaultPrebufferMs;
+}
+
+OeError* oe_session_submit(OeSession* session, const OeRequest* request, OeEventHandler on_event, void* user_data) {
+  return Guard([&]() -> Status {
+    if (session == nullptr || request == nullptr) return Status::Error("invalid_argument", "session and request are required");
+    return omni_edge::capi::Submit(*session->session, omni_edge::capi::RequestOf(*request), [&](const OeEvent& e) {
+      return on_event == nullptr ? 0 : on_event(&e, user_data);
+    });
+  });
+}
+
+void oe_session_cancel(OeSession* session) {
+  if (session != nullptr) session->session->Cancel();  // atomic stores only
+}
+
+void oe_session_abort(OeSession* session) {
+  try {
+    if (session != nullptr) session->session->Abort();
+  } catch (...) {  // nothing crosses the boundary
+  }
+}
+
+OeError* oe_session_reset(OeSession* session) {
+  return Guard([&]() -> Status {
+    if (session == nullptr) return Status::Error("invalid_argument", "session is required");
+    return session->session->Reset();
+  });
+}
+
+OeError* oe_session_info(OeSession* session, char** out_json) {
+  return Guard([&]() -> Status {
+    if (session == nullptr || out_json == nullptr) return Status::Error("invalid_argument", "session and out_json are required");
+    *out_json = CopyString(session->session->Info().dump());
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,298 @@
+#include "decoding/decoder.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace omni_edge::decoding {
+
+Result<std::unique_ptr<Decoder>> Decoder::Create(const DecoderConfig& config,
+                                                      const std::map<std::string, GraphGroup>& graphs,
+                                                      BackendPool& backends, const std::string& name_prefix) {
+  std::unique_ptr<Decoder> engine(new Decoder(config, name_prefix));
+  OE_RETURN_IF_ERROR(engine->Load(graphs, backends));
+  return engine;
+}
+
+Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& backends) {
+  const DecoderConfig& c = config_;
+  const int64_t C = c.prefill_chunk, H = c.hidden_size, L = c.num_layers, KV = c.num_kv_heads, D = c.head_dim;
+  ids_chunk_ = HostTensor(DType::kInt64, {1, C});
+  ids_step_ = HostTensor(DType::kInt64, {1, 1});
+  pos_chunk_ = HostTensor(DType::kInt64, {1, C});
+  pos_step_ = HostTensor(DType::kInt64, {1, 1});
+  hidden_chunk_ = HostTensor(DType::kFloat32, {1, C, H});
+  hidden_step_ = HostTensor(DType::kFloat32, {1, 1, H});
+  out_chunk_ = HostTensor(DType::kFloat32, {1, C, H});
+  out_step_ = HostTensor(DType::kFloat32, {1, 1, H});
+  head_in_ = HostTensor(DType::kFloat32, {1, 1, H});
+  logits_ = HostTensor(DType::kFloat32, {1, 1, c.vocab_size});
+  for (int64_t l = 0; l < L; ++l) {
+    new_k_chunk_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, C, D});
+    new_v_chunk_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, C, D});
+    new_k_step_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, 1, D});
+    new_v_step_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, 1, D});
+  }
+
+  for (const char* role : {"decode", "prefill"}) {
+    if (g.count(role) == 0 && (role == std::string("decode") || C > 1)) {
+      return Status::Error("invalid_plan", std::string("a decoder needs '") + role + "' graphs");
+    }
+  }
+  if (g.count("embed") != 0) {
+    OE_ASSIGN_OR_RETURN(embed_chunk_, LoadGraph(backends, g.at("embed"), "chunk", "embed_chunk"));
+    OE_ASSIGN_OR_RETURN(embed_step_, LoadGraph(backends, g.at("embed"), "step", "embed_step"));
+    OE_RETURN_IF_ERROR(ExpectIo(*embed_chunk_, "embed_chunk", {ids_chunk_.view()}, {hidden_chunk_.view()}));
+    OE_RETURN_IF_ERROR(ExpectIo(*embed_step_, "embed_step", {ids_step_.view()}, {hidden_step_.view()}));
+    OE_RETURN_IF_ERROR(embed_chunk_->Bind({ids_chunk_.view()}, {hidden_chunk_.view()}));
+    OE_RETURN_IF_ERROR(embed_step_->Bind({ids_step_.view()}, {hidden_step_.view()}));
+  }
+  if (g.count("lm_head") != 0) {
+    OE_ASSIGN_OR_RETURN(head_, LoadGraph(backends, g.at("lm_head"), "step", "lm_head"));
+    OE_RETURN_IF_ERROR(ExpectIo(*head_, "lm_head", {head_in_.view()}, {logits_.view()}));
+    OE_RETURN_IF_ERROR(head_->Bind({head_in_.view()}, {logits_.view()}));
+  }
+
+  const std::vector<int64_t> caches = c.kv.mode == "full" ? c.kv.buckets : std::vector<int64_t>{c.kv.window};
+  for (int64_t cache : caches) {
+    Body body;
+    body.cache = cache;
+    const std::string key = std::to_string(cache);
+    if (C > 1) {
+      OE_ASSIGN_OR_RETURN(body.prefill, LoadGraph(backends, g.at("prefill"), key, prefix_ + "prefill_s" + key));
+    }
+    OE_ASSIGN_OR_RETURN(body.decode, LoadGraph(backends, g.at("decode"), key, prefix_ + "decode_s" + key));
+    bodies_.push_back(std::move(body));
+  }
+  if (c.kv.mode == "ring") window_ = c.kv.window;
+  return Activate(0, /*keep_contents=*/false);
+}
+
+Status Decoder::Activate(size_t index, bool keep_contents) {
+  const DecoderConfig& c = config_;
+  const int64_t C = c.prefill_chunk, KV = c.num_kv_heads, D = c.head_dim, S = bodies_[index].cache;
+  const int64_t old_cache = cache_;
+  std::vector<HostTensor> keys, values;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    keys.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, D, S});
+    values.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, S, D});
+    if (keep_contents && !keys_.empty()) {
+      // State migration to a larger bucket: the one copy of a growing full cache.
+      for (int64_t h = 0; h < KV; ++h) {
+        for (int64_t d = 0; d < D; ++d) {
+          std::memcpy(keys.back().data<float>() + (h * D + d) * S, keys_[size_t(l)].data<float>() + (h * D + d) * old_cache,
+                      size_t(old_cache) * sizeof(float));
+        }
+        std::memcpy(values.back().data<float>() + h * S * D, values_[size_t(l)].data<float>() + h * old_cache * D,
+                    size_t(old_cache * D) * sizeof(float));
+      }
+    }
+  }
+  keys_ = std::move(keys);
+  values_ = std::move(values);
+  if (!keep_contents) {
+    slot_position_.assign(size_t(S), -1);
+  } else {
+    slot_position_.resize(size_t(S), -1);
+  }
+  mask_chunk_ = HostTensor(DType::kFloat32, {1, 1, C, S + C});
+  mask_step_ = HostTensor(DType::kFloat32, {1, 1, 1, S + 1});
+  active_ = index;
+  cache_ = S;
+
+  Body& body = bodies_[index];
+  std::vector<TensorView> in_chunk = {hidden_chunk_.view(), pos_chunk_.view(), mask_chunk_.view()};
+  std::vector<TensorView> in_step = {hidden_step_.view(), pos_step_.view(), mask_step_.view()};
+  std::vector<TensorView> out_chunk = {out_chunk_.view()}, out_step = {out_step_.view()};
+  for (const auto* kv : {&keys_, &values_}) {
+    for (const auto& t : *kv) {
+      in_chunk.push_back(t.view());
+      in_step.push_back(t.view());
+    }
+  }
+  for (const auto* list : {&new_k_chunk_, &new_v_chunk_}) {
+    for (const auto& t : *list) out_chunk.push_back(t.view());
+  }
+  for (const auto* list : {&new_k_step_, &new_v_step_}) {
+    for (const auto& t : *list) out_step.push_back(t.view());
+  }
+  const std::string tag = "_s" + std::to_string(S);
+  if (body.prefill) {  // absent when the prefill chunk is 1: every step is a decode
+    OE_RETURN_IF_ERROR(ExpectIo(*body.prefill, "prefill" + tag, in_chunk, out_chunk));
+    OE_RETURN_IF_ERROR(body.prefill->Bind(in_chunk, out_chunk));
+  }
+  OE_RETURN_IF_ERROR(ExpectIo(*body.decode, "decode" + tag, in_step, out_step));
+  OE_RETURN_IF_ERROR(body.decode->Bind(in_step, out_step));
+  body_in_chunk_ = std::move(in_chunk);
+  body_in_step_ = std::move(in_step);
+  return Status::Ok();
+}
+
+Status Decoder::EnsureCapacity(int64_t end_position) {
+  if (window_ > 0 || end_position <= cache_) return Status::Ok();
+  for (size_t i = active_ + 1; i < bodies_.size(); ++i) {
+    if (end_position <= bodies_[i].cache) return Activate(i, /*keep_contents=*/true);
+  }
+  const int64_t largest = bodies_.back().cache;
+  if (config_.kv.overflow == "ring") {
+    // Declared in the plan: past the last bucket, slide a window of `largest` positions.
+    if (active_ + 1 < bodies_.size()) OE_RETURN_IF_ERROR(Activate(bodies_.size() - 1, /*keep_contents=*/true));
+    window_ = largest;
+    return Status::Ok();
+  }
+  return Status::Error("context_overflow", "the context needs " + std::to_string(end_position) +
+                                               " positions but the largest KV bucket holds " + std::to_string(largest) +
+                                               " (plan: kv.overflow = refuse)");
+}
+
+void Decoder::FillMask(float* mask, int64_t rows, int64_t n_valid) const {
+  const int64_t S = cache_, width = S + rows;
+  const float hidden = config_.mask_value;
+  for (int64_t t = 0; t < rows; ++t) {
+    const int64_t q = position_ + t;
+    float* row = mask + t * width;
+    for (int64_t j = 0; j < S; ++j) {
+      const int64_t p = slot_position_[size_t(j)];
+      row[j] = (p >= 0 && (window_ == 0 || p > q - window_)) ? 0.0f : hidden;
+    }
+    for (int64_t u = 0; u < rows; ++u) {
+      const bool visible = u <= t && (window_ == 0 || position_ + u > q - window_);
+      row[S + u] = visible ? 0.0f : hidden;
+    }
+  }
+  (void)n_valid;  // padded rows only see themselves and earlier rows; their outputs are dropped
+}
+
+Status Decoder::RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs) {
+  if (observer_) observer_(name, inputs);
+  const auto start = std::chrono::steady_clock::now();
+  Status st = g.Run();
+  backend_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++graph_runs_;
+  return st;
+}
+
+Status Decoder::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
+  const int64_t rows = chunk ? config_.prefill_chunk : 1;
+  HostTensor& ids = chunk ? ids_chunk_ : ids_step_;
+  for (int64_t t = 0; t < rows; ++t) ids.data<int64_t>()[t] = t < n_valid ? tokens[t] : 0;  // padding rows are dropped
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_, chunk ? "embed:chunk" : "embed:step", {ids.view()}));
+  return RunBody(n_valid, chunk);
+}
+
+Status Decoder::RunBody(int64_t n_valid, bool chunk) {
+  const int64_t rows = chunk ? config_.prefill_chunk : 1;
+  OE_RETURN_IF_ERROR(EnsureCapacity(position_ + n_valid));
+  HostTensor& pos = chunk ? pos_chunk_ : pos_step_;
+  for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[t] = position_ + t;
+  FillMask((chunk ? mask_chunk_ : mask_step_).data<float>(), rows, n_valid);
+  Body& body = bodies_[active_];
+  const std::string cache = std::to_string(cache_);
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode, (chunk ? "prefill:" : "decode:") + cache,
+                              chunk ? body_in_chunk_ : body_in_step_));
+
+  // Write the new keys/values into their slots in place.
+  const int64_t KV = config_.num_kv_heads, D = config_.head_dim, S = cache_;
+  const auto& new_k = chunk ? new_k_chunk_ : new_k_step_;
+  const auto& new_v = chunk ? new_v_chunk_ : new_v_step_;
+  for (int64_t t = 0; t < n_valid; ++t) {
+    const int64_t slot = SlotOf(position_ + t);
+    for (size_t l = 0; l < keys_.size(); ++l) {
+      for (int64_t h = 0; h < KV; ++h) {
+        const float* k = new_k[l].data<float>() + (h * rows + t) * D;
+        float* key_column = keys_[l].data<float>() + h * D * S + slot;  // keys are stored [D, S]
+        for (int64_t d = 0; d < D; ++d) key_column[d * S] = k[d];
+        std::memcpy(values_[l].data<float>() + (h * S + slot) * D, new_v[l].data<float>() + (h * rows + t) * D,
+                    size_t(D) * sizeof(float));
+      }
+    }
+    slot_position_[size_t(slot)] = position_ + t;
+  }
+  position_ += n_valid;
+  const int64_t H = config_.hidden_size;
+  std::memcpy(head_in_.data<float>(), (chunk ? out_chunk_ : out_step_).data<float>() + (n_valid - 1) * H,
+              size_t(H) * sizeof(float));
+  return Status::Ok();
+}
+
+Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens) {
+  if (tokens.empty()) return Status::Error("invalid_argument", "no tokens to feed");
+  if (!embed_chunk_ || !head_) return Status::Error("invalid_argument", "this decoder has no embedding or head: feed hidden states");
+  for (TokenId t : tokens) {
+    if (t < 0 || t >= config_.vocab_size) {
+      return Status::Error("invalid_argument", "token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  const int64_t C = config_.prefill_chunk;
+  for (size_t i = 0; i < tokens.size();) {
+    const int64_t remaining = int64_t(tokens.size() - i);
+    const bool chunk = remaining > 1 && C > 1;
+    const int64_t n = chunk ? std::min(remaining, C) : 1;
+    OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk));
+    i += size_t(n);
+  }
+  OE_RETURN_IF_ERROR(RunGraph(*head_, "lm_head:step", {head_in_.view()}));
+  return static_cast<const float*>(logits_.data<float>());
+}
+
+Result<const float*> Decoder::FeedHidden(const float* hidden, int64_t n) {
+  if (n < 1) return Status::Error("invalid_argument", "no hidden states to feed");
+  const int64_t C = config_.prefill_chunk, H = config_.hidden_size;
+  for (int64_t i = 0; i < n;) {
+    const bool chunk = n - i > 1 && C > 1;
+    const int64_t rows = chunk ? C : 1, m = std::min(n - i, rows);
+    float* in = (chunk ? hidden_chunk_ : hidden_step_).data<float>();
+    std::memcpy(in, hidden + i * H, size_t(m * H) * sizeof(float));
+    std::memset(in + m * H, 0, size_t((rows - m) * H) * sizeof(float));  // padding rows are dropped
+    OE_RETURN_IF_ERROR(RunBody(m, chunk));
+    i += m;
+  }
+  return static_cast<const float*>(head_in_.data<float>());
+}
+
+Status Decoder::Reset() {
+  position_ = 0;
+  window_ = config_.kv.mode == "ring" ? config_.kv.window : 0;
+  if (active_ == 0 && !keys_.empty()) {
+    // Already the first bucket: clearing in place is what a fresh one would hold, without
+    // re-binding every body (the code predictor resets once per frame).
+    for (auto* list : {&keys_, &values_}) {
+      for (auto& t : *list) std::memset(t.data<float>(), 0, t.nbytes());
+    }
+    std::fill(slot_position_.begin(), slot_position_.end(), -1);
+    return Status::Ok();
+  }
+  return Activate(0, /*keep_contents=*/false);
+}
+
+Status Decoder::Rewind(int64_t position, const std::vector<TokenId>& context) {
+  if (position < 0 || position > position_ || int64_t(context.size()) < position) {
+    return Status::Error("invalid_argument", "cannot rewind to position " + std::to_string(position));
+  }
+  if (position == position_) return Status::Ok();
+  if (window_ == 0) {
+    for (auto& p : slot_position_) {
+      if (p >= position) p = -1;  // slot == position: the earlier slots are untouched
+    }
+    position_ = position;
+    return Status::Ok();
+  }
+  // In a ring the dropped positions overwrote slots the window still needs: replay.
+  OE_RETURN_IF_ERROR(Reset());
+  if (position == 0) return Status::Ok();
+  return Feed(std::vector<TokenId>(context.begin(), context.begin() + position)).status();
+}
+
+std::vector<Placement> Decoder::placements() const {
+  std::vector<Placement> out;
+  for (const auto* g : {embed_chunk_.get(), embed_step_.get()}) {
+    if (g != nullptr) out.push_back(g->placement());
+  }
+  for (const auto& b : bodies_) {
+    if (b.prefill) out.push_back(b.prefill->placement());
+    out.push_back(b.decode->placement());
+  }
+  if (head_) out.push_back(head_->placement());
+  return out;
+}
+
+}  // namespace omni_edge::decoding

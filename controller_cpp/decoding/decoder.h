@@ -1,0 +1,103 @@
+// The text model as graphs: embedding -> body (prefill AR-N or decode AR-1, one graph per
+// KV cache size) -> LM head. The engine owns the resident KV cache: new keys/values come out
+// of the body for the new tokens only and are written into their slots in place (position p
+// goes to slot p, or p mod W in a ring), an additive mask hides empty and out-of-window slots,
+// and a full cache moves to the next context bucket (one copy) when it grows. Past the last
+// bucket it refuses or rings, as the plan declares.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "decoding/decoder_config.h"
+#include "runtime/backend_pool.h"
+#include "runtime/graph.h"
+#include "runtime/plan.h"
+#include "runtime/tensor.h"
+#include "text/tokenizer.h"
+
+namespace omni_edge::decoding {
+
+using text::TokenId;
+
+class Decoder {
+ public:
+  // A decoder from its graph roles: "decode" (and "prefill" when the prefill chunk is > 1) per
+  // cache size; "embed" and "lm_head" are optional, without them only FeedHidden runs (the
+  // speech decoders bring their own embeddings and heads).
+  static Result<std::unique_ptr<Decoder>> Create(const DecoderConfig& config,
+                                                 const std::map<std::string, GraphGroup>& graphs,
+                                                 BackendPool& backends, const std::string& name_prefix = "");
+
+  // Runs `tokens` at positions [position(), position() + n) and returns the logits of the last
+  // one (vocab_size floats, valid until the next call).
+  Result<const float*> Feed(const std::vector<TokenId>& tokens);
+  // Runs `n` input embeddings ([n, hidden_size] floats) at positions [position(), position() + n)
+  // through the body and returns the output hidden state of the last one (hidden_size floats,
+  // valid until the next call).
+  Result<const float*> FeedHidden(const float* hidden, int64_t n);
+  // Forget every position; the cache shrinks back to the first bucket.
+  Status Reset();
+  // Forget the positions from `position` on. `context` holds the tokens of every position
+  // (a ring whose slots were overwritten is rebuilt by replaying them).
+  Status Rewind(int64_t position, const std::vector<TokenId>& context);
+
+  // Sees the inputs of every graph just before it runs, named "<role>:<key>" as in the plan
+  // ("embed:chunk", "prefill:512", "decode:512", "lm_head:step"): calibration for quantization.
+  using Observer = std::function<void(const std::string& graph, const std::vector<TensorView>& inputs)>;
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
+  // The body's output (before the final norm) at the newest position: what produced the last
+  // logits. hidden_size floats, valid until the next call.
+  const float* last_hidden() const { return head_in_.data<float>(); }
+  int64_t position() const { return position_; }
+  int64_t cache_slots() const { return cache_; }
+  bool ringing() const { return window_ > 0; }
+  const DecoderConfig& config() const { return config_; }
+  std::vector<Placement> placements() const;
+  // Wall time spent inside graph runs, and how many runs.
+  double backend_seconds() const { return backend_seconds_; }
+  int64_t graph_runs() const { return graph_runs_; }
+
+ private:
+  struct Body {
+    int64_t cache = 0;
+    std::unique_ptr<Graph> prefill, decode;
+  };
+
+  Decoder(DecoderConfig config, std::string prefix) : config_(std::move(config)), prefix_(std::move(prefix)) {}
+  Status Load(const std::map<std::string, GraphGroup>& graphs, BackendPool& backends);
+  Status RunBody(int64_t n_valid, bool chunk);
+  Status Activate(size_t body_index, bool keep_contents);
+  Status EnsureCapacity(int64_t end_position);
+  Status Step(const TokenId* tokens, int64_t n_valid, bool chunk);
+  int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
+  void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
+  Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
+
+  DecoderConfig config_;
+  std::string prefix_;  // of graph names in reports ("talker_", "predictor_")
+  std::unique_ptr<Graph> embed_chunk_, embed_step_, head_;
+  std::vector<Body> bodies_;
+  size_t active_ = 0;
+  int64_t cache_ = 0;     // slots of the active cache
+  int64_t window_ = 0;    // > 0: ring of `cache_` slots, attention window of `cache_` positions
+  int64_t position_ = 0;  // tokens in the cache
+  std::vector<int64_t> slot_position_;  // position held by each slot, -1 if empty
+
+  HostTensor ids_chunk_, ids_step_, pos_chunk_, pos_step_;
+  HostTensor hidden_chunk_, hidden_step_, out_chunk_, out_step_;
+  HostTensor mask_chunk_, mask_step_;
+  std::vector<HostTensor> keys_;    // [1, kv_heads, head_dim, cache] per layer (transposed: a plain bmm reads it)
+  std::vector<HostTensor> values_;  // [1, kv_heads, cache, head_dim] per layer
+  std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
+  HostTensor head_in_, logits_;
+  std::vector<TensorView> body_in_chunk_, body_in_step_;  // the active bucket's bound body inputs
+  Observer observer_;
+  double backend_seconds_ = 0;
+  int64_t graph_runs_ = 0;
+};
+
+}  // namespace omni_edge::decoding

@@ -1,0 +1,86 @@
+#include "decoding/decoder_config.h"
+
+#include <algorithm>
+
+namespace omni_edge::decoding {
+namespace {
+
+Status PlanError(const std::string& what) { return Status::Error("invalid_plan", what); }
+
+}  // namespace
+
+const Json* ReadDecoderFields(FieldReader& r, DecoderConfig& c) {
+  c.hidden_size = r.Int("hidden_size", true, 1);
+  c.num_layers = r.Int("num_layers", true, 1);
+  c.num_kv_heads = r.Int("num_kv_heads", true, 1);
+  c.head_dim = r.Int("head_dim", true, 1);
+  c.vocab_size = r.Int("vocab_size", true, 1);
+  c.prefill_chunk = r.Int("prefill_chunk", true, 1);
+  c.mask_value = float(r.Number("mask_value"));
+  return r.Object("kv");
+}
+
+Status ParseKv(const Json& kv, const std::string& where, DecoderConfig& c) {
+  if (!(c.mask_value < 0) || c.mask_value < -1e30f) {
+    return PlanError(where + ".mask_value: must be a finite negative number (never -inf)");
+  }
+  FieldReader k(kv, where + ".kv");
+  c.kv.mode = k.String("mode");
+  const Json* buckets = k.Array("buckets", false);
+  c.kv.overflow = k.String("overflow", false, true, "refuse");
+  c.kv.window = k.Int("window", false, 1, 0);
+  OE_RETURN_IF_ERROR(k.Done());
+  c.kv.buckets.clear();
+  for (size_t i = 0; buckets != nullptr && i < buckets->size(); ++i) {
+    int64_t v = 0;
+    OE_RETURN_IF_ERROR(CheckInt((*buckets)[i], where + ".kv.buckets[" + std::to_string(i) + "]", 1, &v));
+    c.kv.buckets.push_back(v);
+  }
+  if (c.kv.mode == "full") {
+    if (c.kv.buckets.empty()) return PlanError(where + ".kv.buckets: full KV needs at least one context bucket");
+    if (!std::is_sorted(c.kv.buckets.begin(), c.kv.buckets.end()) ||
+        std::adjacent_find(c.kv.buckets.begin(), c.kv.buckets.end()) != c.kv.buckets.end()) {
+      return PlanError(where + ".kv.buckets: must be strictly ascending");
+    }
+    if (c.kv.buckets.front() < c.prefill_chunk) return PlanError(where + ".kv.buckets: smaller than the prefill chunk");
+    if (c.kv.overflow != "refuse" && c.kv.overflow != "ring") {
+      return PlanError(where + ".kv.overflow: must be refuse or ring, got '" + c.kv.overflow + "'");
+    }
+  } else if (c.kv.mode == "ring") {
+    if (c.kv.window < c.prefill_chunk) return PlanError(where + ".kv.window: ring needs a window >= the prefill chunk");
+    if (!c.kv.buckets.empty()) return PlanError(where + ".kv.buckets: a ring has one cache of `window` slots");
+  } else {
+    return PlanError(where + ".kv.mode: must be full or ring, got '" + c.kv.mode + "'");
+  }
+  return Status::Ok();
+}
+
+Result<DecoderConfig> ParseDecoder(const Json& j, const std::string& where) {
+  FieldReader r(j, where);
+  DecoderConfig c;
+  const Json* kv = ReadDecoderFields(r, c);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  OE_RETURN_IF_ERROR(ParseKv(*kv, where, c));
+  return c;
+}
+
+std::vector<int64_t> CacheSizes(const DecoderConfig& c) {
+  return c.kv.mode == "full" ? c.kv.buckets : std::vector<int64_t>{c.kv.window};
+}
+
+int64_t StateBytes(const DecoderConfig& c) {
+  const int64_t per_slot = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;
+  int64_t slots = c.kv.window;
+  if (c.kv.mode == "full" && !c.kv.buckets.empty()) {
+    const size_t n = c.kv.buckets.size();
+    slots = c.kv.buckets[n - 1] + (n > 1 ? c.kv.buckets[n - 2] : 0);
+  }
+  return per_slot * slots;
+}
+
+int64_t WorkspaceBytes(const DecoderConfig& c) {
+  return std::max<int64_t>(c.prefill_chunk, 1) * (c.vocab_size + 8 * c.hidden_size) * 4;
+}
+
+}  // namespace omni_edge::decoding

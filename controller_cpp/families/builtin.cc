@@ -1,0 +1,20 @@
+#include "families/builtin.h"
+
+#include "families/llm/family.h"
+#include "families/talker/family.h"
+#include "families/vocoder/family.h"
+
+namespace omni_edge::families {
+
+const pipeline::FamilyRegistry& Builtin() {
+  static const pipeline::FamilyRegistry registry = [] {
+    pipeline::FamilyRegistry r;
+    r.Add(llm::MakeFamily());
+    r.Add(talker::MakeFamily());
+    r.Add(vocoder::MakeFamily());
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace omni_edge::families

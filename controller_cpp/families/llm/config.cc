@@ -1,0 +1,58 @@
+#include "families/llm/config.h"
+
+#include <filesystem>
+
+#include "pipeline/request.h"
+
+namespace omni_edge::llm {
+namespace {
+
+Status CheckGraphs(const StagePlan& s, const LlmConfig& c, const std::string& where) {
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "embed", {"chunk", "step"}));
+  OE_RETURN_IF_ERROR(RequireGraphs(s, where, "lm_head", {"step"}));
+  for (const char* role : {"prefill", "decode"}) {
+    OE_RETURN_IF_ERROR(RequireGraphs(s, where, role, {}));
+    for (int64_t cache : decoding::CacheSizes(c.decoder)) {
+      if (s.graphs.at(role).graphs.count(std::to_string(cache)) == 0) {
+        return PlanError(where + ".graphs." + role + ".graphs." + std::to_string(cache) + ": no graph for a cache of " +
+                         std::to_string(cache) + " slots");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan& stage, const std::string& where) {
+  auto c = std::make_shared<LlmConfig>();
+  FieldReader r(j, where);
+  c->tokenizer = ResolvePath(stage.artifact, r.String("tokenizer"));
+  c->chat_format = r.String("chat_format");
+  const Json* stops = r.Array("stop_tokens");
+  const Json* kv = decoding::ReadDecoderFields(r, c->decoder);
+  const Json* sampling = r.Object("sampling", false);
+  c->max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  for (size_t i = 0; i < stops->size(); ++i) {
+    if (!(*stops)[i].is_string()) return PlanError(where + ".stop_tokens[" + std::to_string(i) + "]: expected a string");
+    c->stop_tokens.push_back((*stops)[i].get<std::string>());
+  }
+  if (c->chat_format != "chatml" && c->chat_format != "none") {
+    return PlanError(where + ".chat_format: must be chatml or none, got '" + c->chat_format + "'");
+  }
+  OE_RETURN_IF_ERROR(decoding::ParseKv(*kv, where, c->decoder));
+  if (!std::filesystem::is_regular_file(c->tokenizer)) {
+    return Status::Error("file_missing", where + ".tokenizer: " + c->tokenizer);
+  }
+  if (sampling != nullptr) {
+    OE_ASSIGN_OR_RETURN(c->sampling, pipeline::SamplingFromJson(*sampling, where + ".sampling"));
+  }
+  if (stage.execution_type != "llm_ar") return PlanError(where + ": an llm stage is llm_ar");
+  if (!stage.input_sources.empty()) return PlanError(where + ": an llm stage reads the request's text, not other stages (input_sources)");
+  OE_RETURN_IF_ERROR(CheckGraphs(stage, *c, where.substr(0, where.rfind('.'))));
+  return std::shared_ptr<const LlmConfig>(std::move(c));
+}
+
+}  // namespace omni_edge::llm

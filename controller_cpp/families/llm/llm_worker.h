@@ -1,0 +1,74 @@
+// A text LLM as a stage worker: the tokenizer and chat format, the decoder with its resident KV
+// cache (a later request may continue the conversation), the sampler and the UTF-8-safe text
+// stream. Each step samples one token and emits it as a "token" event ({"token_ids", "text"},
+// and the hidden state that produced it when another stage reads this one); the prefill runs
+// before the first step. An internal error poisons the worker until Reset().
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "decoding/decoder.h"
+#include "decoding/sampler.h"
+#include "families/llm/config.h"
+#include "pipeline/stage_worker.h"
+#include "text/text_stream.h"
+#include "text/tokenizer.h"
+
+namespace omni_edge::llm {
+
+using text::TokenId;
+
+class LlmWorker final : public pipeline::StageWorker {
+ public:
+  static Result<std::unique_ptr<LlmWorker>> Open(const StagePlan& stage, BackendPool& backends);
+
+  Status Prepare(const pipeline::Request& request) override;
+  Status Begin(pipeline::StepContext& ctx) override;
+  Result<pipeline::StepResult> Step(pipeline::StepContext& ctx) override;
+  Status Flush(pipeline::StepContext& ctx) override;
+  Json Metrics(const pipeline::StepContext& ctx) const override;
+  Status Withheld(int64_t last_seq, Json* terminal_fields) override;
+
+  bool resident() const override { return true; }
+  bool migratable() const override { return config_.decoder.kv.mode == "full" && config_.decoder.kv.buckets.size() > 1; }
+  bool continues(const pipeline::Request& request) const override { return request.continue_conversation; }
+  Status Forget() override;
+  Status Reset() override;
+
+  std::vector<Placement> placements() const override { return decoder_->placements(); }
+  Json Inspect() const override { return {{"context", context_}, {"pending", pending_}}; }
+  const text::Tokenizer* tokenizer() const override { return tokenizer_.get(); }
+
+ private:
+  LlmWorker() = default;
+  Result<std::vector<TokenId>> PromptTokens(const pipeline::Request& r) const;
+  Status Fail(const Status& status);  // poisons: the cache may hold part of a step
+  Status Rewind(int64_t shown);
+  Result<bool> EmitToken(pipeline::StepContext& ctx, const std::vector<TokenId>& ids, const std::string& text);
+
+  LlmConfig config_;
+  std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::unique_ptr<decoding::Decoder> decoder_;
+  std::vector<TokenId> stop_ids_;
+  bool poisoned_ = false;
+  std::vector<TokenId> context_;  // tokens whose keys/values are resident
+  std::vector<TokenId> pending_;  // the sampled token not yet fed back
+
+  // The request in flight.
+  std::vector<TokenId> prompt_;
+  decoding::SamplingParams sampling_;
+  int64_t max_new_tokens_ = 0;
+  std::optional<decoding::Sampler> sampler_;
+  std::optional<text::TextStream> text_;
+  const float* logits_ = nullptr;
+  std::vector<TokenId> generated_;             // every sampled token, in order
+  std::map<int64_t, int64_t> tokens_at_seq_;  // event seq -> tokens the consumer has after it
+  int64_t seq_ = 0;
+  double begin_ms_ = 0, prefill_ms_ = 0, first_ms_ = -1, last_ms_ = 0, backend_before_ = 0;
+};
+
+}  // namespace omni_edge::llm

@@ -1,0 +1,62 @@
+#include "families/vocoder/vocoder.h"
+
+#include <chrono>
+
+namespace omni_edge::vocoder {
+
+Result<std::unique_ptr<Vocoder>> Vocoder::Create(const StagePlan& stage, BackendPool& backends) {
+  const VocoderConfig* config = stage.config_as<VocoderConfig>();
+  if (config == nullptr) return Status::Error("internal", "stage " + std::to_string(stage.stage_id) + " is not a vocoder stage");
+  const VocoderConfig& c = *config;
+  std::unique_ptr<Vocoder> v(new Vocoder(c));
+  for (int64_t frames : c.windows) {
+    Window w;
+    w.frames = frames;
+    w.codes = HostTensor(DType::kInt64, {1, c.code_groups, frames});
+    w.wav = HostTensor(DType::kFloat32, {1, 1, frames * c.samples_per_frame - c.tail_samples});
+    const std::string name = "vocoder_w" + std::to_string(frames);
+    OE_ASSIGN_OR_RETURN(w.graph, LoadGraph(backends, stage.graphs.at("vocoder"), std::to_string(frames), name));
+    OE_RETURN_IF_ERROR(ExpectIo(*w.graph, name, {w.codes.view()}, {w.wav.view()}));
+    OE_RETURN_IF_ERROR(w.graph->Bind({w.codes.view()}, {w.wav.view()}));
+    v->windows_.push_back(std::move(w));
+  }
+  return v;
+}
+
+std::vector<Placement> Vocoder::placements() const {
+  std::vector<Placement> out;
+  for (const auto& w : windows_) out.push_back(w.graph->placement());
+  return out;
+}
+
+Result<std::vector<float>> Vocoder::Decode(const std::vector<int32_t>& codes, int64_t start, int64_t end, bool final) {
+  const int64_t G = config_.code_groups;
+  const int64_t frames = int64_t(codes.size()) / G;
+  if (start < 0 || end < start || end > frames || (end == start && (!final || start == 0)) ||
+      end - start > std::max(config_.first_chunk, config_.chunk)) {
+    return Status::Error("invalid_argument", "cannot decode frames [" + std::to_string(start) + ", " + std::to_string(end) +
+                                                 ") of " + std::to_string(frames));
+  }
+  const Emitted e = shape_.Emit(start, end, final);
+  const int64_t first = start - e.context, n = end - first;
+  // The smallest window with room for the frames and, at the end, the one that releases the tail.
+  Window* w = &windows_.back();
+  for (auto& candidate : windows_) {
+    if (candidate.frames >= n + 1) {
+      w = &candidate;
+      break;
+    }
+  }
+  const int64_t W = w->frames;
+  int64_t* window = w->codes.data<int64_t>();
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t t = 0; t < W; ++t) window[g * W + t] = t < n ? codes[size_t((first + t) * G + g)] : 0;  // right padding
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  OE_RETURN_IF_ERROR(w->graph->Run());
+  graph_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const float* wav = w->wav.data<float>();
+  return std::vector<float>(wav + e.first_sample, wav + e.last_sample);
+}
+
+}  // namespace omni_edge::vocoder

@@ -1,0 +1,50 @@
+// One request to a session, whatever its plan: what the entry stages read (a prompt, a text to
+// speak, exact token ids) and how each stream is generated. One JSON codec serves the CLI, the
+// C ABI and the Python binding; RequestSchema() lists its fields and defaults so that the
+// Python mirror (omni_edge.request) is checked against it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/json_fields.h"
+#include "base/status.h"
+#include "decoding/sampler.h"
+
+namespace omni_edge::pipeline {
+
+inline constexpr double kDefaultPrebufferMs = 200;
+
+struct Request {
+  // The input of the entry stage: text (raw, or the user message when `chat`), or exact ids.
+  std::string prompt;
+  bool chat = false;
+  std::string system_prompt;  // chat only
+  std::vector<int32_t> prompt_ids;
+  bool continue_conversation = false;  // append to the resident context (multi-turn)
+  // The text stream (an llm stage).
+  int64_t max_new_tokens = 0;  // 0: the plan's
+  std::optional<decoding::SamplingParams> sampling;  // none: the plan's
+  std::vector<std::string> stop_strings;
+  bool ignore_stop_tokens = false;  // generate exactly max_new_tokens (reference checks)
+  // The audio stream (talker -> vocoder).
+  int64_t max_frames = 0;  // 0: the plan's
+  std::optional<decoding::SamplingParams> speech_sampling;  // none: the plan's
+  // Audio the playback clock queues before it starts.
+  double prebuffer_ms = kDefaultPrebufferMs;
+};
+
+// The fields a request may carry, with their defaults: {"prompt": "", "chat": false, ...}.
+Json RequestSchema();
+Result<Request> RequestFromJson(const Json& j);
+Json ToJson(const Request& r);
+
+Result<decoding::SamplingParams> SamplingFromJson(const Json& j, const std::string& where);
+Json ToJson(const decoding::SamplingParams& p);
+
+// Refuses what no plan could run (negative counts, an out-of-range prebuffer, invalid sampling).
+Status Validate(const Request& r);
+
+}  // namespace omni_edge::pipeline

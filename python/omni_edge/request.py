@@ -1,0 +1,55 @@
+"""One request to a session, whatever its plan: the Python side of the native request schema
+(controller_cpp/pipeline/request.h, `_native.request_schema()`); a test checks that the two list
+the same fields with the same defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a stream picks ids: greedy at temperature 0, else temperature -> top-k -> top-p ->
+    min-p -> a seeded draw; the repetition penalty first (for a talker: codebook 0 only)."""
+
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def of(cls, value: Sampling | dict[str, Any] | None) -> Sampling | None:
+        """A Sampling from itself or a dict of its fields (an unknown field is a TypeError)."""
+        return value if value is None or isinstance(value, Sampling) else cls(**value)
+
+
+@dataclass(frozen=True)
+class Request:
+    """The entry stage's input (a prompt to answer or speak, or exact token ids) and how each
+    stream is generated. None sampling: the plan's."""
+
+    prompt: str = ""
+    chat: bool = False
+    system_prompt: str = ""
+    prompt_ids: tuple[int, ...] = ()
+    continue_conversation: bool = False
+    max_new_tokens: int = 0
+    sampling: Sampling | None = None
+    stop_strings: tuple[str, ...] = ()
+    ignore_stop_tokens: bool = False
+    max_frames: int = 0
+    speech_sampling: Sampling | None = None
+    prebuffer_ms: float = 200.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["prompt_ids"] = list(self.prompt_ids)
+        out["stop_strings"] = list(self.stop_strings)
+        return out
