@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Static checks: ruff on everything, mypy --strict on the omni_edge package, and the committed
-# stub of the native module must match what nanobind's stubgen produces from the build.
+# Static checks: ruff on everything, the layers and function lengths of controller_cpp/, mypy
+# --strict on the omni_edge package, and the committed stub of the native module must match what
+# nanobind's stubgen produces from the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 
 .venv/bin/ruff check .
+python3 scripts/check_native.py  # layers of controller_cpp/ and function lengths
 
 # mypy sees omni_edge as it is installed: python/omni_edge with export/, artifacts/ and
 # harness/ mapped in as subpackages (pyproject's wheel.packages). Mirror that with symlinks.
@@ -21,4 +23,4 @@ if ! diff -u python/omni_edge/_native.pyi build/typecheck/_native.pyi; then
   echo "  $PY -m nanobind.stubgen -m omni_edge._native -o python/omni_edge/_native.pyi" >&2
   exit 1
 fi
-echo "lint: ruff, mypy --strict and the native stub are clean"
+echo "lint: ruff, native layers and function lengths, mypy --strict and the native stub are clean"

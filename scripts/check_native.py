@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Two structural rules of controller_cpp/, checked by scripts/lint.sh:
+
+1. Layers: a folder includes only the folders below it (base -> contract -> runtime -> text,
+   decoding -> pipeline -> families -> capi -> tools), backends only base/contract/runtime, and a
+   family folder never includes another family's (families/builtin.* registers them all).
+2. No function is longer than MAX_LINES lines (signature to closing brace).
+
+Usage: scripts/check_native.py [--report]   (--report lists the longest functions)
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "controller_cpp"
+MAX_LINES = 80
+LAYERS = {
+    "base": {"base"},
+    "contract": {"base", "contract"},
+    "runtime": {"base", "contract", "runtime"},
+    "text": {"base", "text"},
+    "decoding": {"base", "contract", "runtime", "text", "decoding"},
+    "pipeline": {"base", "contract", "runtime", "text", "decoding", "pipeline"},
+    "backends": {"base", "contract", "runtime", "backends"},
+    "families": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families"},
+    "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "capi"},
+    "tools": {"base", "capi", "tools"},
+    "fuzz": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "fuzz"},
+}
+INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
+HEADER = re.compile(r"\)\s*(const)?\s*(override|final|noexcept)?\s*(->\s*[\w:<>, *&]+)?\s*$")
+NOT_FUNCTION = re.compile(r"^\s*(if|for|while|switch|catch|do|else|try)\b|\b(namespace|struct|class|enum|union)\b|^\s*extern\s")
+
+
+def layer_problems() -> list[str]:
+    problems = []
+    for path in sorted(ROOT.rglob("*")):
+        if path.suffix not in (".h", ".cc") or path.name.endswith("_test.cc"):
+            continue
+        rel = path.relative_to(ROOT)
+        folder = rel.parts[0]
+        allowed = LAYERS.get(folder)
+        for include in INCLUDE.findall(path.read_text()):
+            top = include.split("/")[0]
+            if top not in LAYERS:
+                continue  # third-party ("onnxruntime_c_api.h", "nlohmann/...")
+            if allowed is not None and top not in allowed:
+                problems.append(f"{rel}: includes {include} ({folder} may include {', '.join(sorted(allowed))})")
+            if folder == "families" and top == "families" and not rel.name.startswith("builtin"):
+                mine, theirs = rel.parts[1], include.split("/")[1]
+                if theirs != mine:
+                    problems.append(f"{rel}: includes {include}: a family never includes another family")
+    return problems
+
+
+def strip(line: str) -> str:
+    """The line without string/char literals and // comments (enough to count braces)."""
+    line = re.sub(r'"(\\.|[^"\\])*"', '""', line)
+    line = re.sub(r"'(\\.|[^'\\])*'", "''", line)
+    return line.split("//", 1)[0]
+
+
+def functions(path: Path) -> list[tuple[int, int, str]]:
+    """(length, first line, signature) of every function body in the file."""
+    out, stack, header = [], [], ""
+    in_comment = False
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = strip(raw)
+        if in_comment:
+            if "*/" not in line:
+                continue
+            line, in_comment = line.split("*/", 1)[1], False
+        if "/*" in line and "*/" not in line.split("/*", 1)[1]:
+            line, in_comment = line.split("/*", 1)[0], True
+        if line.lstrip().startswith("#"):
+            continue
+        for ch in line:
+            if ch == "{":
+                text = " ".join(header.split())
+                is_function = bool(HEADER.search(text)) and not NOT_FUNCTION.search(text) and not any(s[1] for s in stack)
+                stack.append((number, is_function, text))
+                header = ""
+            elif ch == "}":
+                if stack:
+                    start, is_function, text = stack.pop()
+                    if is_function:
+                        out.append((number - start + 1, start, text[:90]))
+                header = ""
+            elif ch == ";":
+                header = ""
+            else:
+                header += ch
+        header += " "
+    return out
+
+
+def main() -> int:
+    problems = layer_problems()
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        if path.suffix in (".h", ".cc") and "unicode_tables" not in path.name:
+            found += [(n, f"{path.relative_to(ROOT)}:{line}", sig) for n, line, sig in functions(path)]
+    found.sort(reverse=True)
+    problems += [f"{where}: a function of {n} lines (at most {MAX_LINES}): {sig}" for n, where, sig in found if n > MAX_LINES]
+    if "--report" in sys.argv:
+        for n, where, sig in found[:15]:
+            print(f"{n:4d}  {where}  {sig}")
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
