@@ -15,6 +15,7 @@ from omni_edge.contracts.manifest import (
     ValidationReport,
     sha256_file,
 )
+from omni_edge.files import write_text_atomic
 
 # The checkpoint files a component carries for its runtime (tokenizer, chat template, config).
 CHECKPOINT_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json",
@@ -41,7 +42,7 @@ def new_component(directory: Path, checkpoint: Path, extra: Iterable[Path] = (),
 
 def write_report(path: Path, report: ValidationReport) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    write_text_atomic(path, json.dumps(report.to_dict(), indent=2) + "\n")
 
 
 def write_manifest(directory: Path, component: str, artifact: ArtifactMetadata,
@@ -53,5 +54,7 @@ def write_manifest(directory: Path, component: str, artifact: ArtifactMetadata,
         if p.is_file() and p.name != MANIFEST_NAME
     }
     manifest = ArtifactManifest(component, files, artifact, dict(extra_metadata or {}))
-    (directory / MANIFEST_NAME).write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
+    # Last, and whole or not at all: an export interrupted before this leaves a directory that
+    # verify refuses (no manifest; new_component removed the previous one first).
+    write_text_atomic(directory / MANIFEST_NAME, json.dumps(manifest.to_dict(), indent=2) + "\n")
     return manifest

@@ -53,6 +53,7 @@ import numpy as np
 import torch
 from omni_edge.export import qwen3_tts_codec as codec
 from omni_edge.export.comparison import Agreement, compare_greedy, flatten_codes, top2_gap
+from omni_edge.request import GREEDY_BELOW
 from omni_edge.request import Sampling as Sampling  # the reference decodes as a request says
 from torch import nn
 
@@ -369,7 +370,7 @@ class Trace:
 def _pick(logits: torch.Tensor, sampling: Sampling, gen: torch.Generator, history: Iterable[int] = (),
           trace: Trace | None = None) -> int:
     logits = penalized(logits, history, sampling.repetition_penalty)
-    if sampling.temperature <= 0:
+    if sampling.temperature < GREEDY_BELOW:
         best = int(torch.argmax(logits))
         return best if trace is None else trace.choose(logits, best)
     if trace is not None:

@@ -21,7 +21,7 @@ import json
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omni_edge import implementations
@@ -35,7 +35,7 @@ from omni_edge.contracts import (
     SubmitResult,
 )
 from omni_edge.contracts.fields import FieldReader
-from omni_edge.contracts.manifest import MANIFEST_NAME, sha256_file
+from omni_edge.contracts.manifest import MANIFEST_NAME, load_json_text, sha256_file
 
 CORE_KEYS = {"protocol_version", "required_features", "stream_limits", "request", "events", "reject_event_overrides"}
 SECTION_KEYS = {"scenarios", "controller_scenarios", "decode_cases", "negotiation_cases", "manifest_cases"}
@@ -383,18 +383,33 @@ def default_report(kind: str) -> dict[str, Any]:
     return {"schema_version": 1, "kind": kind, **DEFAULT_IDENTITY, "checks": [check]}
 
 
+def case_path(directory: Path, name: Any, follow: bool = True) -> Path:
+    """A file a fixture names, inside its case directory. A fixture is untrusted input: a name
+    that is absolute, climbs out with '..', or leads out through a symlink is refused (with
+    follow=False the name itself may be a link: its directory must stay inside)."""
+    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
+    if not parts or PurePosixPath(name).is_absolute() or "\\" in name or "\0" in name or ".." in parts:
+        raise FixtureError(f"{name!r}: a fixture names files inside its case directory (relative, without '..')")
+    path = directory / str(name)
+    resolved = path.resolve() if follow else path.parent.resolve() / path.name
+    if not resolved.is_relative_to(directory.resolve()):
+        raise FixtureError(f"{name!r}: leads outside the case directory")
+    return path
+
+
 def build_artifact(directory: Path, case: Mapping[str, Any]) -> None:
     """Write files and reports, hash them into a manifest, apply overrides, then mutate the directory."""
     directory.mkdir(parents=True)
     files = {"graphs/decode.onnx": "graph bytes", **case.get("files", {})}
     for name, text in files.items():
-        (directory / name).parent.mkdir(parents=True, exist_ok=True)
-        (directory / name).write_text(text)
+        path = case_path(directory, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     reports = {"numerical.json": default_report("numerical"), "task.json": default_report("task")}
     for name, override in case.get("reports", {}).items():
         reports[name] = deep_merge(reports.get(name, {}), override)
     for name, report in reports.items():
-        (directory / name).write_text(json.dumps(report) if not isinstance(report, str) else report)
+        case_path(directory, name).write_text(json.dumps(report) if not isinstance(report, str) else report)
     manifest = {
         "schema_version": 2, "component": "llm.decode",
         "files": {p.relative_to(directory).as_posix(): sha256_file(p) for p in sorted(directory.rglob("*")) if p.is_file()},
@@ -404,29 +419,32 @@ def build_artifact(directory: Path, case: Mapping[str, Any]) -> None:
     (directory / MANIFEST_NAME).write_text(json.dumps(manifest))
     for op in case.get("after", []):
         if "flip_byte" in op:
-            path = directory / op["flip_byte"]
+            path = case_path(directory, op["flip_byte"])
             data = bytearray(path.read_bytes())
             data[len(data) // 2] ^= 0x01
             path.write_bytes(bytes(data))
         elif "delete" in op:
-            (directory / op["delete"]).unlink()
+            case_path(directory, op["delete"], follow=False).unlink()
         elif "write" in op:
             for name, text in op["write"].items():
-                (directory / name).write_text(text)
-        elif "symlink" in op:
+                case_path(directory, name).write_text(text)
+        elif "symlink" in op:  # a link out of the artifact, made by the runner (its target is fixed)
             target = directory.parent / "outside.bin"
             target.write_text("outside")
-            (directory / op["symlink"]).symlink_to(target)
+            case_path(directory, op["symlink"], follow=False).symlink_to(target)
         else:
             raise FixtureError(f"unknown manifest mutation {sorted(op)}")
 
 
 # ---- running ----------------------------------------------------------------------
 def load_fixture(path: Path) -> Any:
+    """A fixture's JSON, read by the rules of the native parser (nesting, UTF-8)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        return load_json_text(path.read_bytes(), str(path))
+    except OSError as exc:
         raise FixtureError(f"{path}: {exc}") from None
+    except ContractError as exc:
+        raise FixtureError(exc.message) from None
 
 
 def run_fixtures(paths: list[Path], impl_names: list[str]) -> Iterator[Check]:

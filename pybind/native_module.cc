@@ -31,6 +31,7 @@
 #include "pipeline/session.h"
 #include "runtime/admission.h"
 #include "runtime/plan.h"
+#include "text/text_stream.h"
 #include "text/tokenizer.h"
 
 namespace nb = nanobind;
@@ -284,6 +285,14 @@ NB_MODULE(_native, m) {
         return nb::bytes(bytes.data(), bytes.size());
       }, nb::arg("ids"), nb::arg("skip_special") = true)
       .def("find", [](const text::Tokenizer& t, const std::string& token) { return t.Find(token); }, nb::arg("token"))
+      .def("stream", [](const text::Tokenizer& t, const std::vector<text::TokenId>& ids) {
+        // The text deltas a session streams for these ids, one per id and the flush last.
+        text::TextStream stream(t, {});
+        std::vector<std::string> deltas;
+        for (text::TokenId id : ids) deltas.push_back(stream.Push(id).text);
+        deltas.push_back(stream.Flush());
+        return deltas;
+      }, nb::arg("ids"))
       .def_prop_ro("vocab_size", &text::Tokenizer::vocab_size);
 
   nb::class_<EngineHandle>(m, "LlmEngine")

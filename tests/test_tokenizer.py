@@ -103,3 +103,33 @@ def test_unsupported_and_broken_tokenizers_are_refused(tmp_path: Path, tokenizer
         _native.Tokenizer.load(str(bad))
     with pytest.raises(ContractError, match="file_missing"):
         _native.Tokenizer.load(str(tmp_path / "absent.json"))
+
+
+# Ids whose bytes cut characters: the byte-level alphabet's single-byte tokens (ids 0..255 of a
+# trained byte-level BPE are the 256 byte symbols) mixed with merged tokens.
+_cutting_ids = st.lists(st.one_of(st.integers(0, 255), st.integers(256, 590)), max_size=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ids=_cutting_ids)
+def test_streamed_text_is_the_tokenizers_decode(tokenizers: dict[str, Path], ids: list[int]) -> None:
+    """What a session streams for any ids, unfinished and ill-formed characters included, is
+    Hugging Face's decode of them: one U+FFFD per maximal ill-formed subpart (E7 90 10 is one,
+    not two), never a character cut between events."""
+    hf, native = _pair(tokenizers["qwen3-checkpoint"])
+    deltas = native.stream(ids)
+    assert "".join(deltas) == hf.decode(ids, skip_special_tokens=True)
+
+
+def _byte_symbol(b: int) -> str:
+    """GPT-2's byte-level alphabet: printable Latin-1 bytes are themselves, the rest 256 + n."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    return chr(b) if b in printable else chr(256 + sorted(set(range(256)) - set(printable)).index(b))
+
+
+def test_a_cut_character_streams_as_one_replacement(tokenizers: dict[str, Path]) -> None:
+    hf, native = _pair(tokenizers["qwen3-checkpoint"])
+    ids = [hf.token_to_id(_byte_symbol(b)) for b in (0xE7, 0x90, 0x10)]
+    assert None not in ids
+    assert hf.decode(ids) == "\ufffd\x10"
+    assert native.stream(ids) == ["", "", "\ufffd\x10", ""]

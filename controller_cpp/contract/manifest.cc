@@ -1,5 +1,6 @@
 #include "contract/manifest.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -137,11 +138,20 @@ bool ReportCheck::Holds() const {
   return observed == limit;
 }
 
+bool ValidationReport::Gated() const {
+  const std::string needed = kind == "numerical" ? "sqnr" : "agree";
+  for (const auto& c : checks) {
+    const bool held_to_something = (c.comparison == ">=" || c.comparison == ">") && c.limit > 0;
+    if (c.name.find(needed) != std::string::npos && held_to_something) return true;
+  }
+  return false;
+}
+
 bool ValidationReport::Passed() const {
   for (const auto& c : checks) {
     if (!c.Holds()) return false;
   }
-  return true;
+  return Gated();
 }
 
 Status CheckRelativeName(const std::string& name, const std::string& where) {
@@ -271,6 +281,7 @@ Json ToJson(const VerifiedManifest& v) {
               {"manifest", ToJson(v.manifest)},
               {"numerical", ToJson(v.numerical)},
               {"task", ToJson(v.task)},
+              {"extra_files", v.extra_files},
               {"qualified", v.qualified()}};
 }
 
@@ -305,7 +316,16 @@ Result<VerifiedManifest> ReadManifest(const std::string& directory) {
                                                              "metadata.artifact.numerical_validation"));
   OE_ASSIGN_OR_RETURN(ValidationReport task,
                       ReadReport(dir, a, a.task_validation, "task", "metadata.artifact.task_validation"));
-  return VerifiedManifest{directory, std::move(manifest), std::move(numerical), std::move(task)};
+  // What sits in the directory but is not hashed: a graph could reach it, so it is reported
+  // and the artifact does not qualify.
+  std::vector<std::string> extra;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
+    const std::string rel = it->path().lexically_relative(dir).generic_string();
+    if (rel != kManifestName && manifest.files.count(rel) == 0) extra.push_back(rel);
+  }
+  std::sort(extra.begin(), extra.end());
+  return VerifiedManifest{directory, std::move(manifest), std::move(numerical), std::move(task), std::move(extra)};
 }
 
 }  // namespace omni_edge::contract

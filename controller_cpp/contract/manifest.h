@@ -33,6 +33,11 @@ struct ValidationReport {
   std::string shape_bucket;
   std::string target_abi;
   std::vector<ReportCheck> checks;
+  // The check its kind requires, holding the artifact to a real limit: a numerical report an
+  // SQNR check ("...sqnr..."), a task report an agreement check ("...agree..."), > or >= a
+  // positive limit. A report cut down to a trivially true check is not one.
+  bool Gated() const;
+  // Every check holds, and the report is gated.
   bool Passed() const;
 };
 
@@ -70,14 +75,16 @@ struct VerifiedManifest {
   ArtifactManifest manifest;
   ValidationReport numerical;
   ValidationReport task;
-  bool qualified() const { return numerical.Passed() && task.Passed(); }
+  std::vector<std::string> extra_files;  // in the directory but not in the manifest
+  // Both reports passed, and nothing unhashed sits in the directory.
+  bool qualified() const { return numerical.Passed() && task.Passed() && extra_files.empty(); }
 };
 
 Result<ValidationReport> ValidationReportFromJson(const Json& j, const std::string& where = "report");
 Result<ArtifactManifest> ArtifactManifestFromJson(const Json& j);
 Json ToJson(const ValidationReport& r);
 Json ToJson(const ArtifactManifest& m);
-Json ToJson(const VerifiedManifest& v);  // {"manifest", "numerical", "task", "qualified"}
+Json ToJson(const VerifiedManifest& v);  // {"directory", "manifest", "numerical", "task", "extra_files", "qualified"}
 
 // Refuses absolute paths, "..", ".", backslashes and the manifest itself.
 Status CheckRelativeName(const std::string& name, const std::string& where);

@@ -24,7 +24,8 @@ Json Report(const std::string& kind, double observed) {
               {"precision", "fp32"},
               {"shape_bucket", "ctx512"},
               {"target_abi", "x86_64-linux"},
-              {"checks", {{{"name", "greedy_agreement"}, {"observed", observed}, {"limit", 0.9}, {"comparison", ">="}}}}};
+              {"checks", {{{"name", kind == "numerical" ? "logit_sqnr_agreement" : "greedy_agreement"},
+                           {"observed", observed}, {"limit", 0.9}, {"comparison", ">="}}}}};
 }
 
 // A complete artifact: one graph, two passing reports, a calibration file, a manifest.
@@ -113,6 +114,25 @@ TEST_F(ManifestTest, MissingFilesAndManifest) {
   EXPECT_EQ(Reason(), "file_missing");
   fs::remove(dir_ / kManifestName);
   EXPECT_EQ(Reason(), "manifest_unreadable");
+}
+
+TEST_F(ManifestTest, AnUnlistedFileOrAReportWithoutItsGatingCheckDoesNotQualify) {
+  Write(dir_ / "graphs/weights.bin", "unhashed");
+  auto v = ReadManifest(dir_.string());
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->extra_files, std::vector<std::string>{"graphs/weights.bin"});
+  EXPECT_FALSE(v->qualified());
+  fs::remove(dir_ / "graphs/weights.bin");
+  // A task report cut down to one trivially true check: the manifest's "passed" no longer matches.
+  Json trivial = Report("task", 1.0);
+  trivial["checks"] = {{{"name", "greedy_agreement"}, {"observed", 1.0}, {"limit", 0.0}, {"comparison", ">="}}};
+  WriteReport("task.json", trivial);
+  Rehash();
+  EXPECT_EQ(Reason(), "report_mismatch");
+  trivial["checks"] = {{{"name", "reported_only"}, {"observed", 1.0}, {"limit", 0.5}, {"comparison", ">="}}};
+  WriteReport("task.json", trivial);
+  Rehash();
+  EXPECT_EQ(Reason(), "report_mismatch");
 }
 
 TEST_F(ManifestTest, AFailingReportIsEvidenceButNotQualified) {

@@ -59,7 +59,7 @@ TokenId Sampler::Sample(const float* logits, int64_t vocab, const std::vector<To
     }
     scores = scratch_.data();
   }
-  if (params_.temperature <= 0.0f) {
+  if (params_.temperature < kGreedyBelow) {
     return TokenId(std::max_element(scores, scores + vocab) - scores);  // first maximum, as torch.argmax
   }
   candidates_.clear();

@@ -13,8 +13,12 @@ namespace omni_edge::decoding {
 
 using text::TokenId;
 
+// Below this temperature a draw is greedy: dividing logits by a tinier one overflows to inf
+// (and softmax to NaN). The Python samplers use the same bound (omni_edge.request.GREEDY_BELOW).
+constexpr float kGreedyBelow = 1e-5f;
+
 struct SamplingParams {
-  float temperature = 0.0f;  // 0: greedy
+  float temperature = 0.0f;  // below kGreedyBelow: greedy
   int32_t top_k = 0;         // 0: off
   float top_p = 1.0f;        // 1: off
   float min_p = 0.0f;        // 0: off

@@ -41,6 +41,20 @@ TEST(Sampler, TopKOneTopPTinyAndMinPHighAreGreedy) {
   }
 }
 
+TEST(Sampler, TinyTemperaturesAreGreedyNotOverflow) {
+  // 1e-40 divides logits to inf (softmax NaN), which drew the last id every step.
+  std::vector<float> logits = {0.5f, 3.0f, 2.9f, -2.0f, 1.0f};
+  for (float t : {1e-40f, 1e-20f, 1e-6f}) {
+    SamplingParams p;
+    p.temperature = t;
+    p.seed = 3;
+    for (TokenId id : Draw(p, logits, 16)) EXPECT_EQ(id, 1) << t;
+  }
+  SamplingParams p;
+  p.temperature = 1e-4f;  // above the bound: a draw, still sharp enough to pick the maximum
+  for (TokenId id : Draw(p, logits, 16)) EXPECT_EQ(id, 1);
+}
+
 TEST(Sampler, RepetitionPenaltyDemotesSeenTokens) {
   std::vector<float> logits = {1.0f, 1.5f};
   SamplingParams p;

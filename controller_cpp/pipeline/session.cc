@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <exception>
 #include <set>
+#include <filesystem>
 #include <unistd.h>
 
 #include "base/process_stats.h"
@@ -14,6 +15,7 @@
 
 namespace omni_edge::pipeline {
 namespace {
+namespace fs = std::filesystem;
 
 Status PlanError(const std::string& what) { return Status::Error("invalid_plan", what); }
 
@@ -185,6 +187,9 @@ Status Session::OpenStages(const SessionOptions& options, const FamilyRegistry& 
       it = verified.emplace(stage.artifact, std::move(manifest)).first;
     } else {
       OE_RETURN_IF_ERROR(CheckStageArtifact(stage, it->second, !options.allow_unqualified));
+    }
+    for (const auto& [name, hash] : it->second.manifest.files) {
+      backends_.AddVerified({(fs::path(stage.artifact) / name).lexically_normal().string()});
     }
     StagePlan copy = stage;
     for (auto& [role, group] : copy.graphs) {

@@ -32,6 +32,12 @@ Status CheckStageArtifact(const StagePlan& stage, const contract::VerifiedManife
                                                    "/manifest.json");
     }
   }
+  if (require_qualified && !verified.extra_files.empty()) {
+    std::string names;
+    for (const auto& name : verified.extra_files) names += (names.empty() ? "" : ", ") + name;
+    return Status::Error("not_qualified", stage.artifact + ": files not in its manifest (" + names +
+                                              "): only hashed files are loaded; pass --allow-unqualified to run it anyway");
+  }
   if (require_qualified && !verified.qualified()) {
     return Status::Error("not_qualified", stage.artifact + ": its validation reports did not pass (numerical: " +
                                               (verified.numerical.Passed() ? "pass" : "FAIL") + ", task: " +

@@ -23,6 +23,7 @@ Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup
   spec.method = ref.method;
   spec.device = group.device;
   spec.options = group.options;
+  spec.verified_files = backends.verified();
   return backend->Load(spec);
 }
 

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "runtime/graph.h"
@@ -14,9 +15,14 @@ namespace omni_edge {
 class BackendPool {
  public:
   Result<Backend*> Get(const std::string& name, const std::map<std::string, std::string>& options);
+  // Files the session's manifests hash and that were re-hashed: every graph loaded through
+  // the pool opens no other file (GraphSpec::verified_files). Empty: no artifact (validation).
+  void AddVerified(const std::set<std::string>& files) { verified_.insert(files.begin(), files.end()); }
+  const std::set<std::string>& verified() const { return verified_; }
 
  private:
   std::map<std::string, std::unique_ptr<Backend>> backends_;
+  std::set<std::string> verified_;
 };
 
 // Loads graph `key` of a plan's graph group through the pool; `name` is for reports.

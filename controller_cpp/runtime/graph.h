@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ struct GraphSpec {
   std::string method;  // method inside a multi-method program (ExecuTorch), else empty
   std::string device = "cpu";
   std::map<std::string, std::string> options;  // backend options (threads, qnn backend path, ...)
+  // The files of the graph's artifact that its manifest hashes and that were re-hashed before
+  // the load (absolute, normalized). Not empty: the backend opens no other file beside the
+  // graph (a weights index and what it names must be among them).
+  std::set<std::string> verified_files;
 };
 
 class Graph {

@@ -13,7 +13,8 @@
 // One session API for every plan (text, speech, omni). Text streams to stdout; with --json every
 // event is one JSON line (the last of each stream "done", "cancelled" or "error" with
 // finish_reason and metrics; an omni plan's lines carry "stream"); audio goes into the WAV.
-// Ctrl-C cancels at every stage's next step.
+// Ctrl-C (or SIGTERM/SIGHUP), even while loading, ends each stream with one "cancelled" line and
+// exit code 128 + the signal, the audio streamed so far in the WAV (tools/run_session.h).
 // Before loading, the plan's memory budget is reserved against this machine's available
 // memory (--memory-pools auto) and refused with the numbers if it does not fit. --profile
 // adds a first line {"kind":"session","load_ms",...} for the profiling harness; --repeat runs
@@ -26,9 +27,13 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "base/json_fields.h"
+#include "base/unicode/unicode.h"
 #include "capi/omni_edge.h"
 #include "tools/args.h"
 #include "tools/run_session.h"
@@ -63,8 +68,14 @@ int Verify(const char* directory) {
   int qualified = 0;
   if (OeError* error = oe_manifest_verify(directory, &json, &qualified)) return Fail(error);
   std::printf("%s\n", json);
+  auto parsed = omni_edge::ParseJson(json, "verified");
   oe_string_free(json);
-  std::fprintf(stderr, "%s: verified, %s\n", directory, qualified ? "qualified" : "NOT qualified");
+  std::string extra;
+  if (parsed.ok()) {
+    for (const auto& name : parsed->value("extra_files", omni_edge::Json::array())) extra += " " + name.get<std::string>();
+  }
+  std::fprintf(stderr, "%s: verified, %s%s%s\n", directory, qualified ? "qualified" : "NOT qualified",
+               extra.empty() ? "" : "; not in the manifest:", extra.c_str());
   return qualified ? 0 : 1;
 }
 
@@ -81,13 +92,23 @@ int Budget(const char* plan, const char* sessions_text) {
   return 0;
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
+// A prompt file: UTF-8 text without NUL bytes (the C ABI takes a C string, so a NUL would
+// silently end the prompt there). Returns why not, or "".
+std::string ReadPrompt(const std::string& path, std::string* out) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "cannot read it: " + std::string(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return "is a directory";
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
   std::stringstream s;
-  s << in.rdbuf();
+  if (!in || !(s << in.rdbuf())) {
+    if (st.st_size != 0) return "cannot read it";
+  }
   *out = s.str();
-  return true;
+  if (const size_t nul = out->find('\0'); nul != std::string::npos) {
+    return "holds a NUL byte at offset " + std::to_string(nul);
+  }
+  if (auto decoded = omni_edge::unicode::DecodeUtf8(*out); !decoded.ok()) return "is not UTF-8 text (" + decoded.status().message() + ")";
+  return "";
 }
 
 // What `run` and `speak` read from the command line.
@@ -128,13 +149,13 @@ int Execute(Invocation& in) {
   const auto start = std::chrono::steady_clock::now();
   OeLedger* ledger = nullptr;
   if (in.pools != "off") {
-    if (OeError* error = oe_ledger_create(in.pools == "auto" ? nullptr : in.pools.c_str(), &ledger)) return Fail(error);
+    if (OeError* error = oe_ledger_create(in.pools == "auto" ? nullptr : in.pools.c_str(), &ledger)) return omni_edge::tools::FailBeforeRun(error, in.out);
     in.config.ledger = ledger;
   }
   OeSession* session = nullptr;
   if (OeError* error = oe_session_open(&in.config, &session)) {
     oe_ledger_free(ledger);
-    return Fail(error);
+    return omni_edge::tools::FailBeforeRun(error, in.out);
   }
   if (in.profile && in.out.json) {
     char* snapshot = nullptr;
@@ -170,7 +191,8 @@ int Run(int argc, char** argv, int first) {
     if (CommonFlag(args, a, &in)) continue;
     if (a == "--prompt") in.prompt = args.Value("--prompt"), in.have_prompt = true;
     else if (a == "--prompt-file") {
-      if (!ReadFile(args.Value("--prompt-file"), &in.prompt)) return Usage("cannot read the prompt file");
+      const std::string path = args.Value("--prompt-file");
+      if (std::string why = ReadPrompt(path, &in.prompt); !why.empty()) return Usage(("--prompt-file " + path + ": " + why).c_str());
       in.have_prompt = true;
     } else if (a == "--prompt-ids") {
       if (!omni_edge::tools::ParseIds(args.Value("--prompt-ids"), &in.ids)) return Usage("--prompt-ids takes comma-separated token ids");
@@ -217,6 +239,7 @@ int Speak(int argc, char** argv, int first) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  omni_edge::tools::InstallCancelSignals();  // before any loading: a Ctrl-C then still ends cleanly
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("omni-edge-run %s (stage contract protocol %d)\n", oe_version(), oe_protocol_version());
     return 0;

@@ -1,8 +1,10 @@
 #include "tools/run_session.h"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "base/json_fields.h"
 #include "tools/wav_writer.h"
@@ -10,27 +12,26 @@
 namespace omni_edge::tools {
 namespace {
 
-OeSession* g_session = nullptr;
-volatile std::sig_atomic_t g_interrupted = 0;
+std::atomic<OeSession*> g_session{nullptr};  // lock-free: read by the signal handler
+volatile std::sig_atomic_t g_signal = 0;
 
-void OnSigint(int) {
-  g_interrupted = 1;  // also ends a --repeat loop
-  if (g_session != nullptr) oe_session_cancel(g_session);  // only sets atomic flags
+void OnSignal(int signo) {
+  g_signal = signo;  // also ends a --repeat loop, or a run before it starts
+  if (OeSession* s = g_session.load()) oe_session_cancel(s);  // only sets atomic flags
 }
 
 struct Sink {
   const Output* out = nullptr;
   WavWriter* wav = nullptr;
-  std::string dtype;
   bool write_failed = false;
   Json terminals = Json::object();  // stream -> its terminal event
 };
 
-void PrintJson(const Sink& sink, const OeEvent& e) {
-  if (!sink.out->tag_streams) {
-    std::printf("%s\n", e.json);
+void PrintJson(const Output& out, const std::string& stream, const char* json) {
+  if (!out.tag_streams || stream.empty()) {
+    std::printf("%s\n", json);
   } else {  // {"kind":...} -> {"stream":"<stream>","kind":...}
-    std::printf("{\"stream\":\"%s\",%s\n", e.stream, e.json[0] == '{' ? e.json + 1 : e.json);
+    std::printf("{\"stream\":\"%s\",%s\n", stream.c_str(), json[0] == '{' ? json + 1 : json);
   }
   std::fflush(stdout);
 }
@@ -44,16 +45,16 @@ int OnEvent(const OeEvent* e, void* user_data) {
   }
   if (e->terminal) {
     auto parsed = ParseJson(e->json, "terminal event");
-    if (parsed.ok()) sink->terminals[stream] = parsed.value();
+    sink->terminals[stream] = parsed.ok() ? parsed.value() : Json{{"kind", "error"}};
   }
   if (sink->out->json) {
-    PrintJson(*sink, *e);
+    PrintJson(*sink->out, stream, e->json);
   } else if (stream == "text" && !e->terminal) {
     auto parsed = ParseJson(e->json, "event");
     if (parsed.ok()) std::fputs(parsed->value("text", "").c_str(), stdout);
     std::fflush(stdout);
   }
-  return g_interrupted ? 1 : 0;
+  return g_signal != 0 ? 1 : 0;
 }
 
 void Summarize(const Json& terminals, const std::string& wav_path) {
@@ -82,22 +83,63 @@ void Summarize(const Json& terminals, const std::string& wav_path) {
   }
 }
 
-// The audio stream's sample rate and dtype, from the session's info (0 without audio).
-int64_t AudioFormat(OeSession* session, std::string* dtype) {
+// The session's final streams and its audio format (rate 0 without audio).
+struct Streams {
+  std::vector<std::string> names;
+  int64_t sample_rate = 0;
+};
+
+Streams StreamsOf(OeSession* session) {
+  Streams s;
   char* text = nullptr;
   if (OeError* error = oe_session_info(session, &text)) {
     oe_error_free(error);
-    return 0;
+    return s;
   }
   auto info = ParseJson(text, "session info");
   oe_string_free(text);
-  if (!info.ok() || !info->contains("streams") || !(*info)["streams"].contains("audio")) return 0;
-  const Json& audio = (*info)["streams"]["audio"];
-  *dtype = audio.value("pcm_dtype", std::string());
-  return audio.value("sample_rate", int64_t(0));
+  if (!info.ok() || !info->contains("streams") || !(*info)["streams"].is_object()) return s;
+  for (const auto& [name, stream] : (*info)["streams"].items()) {
+    s.names.push_back(name);
+    if (name == "audio" && stream.is_object()) s.sample_rate = stream.value("sample_rate", int64_t(0));
+  }
+  return s;
+}
+
+// With --json every stream's last line is its terminal event: one the request did not deliver
+// (it never started, or failed before its stream ended) is written here.
+void EndStreams(const Output& out, const std::vector<std::string>& streams, const Json& delivered, const Json& end) {
+  if (!out.json) return;
+  for (const std::string& stream : streams) {
+    if (!delivered.contains(stream)) PrintJson(out, stream, end.dump().c_str());
+  }
+}
+
+Json TerminalOf(const char* kind, const std::string& reason, const std::string& message) {
+  Json t{{"kind", kind}, {"finish_reason", kind}, {"seq", 0}};
+  if (!reason.empty()) t["reason"] = reason;
+  if (!message.empty()) t["error"] = message;
+  return t;
+}
+
+bool AnyCancelled(const Json& terminals) {
+  for (const auto& [stream, t] : terminals.items()) {
+    if (t.value("kind", "") == "cancelled") return true;
+  }
+  return false;
 }
 
 }  // namespace
+
+void InstallCancelSignals() {
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &action, nullptr);
+}
+
+int CancelledBy() { return g_signal; }
 
 int Fail(OeError* error) {
   std::fprintf(stderr, "omni-edge-run: %s: %s\n", oe_error_reason(error), oe_error_message(error));
@@ -105,36 +147,56 @@ int Fail(OeError* error) {
   return 1;
 }
 
+int FailBeforeRun(OeError* error, const Output& out) {
+  if (g_signal != 0) {  // the load was interrupted and then failed: it is a cancel
+    oe_error_free(error);
+    EndStreams(out, {""}, Json::object(), TerminalOf("cancelled", "", ""));
+    return 128 + g_signal;
+  }
+  EndStreams(out, {""}, Json::object(), TerminalOf("error", oe_error_reason(error), oe_error_message(error)));
+  return Fail(error);
+}
+
 int RunRequests(OeSession* session, const OeRequest& request, const Output& out, int repeat) {
   Sink sink;
   sink.out = &out;
-  const int64_t rate = AudioFormat(session, &sink.dtype);
-  if (rate > 0 && out.wav_path.empty()) {
-    std::fprintf(stderr, "omni-edge-run: this plan speaks: give the WAV to write (--speak OUT.wav, or speak --out)\n");
+  const Streams streams = StreamsOf(session);
+  if (streams.sample_rate > 0 && out.wav_path.empty()) {
+    const char* why = "this plan speaks: give the WAV to write (--speak OUT.wav, or speak --out)";
+    EndStreams(out, streams.names, sink.terminals, TerminalOf("error", "invalid_argument", why));
+    std::fprintf(stderr, "omni-edge-run: %s\n", why);
     return 2;
   }
   g_session = session;
-  std::signal(SIGINT, OnSigint);
   OeError* error = nullptr;
   bool wav_ok = true;
-  for (int i = 0; i < repeat && error == nullptr && wav_ok && !g_interrupted; ++i) {
-    WavWriter wav;  // each run rewrites the file: it holds the last one
-    if (rate > 0 && !wav.Open(out.wav_path, rate)) {
-      std::fprintf(stderr, "omni-edge-run: cannot write %s\n", out.wav_path.c_str());
+  for (int i = 0; i < repeat && error == nullptr && wav_ok && g_signal == 0; ++i) {
+    WavWriter wav;  // each run replaces the file: it holds the last one
+    if (streams.sample_rate > 0 && !wav.Open(out.wav_path, streams.sample_rate)) {
+      std::fprintf(stderr, "omni-edge-run: cannot write beside %s\n", out.wav_path.c_str());
       wav_ok = false;
       break;
     }
-    sink.wav = rate > 0 ? &wav : nullptr;
+    sink.wav = streams.sample_rate > 0 ? &wav : nullptr;
+    sink.terminals = Json::object();
     error = oe_session_submit(session, &request, OnEvent, &sink);
-    if (rate > 0) wav_ok = wav.Close() && !sink.write_failed;
+    // A finished request, or a cancelled one that streamed audio, replaces the file; a failed
+    // one (or a cancel before any audio) leaves what was there.
+    const bool keep = error == nullptr && (!AnyCancelled(sink.terminals) || wav.samples() > 0);
+    if (streams.sample_rate > 0 && keep && !sink.write_failed) wav_ok = wav.Commit();
+    wav_ok = wav_ok && !sink.write_failed;
   }
   g_session = nullptr;
+  const Json end = error != nullptr ? TerminalOf("error", oe_error_reason(error), oe_error_message(error))
+                                    : TerminalOf("cancelled", "", "");
+  EndStreams(out, streams.names, sink.terminals, end);
   if (!out.json) Summarize(sink.terminals, out.wav_path);
   if (error != nullptr) return Fail(error);
   if (!wav_ok) {
     std::fprintf(stderr, "omni-edge-run: writing %s failed\n", out.wav_path.c_str());
     return 1;
   }
+  if (g_signal != 0 && (sink.terminals.empty() || AnyCancelled(sink.terminals))) return 128 + g_signal;
   return 0;
 }
 

@@ -1,6 +1,11 @@
 // Runs requests on an open session for omni-edge-run, whatever the plan: text events to stdout
 // (the text itself, or one JSON line per event), audio into a WAV file, a summary per stream to
-// stderr. Ctrl-C cancels at every stage's next step. On the C ABI only.
+// stderr. On the C ABI only.
+//
+// The cancel contract: SIGINT, SIGTERM or SIGHUP at any moment (while loading too) cancels the
+// request at every stage's next step; with --json each stream's last line is then its one
+// terminal event ("cancelled"), the audio streamed so far is in the WAV, and the exit code is
+// 128 + the signal (130 for Ctrl-C). Any failure ends each stream with an "error" line (exit 1).
 #pragma once
 
 #include <string>
@@ -15,10 +20,18 @@ struct Output {
   std::string wav_path;      // audio events go here; empty: a plan's audio is an error
 };
 
-// Runs `request` `repeat` times (until Ctrl-C); each run rewrites the WAV. Returns the exit code.
+// Cancels the running (or next) request on SIGINT, SIGTERM and SIGHUP; call first in main.
+void InstallCancelSignals();
+// The signal that cancelled this process's work, or 0.
+int CancelledBy();
+
+// Runs `request` `repeat` times (until a signal); each run replaces the WAV (temporary file,
+// renamed once the request finished or was cancelled). Returns the exit code.
 int RunRequests(OeSession* session, const OeRequest& request, const Output& out, int repeat);
 
 // Prints the error and frees it; returns 1.
 int Fail(OeError* error);
+// For a session that did not open: the terminal line (--json), the message; the exit code.
+int FailBeforeRun(OeError* error, const Output& out);
 
 }  // namespace omni_edge::tools

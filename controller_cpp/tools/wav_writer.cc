@@ -1,5 +1,9 @@
 #include "tools/wav_writer.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -19,12 +23,31 @@ void Put32(unsigned char* p, uint32_t v) {
 
 }  // namespace
 
-WavWriter::~WavWriter() { Close(); }
+WavWriter::~WavWriter() { Discard(); }
 
 bool WavWriter::Open(const std::string& path, int64_t sample_rate) {
+  Discard();
+  path_ = path;
   rate_ = sample_rate;
-  file_ = std::fopen(path.c_str(), "wb");
-  return file_ != nullptr && WriteHeader();
+  samples_ = 0;
+  ok_ = true;
+  // Beside the target, so the rename stays on one file system; unique per process.
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string pattern = dir + "." + base + ".partXXXXXX";
+  const int fd = mkstemp(pattern.data());
+  if (fd < 0) return ok_ = false;
+  fchmod(fd, 0644);  // mkstemp's 0600 would make the renamed WAV private
+  temp_ = pattern;
+  file_ = fdopen(fd, "w+b");
+  if (file_ == nullptr) {
+    close(fd);
+    unlink(temp_.c_str());
+    temp_.clear();
+    return ok_ = false;
+  }
+  return ok_ = WriteHeader() && std::fflush(file_) == 0;
 }
 
 bool WavWriter::WriteHeader() {
@@ -47,7 +70,7 @@ bool WavWriter::WriteHeader() {
 }
 
 bool WavWriter::Append(const void* samples, int64_t n, const std::string& dtype) {
-  if (file_ == nullptr || n < 0 || (dtype != "int16" && dtype != "float32")) return false;
+  if (file_ == nullptr || !ok_ || n < 0 || (dtype != "int16" && dtype != "float32")) return false;
   std::vector<int16_t> pcm(static_cast<size_t>(n));
   if (dtype == "int16") {
     std::memcpy(pcm.data(), samples, pcm.size() * sizeof(int16_t));
@@ -55,20 +78,31 @@ bool WavWriter::Append(const void* samples, int64_t n, const std::string& dtype)
     const auto* f = static_cast<const float*>(samples);
     for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = omni_edge::ToInt16(f[i]);
   }
-  if (std::fseek(file_, 0, SEEK_END) != 0 || std::fwrite(pcm.data(), sizeof(int16_t), pcm.size(), file_) != pcm.size()) {
-    ok_ = false;
-    return false;
-  }
-  samples_ += n;
-  return true;
+  // Samples first, then the sizes that cover them: at every moment the header describes data
+  // the file holds.
+  ok_ = std::fseek(file_, 0, SEEK_END) == 0 && std::fwrite(pcm.data(), sizeof(int16_t), pcm.size(), file_) == pcm.size() &&
+        std::fflush(file_) == 0;
+  if (ok_) samples_ += n;
+  ok_ = ok_ && WriteHeader() && std::fflush(file_) == 0;
+  return ok_;
 }
 
-bool WavWriter::Close() {
-  if (file_ == nullptr) return ok_;
-  ok_ = WriteHeader() && ok_;
+bool WavWriter::Commit() {
+  if (file_ == nullptr) return false;
+  ok_ = ok_ && WriteHeader() && std::fflush(file_) == 0 && fsync(fileno(file_)) == 0;
   ok_ = std::fclose(file_) == 0 && ok_;
   file_ = nullptr;
+  ok_ = ok_ && std::rename(temp_.c_str(), path_.c_str()) == 0;
+  if (!ok_) unlink(temp_.c_str());
+  temp_.clear();
   return ok_;
+}
+
+void WavWriter::Discard() {
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = nullptr;
+  if (!temp_.empty()) unlink(temp_.c_str());
+  temp_.clear();
 }
 
 }  // namespace omni_edge::tools

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omni_edge import __version__
+from omni_edge.interrupt import CancelOnSignal
+from omni_edge.request import GREEDY_BELOW
+
+if TYPE_CHECKING:
+    from omni_edge.contracts import ContractError
+
+# run and speak keep the cancel contract (omni_edge.interrupt) from main()'s first line on.
+_GUARD = CancelOnSignal()
 
 
 def _conformance(args: argparse.Namespace) -> int:
@@ -41,8 +50,9 @@ def _verify(args: argparse.Namespace) -> int:
             continue
         art = verified.manifest.artifact
         status = "qualified" if verified.qualified else "NOT qualified"
+        extra = f"; not in the manifest: {', '.join(verified.extra_files)}" if verified.extra_files else ""
         print(f"[{name}] {args.artifact}: {len(verified.manifest.files)} files re-hashed, "
-              f"reports re-checked: {status} ({verified.manifest.component}, {art.precision}, {art.shape_bucket})")
+              f"reports re-checked: {status} ({verified.manifest.component}, {art.precision}, {art.shape_bucket}){extra}")
         if args.json:
             print(json.dumps(verified.manifest.to_dict(), indent=2))
         code |= 0 if verified.qualified else 1
@@ -148,14 +158,38 @@ def _print_event(event: dict[str, Any], as_json: bool) -> None:
               f"decode {event['decode_tok_s']:.2f} tok/s, peak RSS {event['peak_rss_mb']:.0f} MB{error}", file=sys.stderr)
 
 
+def _whole(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in [lo, hi] (never wrapped into range by the native side)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"takes a whole number from {lo} to {hi}, not {text}")
+        return value
+    return parse
+
+
+def _finite(text: str) -> float:
+    """An argparse type: a finite number (nan and inf are refused naming the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+    return value
+
+
 def _add_sampling(p: argparse.ArgumentParser) -> None:
     """The sampling flags of run and speak; any one given replaces the plan's sampling (_sampling)."""
-    p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--min-p", type=float, default=None)
-    p.add_argument("--repetition-penalty", type=float, default=None)
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--temperature", type=_finite, default=None, help=f"below {GREEDY_BELOW:g}: greedy")
+    p.add_argument("--top-k", type=_whole(0, 1 << 30), default=None)
+    p.add_argument("--top-p", type=_finite, default=None)
+    p.add_argument("--min-p", type=_finite, default=None)
+    p.add_argument("--repetition-penalty", type=_finite, default=None)
+    p.add_argument("--seed", type=_whole(0, (1 << 64) - 1), default=None)
 
 
 def _sampling(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -191,98 +225,160 @@ def _print_audio_summary(m: dict[str, Any], wav: Path, label: str = "") -> None:
           f"{m['underruns']} underruns ({m['underrun_ms']:.1f} ms)", file=sys.stderr)
 
 
-def _run_omni(args: argparse.Namespace, prompt: str) -> int:
+class _Streams:
+    """The JSON lines of a run: each stream's events as they come, and at the end one terminal
+    line for every stream whose own never came (the load failed or was cancelled, the request
+    failed), so that --json output always ends each stream with its terminal event."""
+
+    def __init__(self, args: argparse.Namespace, names: Sequence[str], guard: CancelOnSignal) -> None:
+        self.args, self.names, self.guard = args, names, guard
+        self.terminals: dict[str, dict[str, Any]] = {}
+
+    def event(self, stream: str, event: dict[str, Any]) -> bool:
+        if "finish_reason" in event:
+            self.terminals[stream] = event
+        if self.args.json:
+            tagged = {"stream": stream, **event} if len(self.names) > 1 else event
+            print(json.dumps(tagged, ensure_ascii=False), flush=True)
+        return self.guard.keep_going()
+
+    def end(self, command: str, error: ContractError | None = None) -> int:
+        """Ends the streams that did not end; the exit code (128 + signal when cancelled)."""
+        kind = "error" if error is not None else "cancelled"
+        for stream in self.names:
+            if stream in self.terminals or not self.args.json:
+                continue
+            line: dict[str, Any] = {"kind": kind, "finish_reason": kind, "seq": 0}
+            if error is not None:
+                line.update(reason=error.code, error=error.message)
+            print(json.dumps({"stream": stream, **line} if len(self.names) > 1 else line), flush=True)
+        if error is not None:
+            print(f"omni-edge {command}: {error.code}: {error.message}", file=sys.stderr)
+            return 1
+        kinds = {t.get("kind") for t in self.terminals.values()}
+        if self.guard.cancelled and (not self.terminals or "cancelled" in kinds):
+            return self.guard.exit_code
+        return 1 if "error" in kinds else 0
+
+
+def _open(kind: Any, args: argparse.Namespace, streams: _Streams, command: str) -> Any:
+    """The plan's session, or None after ending the streams (a failed or cancelled load)."""
+    from omni_edge.contracts import ContractError
+
+    try:
+        session = kind.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
+    except ContractError as exc:
+        streams.end(command, exc)
+        return None
+    if streams.guard.cancelled:  # the signal came while loading: nothing ran
+        return None
+    if getattr(args, "info", False):
+        print(json.dumps({"placements": session.placements()}, indent=1), file=sys.stderr)
+    return session
+
+
+def _run_omni(args: argparse.Namespace, prompt: str, guard: CancelOnSignal) -> int:
     """run --speak: the omni plan's text stream on stdout, its audio into the WAV."""
     from omni_edge.contracts import ContractError
     from omni_edge.runtime import OmniSession
 
-    def on_text(event: dict[str, Any]) -> bool:
-        if args.json:
-            print(json.dumps({"stream": "text", **event}), flush=True)
-        else:
-            _print_event(event, False)
-        return True
+    streams = _Streams(args, ("text", "audio"), guard)
+    session = _open(OmniSession, args, streams, "run")
+    if session is None:
+        return streams.end("run") if guard.cancelled else 1
 
-    def on_audio(event: dict[str, Any], pcm: Any) -> bool:
-        if args.json:
-            print(json.dumps({"stream": "audio", **event}), flush=True)
-        return True
+    def on_text(event: dict[str, Any]) -> bool:
+        if not args.json:
+            _print_event(event, False)
+        return streams.event("text", event)
 
     try:
-        session = OmniSession.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
-        result = session.run(prompt, on_text=on_text, on_audio=on_audio, wav=args.speak, max_frames=args.max_frames,
-                             chat=args.chat, system_prompt=args.system or "", prompt_ids=args.prompt_ids or (),
-                             max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
-                             stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens)
+        result = guard.run(session, lambda: session.run(
+            prompt, on_text=on_text, on_audio=lambda event, pcm: streams.event("audio", event), wav=args.speak,
+            max_frames=args.max_frames, chat=args.chat, system_prompt=args.system or "",
+            prompt_ids=args.prompt_ids or (), max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
+            stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens))
     except ContractError as exc:
-        print(f"omni-edge run: {exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        return streams.end("run", exc)
     if not args.json:
         _print_audio_summary(result.audio, args.speak, "audio: ")
-    return 0
+    return streams.end("run")
+
+
+def _read_prompt(args: argparse.Namespace) -> str:
+    """--prompt, or --prompt-file as UTF-8 text without NUL bytes (as omni-edge-run reads it)."""
+    if args.prompt is not None or args.prompt_file is None:
+        return str(args.prompt or "")
+    path: Path = args.prompt_file
+    if path.is_dir():
+        raise ValueError(f"--prompt-file {path}: is a directory")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"--prompt-file {path}: cannot read it: {exc.strerror}") from None
+    if (nul := data.find(b"\0")) >= 0:
+        raise ValueError(f"--prompt-file {path}: holds a NUL byte at offset {nul}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"--prompt-file {path}: is not UTF-8 text (byte {exc.start})") from None
 
 
 def _run(args: argparse.Namespace) -> int:
     from omni_edge.contracts import ContractError
     from omni_edge.runtime import Session
 
-    prompt = args.prompt if args.prompt is not None else args.prompt_file.read_text() if args.prompt_file else ""
-    if getattr(args, "speak", None) is not None:
-        return _run_omni(args, prompt)
+    guard = _GUARD.install()  # main() installed it already; a caller of _run may not have
     try:
-        session = Session.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
-        if args.info:
-            print(json.dumps({"placements": session.placements()}, indent=1), file=sys.stderr)
-        terminal: dict[str, Any] = {}
+        prompt = _read_prompt(args)
+    except ValueError as exc:
+        print(f"omni-edge run: {exc}", file=sys.stderr)
+        return 2
+    if getattr(args, "speak", None) is not None:
+        return _run_omni(args, prompt, guard)
+    streams = _Streams(args, ("text",), guard)
+    session = _open(Session, args, streams, "run")
+    if session is None:
+        return streams.end("run") if guard.cancelled else 1
 
-        def on_event(event: dict[str, Any]) -> bool:
-            _print_event(event, args.json)
-            if event["kind"] != "token":
-                terminal.update(event)
-            elif getattr(args, "reply", None) is not None:
-                args.reply.append(event["text"])
-            return True
+    def on_event(event: dict[str, Any]) -> bool:
+        if not args.json:
+            _print_event(event, False)
+        if event["kind"] == "token" and getattr(args, "reply", None) is not None:
+            args.reply.append(event["text"])
+        return streams.event("text", event)
 
-        session.run(prompt, on_event=on_event, chat=args.chat, system_prompt=args.system or "",
-                    prompt_ids=args.prompt_ids or (), max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
-                    stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens)
+    try:
+        guard.run(session, lambda: session.run(
+            prompt, on_event=on_event, chat=args.chat, system_prompt=args.system or "",
+            prompt_ids=args.prompt_ids or (), max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
+            stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens))
     except ContractError as exc:
-        print(f"omni-edge run: {exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        return streams.end("run", exc)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other CLIs do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    return 1 if terminal.get("kind") == "error" else 0
+    return streams.end("run")
 
 
 def _speak(args: argparse.Namespace) -> int:
     from omni_edge.contracts import ContractError
     from omni_edge.runtime import SpeechSession
 
-    def on_event(event: dict[str, Any], pcm: Any) -> bool:
-        if args.json:
-            print(json.dumps(event), flush=True)
-        return True
-
+    guard = _GUARD.install()
+    streams = _Streams(args, ("audio",), guard)
+    session = _open(SpeechSession, args, streams, "speak")
+    if session is None:
+        return streams.end("speak") if guard.cancelled else 1
     try:
-        session = SpeechSession.open(args.plan, allow_unqualified=args.allow_unqualified, threads=args.threads)
-        if args.info:
-            print(json.dumps({"placements": session.placements()}, indent=1), file=sys.stderr)
-        utterance = session.speak(args.text or "", text_ids=args.text_ids or (), max_frames=args.max_frames,
-                                  sampling=_sampling(args), prebuffer_ms=args.prebuffer_ms, wav=args.out,
-                                  on_event=on_event)
+        utterance = guard.run(session, lambda: session.speak(
+            args.text or "", text_ids=args.text_ids or (), max_frames=args.max_frames, sampling=_sampling(args),
+            prebuffer_ms=args.prebuffer_ms, wav=args.out, on_event=lambda event, pcm: streams.event("audio", event)))
     except ContractError as exc:
-        print(f"omni-edge speak: {exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        return streams.end("speak", exc)
     if not args.json:
         _print_audio_summary(utterance.metrics, args.out)
-    return 0
+    return streams.end("speak")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -426,17 +522,17 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--prompt-ids", type=lambda t: [int(v) for v in t.split(",")], help="exact token ids: 1,2,3")
     p.add_argument("--chat", action="store_true", help="format the prompt as a ChatML user turn")
     p.add_argument("--system", default=None)
-    p.add_argument("--max-new-tokens", type=int, default=None)
+    p.add_argument("--max-new-tokens", type=_whole(0, 1 << 30), default=None)
     _add_sampling(p)
     p.add_argument("--stop", action="append", help="a stop string (repeatable)")
     p.add_argument("--ignore-stop-tokens", action="store_true")
     p.add_argument("--json", action="store_true", help="one JSON object per event line")
-    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--threads", type=_whole(0, 1024), default=0, help="0: every core (more are capped to the cores)")
     p.add_argument("--allow-unqualified", action="store_true")
     p.add_argument("--info", action="store_true", help="print where each graph runs")
     p.add_argument("--speak", type=Path, default=None,
                    help="an omni plan (thinker -> talker -> vocoder): also speak the reply into this WAV")
-    p.add_argument("--max-frames", type=int, default=0, help="with --speak: at most this many 80 ms frames")
+    p.add_argument("--max-frames", type=_whole(0, 1 << 20), default=0, help="with --speak: at most this many 80 ms frames")
     p.set_defaults(func=_run)
 
     p = sub.add_parser("speak", help="text to a WAV through a speech plan (talker -> vocoder), streamed natively")
@@ -445,12 +541,12 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--text")
     text.add_argument("--text-ids", type=lambda t: [int(v) for v in t.split(",")], help="exact token ids: 1,2,3")
     p.add_argument("--out", type=Path, required=True, help="the WAV to write (16-bit mono)")
-    p.add_argument("--max-frames", type=int, default=0, help="at most this many 80 ms frames (0: the plan's limit)")
+    p.add_argument("--max-frames", type=_whole(0, 1 << 20), default=0, help="at most this many 80 ms frames (0: the plan's limit)")
     p.add_argument("--prebuffer-ms", type=float, default=200.0,
                    help="audio the playback clock queues before it starts playing (0: at the first PCM)")
     _add_sampling(p)
     p.add_argument("--json", action="store_true", help="one JSON object per event line; the last has the metrics")
-    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--threads", type=_whole(0, 1024), default=0, help="0: every core (more are capped to the cores)")
     p.add_argument("--allow-unqualified", action="store_true")
     p.add_argument("--info", action="store_true", help="print where each graph runs")
     p.set_defaults(func=_speak)
@@ -469,6 +565,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv)[:1] in (["run"], ["speak"]):
+        _GUARD.install()  # before the imports and the load: a signal from here on cancels cleanly
     args = build_parser().parse_args(argv)
     result: int = args.func(args)
     return result

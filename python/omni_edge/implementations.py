@@ -28,6 +28,7 @@ from omni_edge.contracts import (
     SubmitResult,
     VerifiedManifest,
 )
+from omni_edge.contracts.fields import check_text
 
 TYPES: dict[str, Any] = {
     "buffer": BufferRef, "state": StateHandle, "request": StageRequest, "event": StageEvent, "device": DeviceDescriptor,
@@ -154,6 +155,7 @@ class PythonImplementation:
     def decode(self, type_name: str, data: Any) -> dict[str, Any]:
         if type_name not in TYPES:
             raise ContractError("invalid_argument", f"unknown contract type {type_name!r}")
+        check_text(data, type_name)
         result: dict[str, Any] = TYPES[type_name].from_dict(data).to_dict()
         return result
 
@@ -170,9 +172,11 @@ class PythonImplementation:
         return _AsyncioBlockedSubmit(stream, event)
 
     def stream_from_data(self, request_data: Any, limits: StreamLimits) -> contracts.EventStream:
+        check_text(request_data, "request")
         return contracts.EventStream(StageRequest.from_dict(request_data), limits)
 
     def submit_data(self, stream: Any, event_data: Any) -> SubmitResult:
+        check_text(event_data, "event")
         result: SubmitResult = stream.try_submit(StageEvent.from_dict(event_data))
         return result
 

@@ -139,6 +139,7 @@ def read_manifest(directory: str | Path) -> VerifiedManifest:
         ArtifactManifest.from_dict(out["manifest"]),
         ValidationReport.from_dict(out["numerical"]),
         ValidationReport.from_dict(out["task"]),
+        tuple(out["extra_files"]),
     )
 
 

@@ -8,10 +8,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+# Below this temperature a draw is greedy: a tinier one overflows logits / temperature to inf.
+# The native sampler uses the same bound (decoding::kGreedyBelow).
+GREEDY_BELOW = 1e-5
+
 
 @dataclass(frozen=True)
 class Sampling:
-    """How a stream picks ids: greedy at temperature 0, else temperature -> top-k -> top-p ->
+    """How a stream picks ids: greedy at temperature 0 (below GREEDY_BELOW), else temperature -> top-k -> top-p ->
     min-p -> a seeded draw; the repetition penalty first (for a talker: codebook 0 only)."""
 
     temperature: float = 0.0

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from omni_edge import _native
+from omni_edge.files import atomic_output
 from omni_edge.request import Request, Sampling
 
 # on_event(stream, event, pcm): pcm is a float32 array for audio events, else None; False cancels.
@@ -194,9 +195,11 @@ class _Audio:
         return self.on_audio is None or self.on_audio(event, pcm) is not False
 
     def pcm(self, wav: str | Path | None, sample_rate: int) -> np.ndarray:
-        """All the PCM received; also written to `wav` (16-bit mono) when given."""
+        """All the PCM received; also written to `wav` (16-bit mono) when given, unless the request
+        was cancelled before any audio (then the file keeps what it had, as omni-edge-run does)."""
         pcm = np.concatenate(self.chunks) if self.chunks else np.zeros(0, np.float32)
-        if wav is not None:
+        cancelled = bool(self.events) and self.events[-1].get("kind") == "cancelled"
+        if wav is not None and (pcm.size > 0 or not cancelled):
             write_wav(wav, pcm, sample_rate)
         return pcm
 
@@ -270,7 +273,7 @@ def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
     zero as lround does), so both writers give the same bytes."""
     scaled = np.clip(np.nan_to_num(pcm.astype(np.float32), nan=0.0), -1.0, 1.0) * np.float32(32767.0)
     samples = (np.sign(scaled) * np.floor(np.abs(scaled).astype(np.float64) + 0.5)).astype("<i2")  # exact in float64
-    with wave.open(str(path), "wb") as w:
+    with atomic_output(Path(path)) as part, wave.open(str(part), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(sample_rate)

@@ -83,6 +83,10 @@ class OrtProcess {
     static OrtProcess* instance = nullptr;
     std::lock_guard<std::mutex> lock(mu);
     if (instance != nullptr) return instance;
+    // ONNX Runtime's POSIX builds write a device id and an event cache under ~/.cache unless
+    // this is set before the library initializes; an on-device runtime does not phone home by
+    // default (a user who sets the variable decides).
+    setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
     void* lib = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) {
       return Status::Error("backend_unavailable", "cannot load ONNX Runtime '" + library_path + "': " + dlerror() +
@@ -115,6 +119,7 @@ class OrtProcess {
       return Status::Error("backend_unavailable", "ONNX Runtime environment: " + msg);
     }
     p->env_ = env;
+    if (OrtStatus* off = api->DisableTelemetryEvents(env)) api->ReleaseStatus(off);  // Windows' ETW events
     p->threads_ = threads;
     instance = p.release();
     return instance;
@@ -228,7 +233,8 @@ ONNXTensorElementDataType ToOrtType(DType t) {
 // tensor over the mapping (never copied), and one prepacked-weights container.
 class WeightStore {
  public:
-  static Result<std::shared_ptr<WeightStore>> Open(OrtProcess* ort, const fs::path& index_path) {
+  static Result<std::shared_ptr<WeightStore>> Open(OrtProcess* ort, const fs::path& index_path,
+                                                   const std::function<Status(const fs::path&)>& check_data) {
     std::ifstream in(index_path, std::ios::binary);
     if (!in) return Status::Error("file_missing", index_path.string() + ": cannot open");
     std::stringstream text;
@@ -242,7 +248,11 @@ class WeightStore {
     OE_RETURN_IF_ERROR(r.Done());
 
     auto store = std::shared_ptr<WeightStore>(new WeightStore(ort));
-    const fs::path data_path = index_path.parent_path() / file;
+    const fs::path data_path = (index_path.parent_path() / file).lexically_normal();
+    if (data_path.parent_path() != index_path.parent_path().lexically_normal()) {
+      return Status::Error("invalid_artifact", "weights.json: file '" + file + "' is not beside the index");
+    }
+    OE_RETURN_IF_ERROR(check_data(data_path));
     store->fd_ = ::open(data_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (store->fd_ < 0) return Status::Error("file_missing", data_path.string() + ": cannot open");
     struct stat st {};
@@ -487,7 +497,8 @@ class OrtBackend : public Backend {
     std::shared_ptr<WeightStore> weights;
     const fs::path index = graph_path.parent_path() / "weights.json";
     if (fs::exists(index)) {
-      OE_ASSIGN_OR_RETURN(weights, Weights(index));
+      OE_RETURN_IF_ERROR(CheckVerified(spec, index));
+      OE_ASSIGN_OR_RETURN(weights, Weights(index, spec));
       OE_RETURN_IF_ERROR(weights->AddTo(so, graph_path.filename().string()));
     }
 
@@ -523,11 +534,18 @@ class OrtBackend : public Backend {
   }
 
  private:
-  Result<std::shared_ptr<WeightStore>> Weights(const fs::path& index) {
+  // A file beside the graph may be opened only if the manifest hashes it (and it was re-hashed).
+  static Status CheckVerified(const GraphSpec& spec, const fs::path& file) {
+    if (spec.verified_files.empty() || spec.verified_files.count(file.lexically_normal().string()) != 0) return Status::Ok();
+    return Status::Error("invalid_artifact", file.string() + " is read by " + spec.name +
+                                                 " but not hashed in its artifact's manifest: only hashed files are loaded");
+  }
+
+  Result<std::shared_ptr<WeightStore>> Weights(const fs::path& index, const GraphSpec& spec) {
     std::lock_guard<std::mutex> lock(weights_mu_);
     auto it = weights_.find(index.string());
     if (it != weights_.end()) return it->second;
-    OE_ASSIGN_OR_RETURN(auto store, WeightStore::Open(ort_, index));
+    OE_ASSIGN_OR_RETURN(auto store, WeightStore::Open(ort_, index, [&](const fs::path& data) { return CheckVerified(spec, data); }));
     weights_[index.string()] = store;
     return store;
   }
@@ -563,7 +581,12 @@ Result<std::unique_ptr<Backend>> CreateBackend(const std::map<std::string, std::
   std::string library = Option(options, "library", "OMNI_EDGE_ONNXRUNTIME_LIB", OMNI_EDGE_ORT_LIBRARY);
   if (library.empty()) library = "libonnxruntime.so.1";  // no wheel was found at build time: the system's
   int threads = std::atoi(Option(options, "threads", "OMNI_EDGE_THREADS", "0").c_str());
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = cores;
+  if (threads > cores) {  // more spinning threads than cores only contend (1024 ran 170x slower)
+    std::fprintf(stderr, "omni-edge: %d threads asked for, this device has %d cores: using %d\n", threads, cores, cores);
+    threads = cores;
+  }
   const bool spinning = Option(options, "spinning", nullptr, "1") != "0";
   // The first backend of the process sizes the shared pool.
   OE_ASSIGN_OR_RETURN(OrtProcess * ort, OrtProcess::Get(library, threads, spinning));

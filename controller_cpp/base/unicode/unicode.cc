@@ -132,25 +132,43 @@ size_t CompleteUtf8Prefix(std::string_view bytes) {
   return n;
 }
 
+namespace {
+
+// How many bytes from `i` form a well-formed character or, failing that, the longest prefix of
+// one (Unicode's "maximal subpart"; at least 1). Sets *complete when they are a character.
+size_t MaximalSubpart(std::string_view bytes, size_t i, bool* complete) {
+  const auto lead = uint8_t(bytes[i]);
+  size_t need = 0;
+  uint8_t lo = 0x80, hi = 0xBF;  // the second byte's range; later ones are 80..BF
+  if (lead < 0x80) need = 1;
+  else if (lead >= 0xC2 && lead <= 0xDF) need = 2;
+  else if (lead >= 0xE0 && lead <= 0xEF) need = 3, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
+  else if (lead >= 0xF0 && lead <= 0xF4) need = 4, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
+  *complete = need == 1;
+  if (need <= 1) return 1;
+  size_t len = 1;
+  for (; len < need && i + len < bytes.size(); ++len) {
+    const auto b = uint8_t(bytes[i + len]);
+    if (len == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) break;
+  }
+  *complete = len == need;
+  return len;
+}
+
+}  // namespace
+
 std::string SanitizeUtf8(std::string_view bytes) {
+  // One U+FFFD per maximal subpart of an ill-formed sequence, as Unicode recommends and as
+  // Hugging Face `tokenizers` decodes (Rust's from_utf8_lossy): E7 90 10 is U+FFFD U+0010.
   std::string out;
   out.reserve(bytes.size());
   size_t i = 0;
   while (i < bytes.size()) {
-    // Try the longest valid character at i; on failure emit U+FFFD for one byte.
-    bool done = false;
-    for (size_t len = 1; len <= 4 && i + len <= bytes.size() && !done; ++len) {
-      auto cp = DecodeUtf8(bytes.substr(i, len));
-      if (cp.ok() && cp->size() == 1) {
-        out.append(bytes.substr(i, len));
-        i += len;
-        done = true;
-      }
-    }
-    if (!done) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
+    bool complete = false;
+    const size_t len = MaximalSubpart(bytes, i, &complete);
+    if (complete) out.append(bytes.substr(i, len));
+    else out += "\xEF\xBF\xBD";
+    i += len;
   }
   return out;
 }

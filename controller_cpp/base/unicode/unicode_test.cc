@@ -19,7 +19,16 @@ TEST(Utf8, CompletePrefixHoldsBackAnUnfinishedCharacter) {
   EXPECT_EQ(CompleteUtf8Prefix("a\xe6\x9d"), 1u);       // 2 of 3 bytes of 東
   EXPECT_EQ(CompleteUtf8Prefix("a\xe6\x9d\xb1"), 4u);
   EXPECT_EQ(CompleteUtf8Prefix("\xf0\x9f\x9a"), 0u);     // 3 of 4 bytes of 🚀
-  EXPECT_EQ(SanitizeUtf8("a\xff" "b\xe6\x9d"), "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd");
+  // One U+FFFD per maximal subpart (an unfinished character is one), as from_utf8_lossy.
+  EXPECT_EQ(SanitizeUtf8("a\xff" "b\xe6\x9d"), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+  EXPECT_EQ(SanitizeUtf8("\xe7\x90\x10"), "\xef\xbf\xbd\x10");
+  // E0 needs A0..BF next, ED 80..9F (no surrogates), F4 80..8F: each byte then stands alone.
+  EXPECT_EQ(SanitizeUtf8("\xe0\x80\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(SanitizeUtf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(SanitizeUtf8("\xf4\x90\x80\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(SanitizeUtf8("\xf0\x9f\x98"), "\xef\xbf\xbd");
+  EXPECT_EQ(SanitizeUtf8("\xf0\x9f\x98\x80!"), "\xf0\x9f\x98\x80!");
+  EXPECT_EQ(SanitizeUtf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
 }
 
 TEST(Unicode, Classes) {

@@ -35,6 +35,11 @@ Result<std::shared_ptr<const VocoderConfig>> ParseVocoder(const Json& j, const S
     return PlanError(where + ".pcm_dtype: must be float32 or int16, got '" + c.pcm_dtype + "'");
   }
   if (c.tail_samples >= c.samples_per_frame) return PlanError(where + ".tail_samples: must be less than samples_per_frame");
+  // A WAV header holds the rate (and the byte rate, twice it) in 32 bits; real codecs stop at 48 kHz.
+  constexpr int64_t kMaxSampleRate = 384000;
+  if (c.sample_rate > kMaxSampleRate) {
+    return PlanError(where + ".sample_rate: at most " + std::to_string(kMaxSampleRate) + " Hz, got " + std::to_string(c.sample_rate));
+  }
   for (int64_t v : {c.code_groups, c.samples_per_frame, c.first_chunk, c.chunk, c.left_context, c.windows.back()}) {
     if (v > kMaxFrames) return PlanError(where + ": a size above " + std::to_string(kMaxFrames));
   }

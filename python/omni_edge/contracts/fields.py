@@ -11,6 +11,51 @@ from omni_edge.contracts.errors import ContractError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+MAX_DEPTH = 128  # of JSON nesting, as controller_cpp/base/json_fields.cc's ParseJson
+
+
+def nesting_within(text: str, max_depth: int = MAX_DEPTH) -> bool:
+    """The depth of brackets outside strings: refused before a parser is asked to build it."""
+    depth, in_string, escaped = 0, False, False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            if depth > max_depth:
+                return False
+        elif c in "]}":
+            depth -= 1
+    return True
+
+
+def check_text(value: Any, where: str, depth: int = 0) -> None:
+    """What the native parser refuses in parsed JSON: nesting deeper than MAX_DEPTH, and strings
+    (keys too) that are not valid UTF-8 (a lone surrogate such as "\\ud800")."""
+    if depth > MAX_DEPTH:
+        raise ContractError("invalid_json", f"{where}: nesting deeper than {MAX_DEPTH}")
+    items: list[Any] = []
+    if isinstance(value, str):
+        items = [value]
+    elif isinstance(value, Mapping):
+        items = list(value.keys())
+        for v in value.values():
+            check_text(v, where, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            check_text(v, where, depth + 1)
+    for text in items:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ContractError("invalid_json", f"{where}: invalid UTF-8 in a string") from None
 
 
 def _type_name(value: Any) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_edge.contracts.errors import ContractError
-from omni_edge.contracts.fields import FieldReader
+from omni_edge.contracts.fields import MAX_DEPTH, FieldReader, check_text, nesting_within
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA_VERSION = 2
@@ -80,8 +80,16 @@ class ValidationReport:
     schema_version: int = REPORT_SCHEMA_VERSION
 
     @property
+    def gated(self) -> bool:
+        """The check its kind requires, holding the artifact to a real limit: a numerical report
+        an SQNR check, a task report an agreement check, > or >= a positive limit (the native
+        ValidationReport::Gated)."""
+        needed = "sqnr" if self.kind == "numerical" else "agree"
+        return any(needed in c.name and c.comparison in (">=", ">") and c.limit > 0 for c in self.checks)
+
+    @property
     def passed(self) -> bool:
-        return all(c.holds() for c in self.checks)
+        return all(c.holds() for c in self.checks) and self.gated
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -241,10 +249,12 @@ class VerifiedManifest:
     manifest: ArtifactManifest
     numerical: ValidationReport
     task: ValidationReport
+    extra_files: tuple[str, ...] = ()  # in the directory but not in the manifest
 
     @property
     def qualified(self) -> bool:
-        return self.numerical.passed and self.task.passed
+        """Both reports passed, and nothing unhashed sits in the directory."""
+        return self.numerical.passed and self.task.passed and not self.extra_files
 
 
 def sha256_file(path: Path) -> str:
@@ -259,12 +269,17 @@ def load_json_text(text: str | bytes, where: str) -> Any:
     def refuse_constant(name: str) -> Any:
         raise ContractError("invalid_json", f"{where}: {name} is not JSON")
 
+    as_text = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    if not nesting_within(as_text):
+        raise ContractError("invalid_json", f"{where}: nesting deeper than {MAX_DEPTH}")
     try:
-        return json.loads(text, parse_constant=refuse_constant)
+        value = json.loads(text, parse_constant=refuse_constant)
     except (ValueError, RecursionError) as exc:
         if isinstance(exc, ContractError):
             raise
         raise ContractError("invalid_json", f"{where}: {exc}") from None
+    check_text(value, where)
+    return value
 
 
 def _read_report(directory: Path, manifest: ArtifactManifest, ref: ValidationRef, kind: str, where: str) -> ValidationReport:
@@ -301,4 +316,8 @@ def read_manifest(directory: str | Path) -> VerifiedManifest:
     art = manifest.artifact
     numerical = _read_report(directory, manifest, art.numerical_validation, "numerical", "metadata.artifact.numerical_validation")
     task = _read_report(directory, manifest, art.task_validation, "task", "metadata.artifact.task_validation")
-    return VerifiedManifest(directory, manifest, numerical, task)
+    # What sits in the directory but is not hashed: a graph could reach it.
+    extra = sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*")
+                   if (p.is_symlink() or not p.is_dir()) and p.relative_to(directory).as_posix() != MANIFEST_NAME
+                   and p.relative_to(directory).as_posix() not in manifest.files)
+    return VerifiedManifest(directory, manifest, numerical, task, tuple(extra))

@@ -1,0 +1,33 @@
+"""Crash-safe output: a file the CLIs write appears whole or not at all. It is written to a
+temporary file beside its target (same file system), flushed to disk, then renamed over the
+target; an exception (or a kill) before the rename leaves the target as it was."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_output(target: Path) -> Iterator[Path]:
+    """Yields the temporary path to write; renames it to `target` when the block succeeds."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    part = Path(name)
+    try:
+        yield part
+        with open(part, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(part, 0o644)  # mkstemp's 0600 would make the output private
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def write_text_atomic(target: Path, text: str) -> None:
+    with atomic_output(target) as part:
+        part.write_text(text)
