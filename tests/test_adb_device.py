@@ -238,3 +238,34 @@ def test_the_real_adb_client_speaks_to_the_test_server(server: FakeAdbServer, tm
     assert run("-s", "emu-1", "pull", str(tmp_path / "remote" / "blob.bin"), str(tmp_path / "back.bin")).returncode == 0
     assert (tmp_path / "back.bin").read_bytes() == blob.read_bytes()
     assert "not found" in run("-s", "nope", "shell", "true").stderr
+
+
+@pytest.mark.parametrize("reply, why", [(b"OKAYzzzz", "answered something that is not ADB"),
+                                        (None, "read timeout")])
+def test_a_broken_adb_server_is_named_quickly(monkeypatch: pytest.MonkeyPatch, reply: bytes | None, why: str) -> None:
+    """A server that answers garbage once gave a traceback; one that never answers stalled
+    `devices` for a minute with neither host nor port in the message."""
+    from omni_edge.harness.devices import adb
+
+    monkeypatch.setattr(adb, "HANDSHAKE_TIMEOUT", 0.5)
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        accepted.append(conn)
+        conn.recv(1024)
+        if reply is not None:
+            conn.sendall(reply)
+
+    threading.Thread(target=answer, daemon=True).start()
+    port = listener.getsockname()[1]
+    start = time.monotonic()
+    try:
+        with pytest.raises(DeviceError, match=why) as caught:
+            list_devices(port=port)
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+    assert f"127.0.0.1:{port}" in str(caught.value) and time.monotonic() - start < 10

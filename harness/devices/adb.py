@@ -34,6 +34,7 @@ from omni_edge.harness.devices.base import (
 )
 
 SOCKET_TIMEOUT = 60.0  # per socket operation with the server (a push is many), not per command
+HANDSHAKE_TIMEOUT = 5.0  # listing devices: a server that does not answer is named in seconds, not a minute
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -65,7 +66,9 @@ def _adb_errors(what: str, host: str, port: int) -> Iterator[None]:
         text = " ".join(str(a) for a in exc.args) or type(exc).__name__
         if isinstance(exc, AdbConnectionError):
             raise DeviceError(f"{what}: no adb server at {host}:{port} ({text}); start one with `adb start-server`") from exc
-        raise DeviceError(f"{what}: {text}") from exc
+        raise DeviceError(f"{what}: the adb server at {host}:{port}: {text}") from exc
+    except (ValueError, UnicodeDecodeError) as exc:  # a reply that is not the protocol (wrong port, another service)
+        raise DeviceError(f"{what}: the adb server at {host}:{port} answered something that is not ADB ({exc})") from exc
     except (OSError, EOFError) as exc:  # socket timeouts are OSErrors too
         raise DeviceError(f"{what}: connection to the adb server at {host}:{port} failed ({exc or type(exc).__name__})") from exc
 
@@ -77,7 +80,7 @@ def _device_rows(client: _Client, host: str, port: int) -> list[tuple[str, str]]
 
 def list_devices(host: str = "127.0.0.1", port: int = 5037) -> list[str]:
     """Serials the ADB server reports in state "device" (ready; not offline or unauthorized)."""
-    return [serial for serial, state in _device_rows(_Client(host, port, SOCKET_TIMEOUT), host, port) if state == "device"]
+    return [serial for serial, state in _device_rows(_Client(host, port, HANDSHAKE_TIMEOUT), host, port) if state == "device"]
 
 
 class AdbDevice(Device):
@@ -90,7 +93,7 @@ class AdbDevice(Device):
         self._host, self._port = host, port
         self._workdir = workdir.rstrip("/") or "/"
         self._client = _Client(host, port, SOCKET_TIMEOUT)
-        rows = dict(_device_rows(self._client, host, port))
+        rows = dict(_device_rows(_Client(host, port, HANDSHAKE_TIMEOUT), host, port))
         if serial not in rows:
             listed = ", ".join(f"{s} ({st})" for s, st in rows.items()) or "nothing"
             raise DeviceError(f"device '{serial}' not found; adb devices lists: {listed}")
