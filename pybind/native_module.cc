@@ -31,6 +31,7 @@
 #include "pipeline/session.h"
 #include "runtime/admission.h"
 #include "runtime/plan.h"
+#include "base/mapped_files.h"
 #include "text/text_stream.h"
 #include "text/tokenizer.h"
 
@@ -232,6 +233,12 @@ NB_MODULE(_native, m) {
   }, nb::arg("directory"));
 
   m.def("available_backends", &AvailableBackends);
+  m.def("report_mapped_file_faults", [](const std::string& lines) {
+    // A weights file truncated under its mapping ends the process with these stdout lines and
+    // a message, not a SIGBUS crash (base/mapped_files.h).
+    ReportFaultsInMappedFiles("omni-edge");
+    SetFaultLines(lines);
+  }, nb::arg("lines"));
 
   m.def("playback_stats", [](const std::vector<std::pair<double, int64_t>>& arrivals, int64_t sample_rate,
                              double prebuffer_ms) {

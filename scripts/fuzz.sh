@@ -39,6 +39,12 @@ for text in ["Hello, world! the the", "東京 🚀 naïve e\u0301 <|im_end|>x", 
 seed(9, {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
          "pre_tokenizer": {"type": "ByteLevel", "use_regex": True}})
 seed(6, default_report("task"))
+seed(11, {"file": "weights.bin", "alignment": 64, "tensors": [
+    {"name": "w", "dtype": "float32", "shape": [4, 8], "offset": 0, "nbytes": 128},
+    {"name": "b", "dtype": "float32", "shape": [8], "offset": 128, "nbytes": 32}], "graphs": {"decode.onnx": ["w", "b"]}})
+seed(11, {"file": "../other/weights.bin", "alignment": 64, "tensors": [], "graphs": {}})
+for raw in [b"ab\xe7\x90\x10cd", b"\xf0\x9f\x98\x80\xf0\x9f", b"\xed\xa0\x80\xc0\xaf\xe0\x80\xf4\x90"]:
+    (out / hashlib.sha1(bytes([12]) + raw).hexdigest()).write_bytes(bytes([12]) + raw)
 decoder = {"hidden_size": 8, "num_layers": 1, "num_kv_heads": 1, "head_dim": 8, "vocab_size": 7, "prefill_chunk": 2,
            "mask_value": -100, "kv": {"mode": "full", "buckets": [8], "overflow": "refuse"}}
 talker = {"tokenizer": "t.json", "text_pad_id": 1, "code_groups": 2, "codebook_size": 4,

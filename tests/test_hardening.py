@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from llm_reference import CLI, cli
 from omni_edge import implementations
 from omni_edge.contracts import ContractError
@@ -191,3 +193,24 @@ def test_json_output_always_ends_with_a_terminal_event(tiny_artifact: Path, tmp_
             assert done.returncode == 1 and json.loads(done.stdout.splitlines()[-1])["kind"] == "error", done.stdout
     finally:
         plan.unlink()
+
+
+_path_parts = st.sampled_from(["a", "b.json", "..", ".", "", "/", "//", "\\\\", "\0", "~", "link", "x/../..", "é"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_path_parts, min_size=1, max_size=5), absolute=st.booleans())
+def test_fixture_paths_stay_inside_their_case(tmp_path_factory: pytest.TempPathFactory, parts: list[str],
+                                              absolute: bool) -> None:
+    """Fuzzing case_path: any name either is refused or lies inside the case directory, symlinks
+    followed."""
+    from omni_edge.harness.conformance import case_path
+
+    case = tmp_path_factory.mktemp("case")
+    (case / "link").symlink_to(case.parent)  # a link out of the case
+    name = ("/" if absolute else "") + "/".join(parts)
+    try:
+        path = case_path(case, name)
+    except FixtureError:
+        return
+    assert path.resolve().is_relative_to(case.resolve()), name

@@ -141,3 +141,25 @@ def test_no_telemetry_is_written(tiny_artifact: Path, tmp_path: Path) -> None:
                     [str(CLI), "run", "--plan", plan, "--prompt", "hi", "--max-new-tokens", "2"]):
         subprocess.run(command, check=True, capture_output=True, env=env, timeout=300)
         assert not (tmp_path / ".cache" / "Microsoft").exists(), command
+
+
+@pytest.mark.parametrize("python", [False, True], ids=["native", "python"])
+def test_weights_truncated_mid_run_end_with_an_error_not_a_crash(tiny_artifact: Path, tmp_path: Path,
+                                                                   python: bool) -> None:
+    """A mapped weights.bin truncated underneath once killed the process with SIGBUS."""
+    import shutil
+
+    artifact = tmp_path / "artifact"
+    shutil.copytree(tiny_artifact, artifact)
+    args = ["--plan", str(artifact / "plan.onnx.json"), "--prompt", "Tell me a long story", "--max-new-tokens", "400",
+            "--ignore-stop-tokens", "--json"]
+    command = [str(CLI), "run", *args] if python else [str(NATIVE), *args, "--repeat", "50"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    lines = [proc.stdout.readline()]
+    os.truncate(artifact / "thinker-onnx" / "weights.bin", 0)
+    out, err = proc.communicate(timeout=300)
+    lines += out.splitlines()
+    last = json.loads(lines[-1])
+    assert proc.returncode == 1 and last["kind"] == "error" and last["reason"] == "weights_changed", (proc.returncode, err)
+    assert "weights.bin changed while mapped" in err

@@ -1,7 +1,7 @@
 // libFuzzer target: every native parser of untrusted input — the contract types, manifests and
-// validation reports, plans, tokenizer.json, and text through the tokenizer — must refuse bad
-// input with a Status, never crash or leak. The first byte picks the parser, so one corpus
-// covers them all.
+// validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, and
+// the bytes a stream turns into text — must refuse bad input with a Status, never crash or leak.
+// The first byte picks the parser, so one corpus covers them all.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,12 +12,13 @@
 #include "contract/manifest.h"
 #include "families/builtin.h"
 #include "runtime/plan.h"
+#include "runtime/weights_index.h"
 #include "text/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static const char* const kTypes[] = {"buffer", "state", "request", "event", "device"};
-  const uint8_t selector = data[0] % 11;
+  const uint8_t selector = data[0] % 13;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   if (selector < 5) {
     auto canonical = omni_edge::contract::CanonicalJson(kTypes[selector], text);
@@ -26,6 +27,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto again = omni_edge::contract::CanonicalJson(kTypes[selector], canonical.value());
       if (!again.ok() || again.value() != canonical.value()) __builtin_trap();
     }
+    return 0;
+  }
+  if (selector == 12) {
+    // Token bytes to text: always valid UTF-8, and cutting the bytes where a stream holds back
+    // an unfinished character changes nothing.
+    const std::string whole = omni_edge::unicode::SanitizeUtf8(text);
+    if (!omni_edge::unicode::DecodeUtf8(whole).ok()) __builtin_trap();
+    const size_t cut = omni_edge::unicode::CompleteUtf8Prefix(text.substr(0, text.size() / 2));
+    const std::string split = omni_edge::unicode::SanitizeUtf8(text.substr(0, cut)) +
+                              omni_edge::unicode::SanitizeUtf8(text.substr(cut));
+    if (split != whole) __builtin_trap();
     return 0;
   }
   if (selector == 10) {
@@ -87,6 +99,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (selector == 9) {
     auto tokenizer = omni_edge::text::Tokenizer::FromJson(j);
     if (tokenizer.ok()) (void)tokenizer.value()->Encode("Hello, world! 東京 🚀 'll 123\n\n  x");
+  } else if (selector == 11) {
+    auto index = omni_edge::ParseWeightsIndex(j, "/fuzz/component/weights.json", 4096);
+    if (index.ok()) {
+      if (index->data_path.parent_path() != "/fuzz/component") __builtin_trap();  // never outside
+      for (const auto& t : index->tensors) {
+        if (t.offset + t.nbytes > 4096) __builtin_trap();
+      }
+    }
   }
   return 0;
 }

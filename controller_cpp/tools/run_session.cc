@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/json_fields.h"
+#include "base/mapped_files.h"
 #include "tools/wav_writer.h"
 
 namespace omni_edge::tools {
@@ -14,6 +15,19 @@ namespace {
 
 std::atomic<OeSession*> g_session{nullptr};  // lock-free: read by the signal handler
 volatile std::sig_atomic_t g_signal = 0;
+
+void PrepareFaultLines(const Output& out, const std::vector<std::string>& streams) {
+  std::string lines;
+  if (out.json) {
+    const Json end{{"kind", "error"}, {"finish_reason", "error"}, {"seq", 0}, {"reason", "weights_changed"},
+                   {"error", "a mapped weights file changed during the run"}};
+    for (const std::string& stream : streams) {
+      const bool tag = out.tag_streams && !stream.empty();
+      lines += (tag ? "{\"stream\":\"" + stream + "\"," + end.dump().substr(1) : end.dump()) + "\n";
+    }
+  }
+  SetFaultLines(lines);
+}
 
 void OnSignal(int signo) {
   g_signal = signo;  // also ends a --repeat loop, or a run before it starts
@@ -137,6 +151,7 @@ void InstallCancelSignals() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &action, nullptr);
+  ReportFaultsInMappedFiles("omni-edge-run");
 }
 
 int CancelledBy() { return g_signal; }
@@ -168,6 +183,7 @@ int RunRequests(OeSession* session, const OeRequest& request, const Output& out,
     return 2;
   }
   g_session = session;
+  PrepareFaultLines(out, streams.names);
   OeError* error = nullptr;
   bool wav_ok = true;
   for (int i = 0; i < repeat && error == nullptr && wav_ok && g_signal == 0; ++i) {

@@ -5,7 +5,8 @@
 // The cancel contract: SIGINT, SIGTERM or SIGHUP at any moment (while loading too) cancels the
 // request at every stage's next step; with --json each stream's last line is then its one
 // terminal event ("cancelled"), the audio streamed so far is in the WAV, and the exit code is
-// 128 + the signal (130 for Ctrl-C). Any failure ends each stream with an "error" line (exit 1).
+// 128 + the signal (130 for Ctrl-C). Any failure ends each stream with an "error" line (exit 1),
+// a weights file truncated under its mapping too (SIGBUS there is caught: base/mapped_files.h).
 #pragma once
 
 #include <string>
@@ -20,7 +21,8 @@ struct Output {
   std::string wav_path;      // audio events go here; empty: a plan's audio is an error
 };
 
-// Cancels the running (or next) request on SIGINT, SIGTERM and SIGHUP; call first in main.
+// Cancels the running (or next) request on SIGINT, SIGTERM and SIGHUP, and turns a fault in
+// mapped weights into an error exit; call first in main.
 void InstallCancelSignals();
 // The signal that cancelled this process's work, or 0.
 int CancelledBy();

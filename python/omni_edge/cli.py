@@ -242,6 +242,18 @@ class _Streams:
             print(json.dumps(tagged, ensure_ascii=False), flush=True)
         return self.guard.keep_going()
 
+    def _line(self, stream: str, line: dict[str, Any]) -> str:
+        return json.dumps({"stream": stream, **line} if len(self.names) > 1 else line)
+
+    def guard_weights(self) -> None:
+        """A weights file truncated under its mapping mid-run ends every stream with an error
+        line and exit 1 instead of a SIGBUS crash (base/mapped_files.h)."""
+        from omni_edge import _native
+
+        line = {"kind": "error", "finish_reason": "error", "seq": 0, "reason": "weights_changed",
+                "error": "a mapped weights file changed during the run"}
+        _native.report_mapped_file_faults("".join(self._line(s, line) + "\n" for s in self.names) if self.args.json else "")
+
     def end(self, command: str, error: ContractError | None = None) -> int:
         """Ends the streams that did not end; the exit code (128 + signal when cancelled)."""
         kind = "error" if error is not None else "cancelled"
@@ -251,7 +263,7 @@ class _Streams:
             line: dict[str, Any] = {"kind": kind, "finish_reason": kind, "seq": 0}
             if error is not None:
                 line.update(reason=error.code, error=error.message)
-            print(json.dumps({"stream": stream, **line} if len(self.names) > 1 else line), flush=True)
+            print(self._line(stream, line), flush=True)
         if error is not None:
             print(f"omni-edge {command}: {error.code}: {error.message}", file=sys.stderr)
             return 1
@@ -272,6 +284,7 @@ def _open(kind: Any, args: argparse.Namespace, streams: _Streams, command: str) 
         return None
     if streams.guard.cancelled:  # the signal came while loading: nothing ran
         return None
+    streams.guard_weights()
     if getattr(args, "info", False):
         print(json.dumps({"placements": session.placements()}, indent=1), file=sys.stderr)
     return session

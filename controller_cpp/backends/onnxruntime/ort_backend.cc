@@ -22,6 +22,8 @@
 #include <onnxruntime_c_api.h>
 
 #include "base/json_fields.h"
+#include "base/mapped_files.h"
+#include "runtime/weights_index.h"
 
 #ifndef OMNI_EDGE_ORT_LIBRARY
 #define OMNI_EDGE_ORT_LIBRARY "libonnxruntime.so.1"
@@ -240,65 +242,36 @@ class WeightStore {
     std::stringstream text;
     text << in.rdbuf();
     OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), index_path.string()));
-    FieldReader r(j, "weights.json");
-    const std::string file = r.String("file");
-    const Json* tensors = r.Array("tensors");
-    const Json* graphs = r.Object("graphs");
-    r.Raw("alignment");
-    OE_RETURN_IF_ERROR(r.Done());
-
+    OE_ASSIGN_OR_RETURN(WeightsIndex index, ParseWeightsIndex(j, index_path, /*data_size=*/-1));
     auto store = std::shared_ptr<WeightStore>(new WeightStore(ort));
-    const fs::path data_path = (index_path.parent_path() / file).lexically_normal();
-    if (data_path.parent_path() != index_path.parent_path().lexically_normal()) {
-      return Status::Error("invalid_artifact", "weights.json: file '" + file + "' is not beside the index");
-    }
+    const fs::path data_path = index.data_path;
     OE_RETURN_IF_ERROR(check_data(data_path));
     store->fd_ = ::open(data_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (store->fd_ < 0) return Status::Error("file_missing", data_path.string() + ": cannot open");
     struct stat st {};
     if (fstat(store->fd_, &st) != 0) return Status::Error("io_error", data_path.string() + ": stat failed");
     store->size_ = size_t(st.st_size);
+    // Bounds against the file as opened (it was hashed just before): an index cannot reach past it.
+    OE_ASSIGN_OR_RETURN(index, ParseWeightsIndex(j, index_path, int64_t(store->size_)));
     if (store->size_ > 0) {
       store->map_ = mmap(nullptr, store->size_, PROT_READ, MAP_SHARED, store->fd_, 0);
       if (store->map_ == MAP_FAILED) {
         store->map_ = nullptr;
         return Status::Error("io_error", data_path.string() + ": mmap failed");
       }
+      store->registered_ = std::make_unique<MappedFile>(store->map_, store->size_, data_path.string());
     }
     const OrtApi* api = ort->api();
     OE_RETURN_IF_ERROR(FromOrt(api, api->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &store->cpu_), "memory info"));
-    for (size_t i = 0; i < tensors->size(); ++i) {
-      FieldReader t((*tensors)[i], "weights.json.tensors[" + std::to_string(i) + "]");
-      const std::string name = t.String("name");
-      const std::string dtype = t.String("dtype");
-      const Json* shape_json = t.Array("shape");
-      const int64_t offset = t.Int("offset", true, 0);
-      const int64_t nbytes = t.Int("nbytes", true, 0);
-      OE_RETURN_IF_ERROR(t.Done());
-      std::vector<int64_t> shape;
-      for (const auto& d : *shape_json) {
-        int64_t v = 0;
-        OE_RETURN_IF_ERROR(CheckInt(d, "weights.json shape", 0, &v));
-        shape.push_back(v);
-      }
-      if (dtype != "float32") return Status::Error("unsupported_graph", "weights.json: shared weights must be float32");
-      if (uint64_t(offset) + uint64_t(nbytes) > store->size_ || int64_t(NumElements(shape)) * 4 != nbytes) {
-        return Status::Error("invalid_artifact", "weights.json: tensor '" + name + "' lies outside weights.bin");
-      }
+    for (WeightsIndex::Tensor& t : index.tensors) {
       OrtValue* value = nullptr;
       OE_RETURN_IF_ERROR(FromOrt(api, api->CreateTensorWithDataAsOrtValue(
-                                           store->cpu_, static_cast<char*>(store->map_) + offset, size_t(nbytes),
-                                           shape.data(), shape.size(), ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &value),
-                                 "weight " + name));
-      store->values_[name] = value;
+                                           store->cpu_, static_cast<char*>(store->map_) + t.offset, size_t(t.nbytes),
+                                           t.shape.data(), t.shape.size(), ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &value),
+                                 "weight " + t.name));
+      store->values_[t.name] = value;
     }
-    for (auto it = graphs->begin(); it != graphs->end(); ++it) {
-      if (!it.value().is_array()) return Status::Error("invalid_artifact", "weights.json: graphs." + it.key() + " is not a list");
-      for (const auto& n : it.value()) {
-        if (!n.is_string()) return Status::Error("invalid_artifact", "weights.json: graphs." + it.key() + " lists a non-name");
-        store->graph_weights_[it.key()].push_back(n.get<std::string>());
-      }
-    }
+    store->graph_weights_ = std::move(index.graphs);
     OE_RETURN_IF_ERROR(FromOrt(api, api->CreatePrepackedWeightsContainer(&store->prepacked_), "prepacked container"));
     return store;
   }
@@ -308,6 +281,7 @@ class WeightStore {
     for (auto& [name, v] : values_) api->ReleaseValue(v);
     if (prepacked_ != nullptr) api->ReleasePrepackedWeightsContainer(prepacked_);
     if (cpu_ != nullptr) api->ReleaseMemoryInfo(cpu_);
+    registered_.reset();  // before the unmap: the range may be reused by the next mapping
     if (map_ != nullptr) munmap(map_, size_);
     if (fd_ >= 0) ::close(fd_);
   }
@@ -337,6 +311,7 @@ class WeightStore {
   int fd_ = -1;
   void* map_ = nullptr;
   size_t size_ = 0;
+  std::unique_ptr<MappedFile> registered_;  // for the fault handler (base/mapped_files.h)
   OrtMemoryInfo* cpu_ = nullptr;
   OrtPrepackedWeightsContainer* prepacked_ = nullptr;
   std::map<std::string, OrtValue*> values_;
