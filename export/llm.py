@@ -24,6 +24,7 @@ from omni_edge.contracts import ArtifactMetadata, ValidationRef
 from omni_edge.export import onnx_target
 from omni_edge.export.qwen3 import BodyGraph, EmbedGraph, HeadGraph, Qwen3Shape, body_example, body_io_names
 from omni_edge.export.validation import validate_llm
+from omni_edge.files import write_text_atomic
 from tqdm import tqdm
 
 FP32_MASK_VALUE = -10000.0
@@ -93,7 +94,7 @@ def _write_plan(out: Path, name: str, stage: dict[str, Any]) -> Path:
     plan = {"plan_version": 1, "name": name, "stages": [stage],
             "stream_limits": {"max_events": 64, "max_bytes": 1 << 20}}
     path = out / f"plan.{stage['artifact'].removeprefix('thinker-')}.json"
-    path.write_text(json.dumps(plan, indent=2) + "\n")
+    write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
     return path
 
 

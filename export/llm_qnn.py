@@ -21,6 +21,7 @@ from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
 from omni_edge.export import qnn_target
 from omni_edge.export.validation import validate_llm
+from omni_edge.files import write_text_atomic
 from tqdm import tqdm
 
 # Limits of the reports per precision. 16-bit activations with 8- or 16-bit weights must keep
@@ -103,7 +104,7 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
     llm = llm_section(shape, opts, caches)
     llm["mask_value"] = qnn_target.QDQ_MASK_VALUE
     fp32_plan = {"plan_version": 1, "name": "fp32 for calibration", "stages": [stage("fp32", llm, groups)]}
-    (build / "plan.fp32.json").write_text(json.dumps(fp32_plan))
+    write_text_atomic(build / "plan.fp32.json", json.dumps(fp32_plan))
     files = _plan_files(fp32_plan)
 
     # 2. Calibration inputs of every graph, captured through the native engine; held-out inputs

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from omni_edge.files import write_text_atomic
 
 
 def omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> dict[str, Any]:
@@ -43,7 +44,7 @@ def omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> dict[str,
 def write_omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "plan.json"
-    path.write_text(json.dumps(omni_plan(thinker_plan, speech_plan, out_dir), indent=2) + "\n")
+    write_text_atomic(path, json.dumps(omni_plan(thinker_plan, speech_plan, out_dir), indent=2) + "\n")
     return path
 
 

@@ -58,6 +58,7 @@ from omni_edge.export.qwen3_tts import (
     suppressed,
 )
 from omni_edge.export.qwen3_tts_codec import Qwen3TtsCodecDecoder
+from omni_edge.files import write_text_atomic
 from torch import nn
 from tqdm import tqdm
 
@@ -651,7 +652,7 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
             files = export_program(model, component, opts)
             refs = {name: {"file": "model.pte", "method": method} for name, method in files.items()}
         plan_path = out / f"plan.{fmt}.json"
-        plan_path.write_text(json.dumps(speech_plan(model, component.name, refs, opts, backend), indent=2) + "\n")
+        write_text_atomic(plan_path, json.dumps(speech_plan(model, component.name, refs, opts, backend), indent=2) + "\n")
 
         def manifest(got: dict[str, float] | None, fmt: str = fmt, component: Path = component,
                      files: dict[str, str] = files, backend: str = backend, version: str = version) -> None:

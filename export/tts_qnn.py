@@ -47,6 +47,7 @@ from omni_edge.export.tts import (
     validation_ids,
     validation_sampling,
 )
+from omni_edge.files import write_text_atomic
 from tqdm import tqdm
 
 # Limits against the fp32 reference per precision, below what the tiny and small checkpoints
@@ -190,7 +191,7 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
         plan = speech_plan(model, component.name, refs, opts, device="npu",
                            devices={role: "cpu" for role, graph in (("vocoder", "vocoder_"), ("embed_hidden", OMNI_GRAPH))
                                     if any(n.startswith(graph) for n in on_cpu)})
-        plan_path.write_text(json.dumps(plan, indent=2) + "\n")
+        write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
         identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
                         shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
                                      f"-w{opts.stream.window}", target_abi=f"qnn-htp-v{soc.htp_arch}")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_edge.contracts import ContractError
+from omni_edge.files import write_text_atomic
 
 # AI Hub device names -> the SoC key of omni_edge.export.qnn_target.SOCS.
 DEVICES: dict[str, str] = {
@@ -161,5 +162,5 @@ def submit(requests: Sequence[Request], hub: Any, progress: Callable[[str], None
             else:
                 job.download_results(str(out))
         summary.append(record)
-    (evidence_root / "jobs.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_text_atomic(evidence_root / "jobs.json", json.dumps(summary, indent=1) + "\n")
     return evidence_root

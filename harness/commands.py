@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from omni_edge.files import write_text_atomic
 from omni_edge.harness.devices.base import DeviceError
 
 
@@ -146,7 +147,7 @@ def _matrix(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([c.to_dict() for c in cells], indent=1))
     elif args.html:
-        args.html.write_text(matrix.render_html(cells))
+        write_text_atomic(args.html, matrix.render_html(cells))
         print(f"wrote {args.html}", file=sys.stderr)
     else:
         sys.stdout.write(matrix.render_text(cells))

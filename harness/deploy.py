@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from omni_edge.files import write_text_atomic
 from omni_edge.harness.devices.base import Device, DeviceError, PushReport
 from omni_edge.harness.devices.qemu import elf_machine
 
@@ -176,7 +177,7 @@ def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name
         for stage, component in zip(stages, components, strict=True):
             stage["artifact"] = f"artifacts/{remote_names[component]}"
             report.merge(device.push(component, f"{root}/artifacts/{remote_names[component]}"))
-        (staged / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
+        write_text_atomic(staged / "plan.json", json.dumps(plan, indent=2) + "\n")
         report.merge(device.push(staged / "plan.json", f"{root}/plan.json"))
     env = {k: f"{root}/{v}" for k, v in bundle.env.items()}
     env["LD_LIBRARY_PATH"] = f"{root}/lib"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_edge.contracts.manifest import sha256_file
+from omni_edge.files import write_text_atomic
 from omni_edge.harness.catalog import FAMILIES, ROUTES, Family, Route, family, route
 from omni_edge.harness.ledger import AdmissionError, Ledger
 
@@ -189,7 +190,7 @@ def record_from_artifact(store: Path, route_key: str, family_key: str, component
     }
     path = store / "records" / f"{record_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    write_text_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
 
 
@@ -220,7 +221,7 @@ def record_blocked(store: Path, route_key: str, family_key: str, layer: str, rea
               "evidence": _copy_evidence(store, record_id, [log])}
     path = store / "records" / f"{record_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    write_text_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omni_edge.files import write_text_atomic
 from omni_edge.harness.deploy import Deployment, verify_on_target
 from omni_edge.harness.devices.base import DeviceError, MemorySample
 
@@ -299,10 +300,10 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: 
     outputs.write_text("".join(
         f"[{r.group} #{r.index} request {k}] " + "".join(str(e.get("text", "")) for _, e in req if e.get("kind") == "token")
         + "\n" for r in profiler.processes for k, req in enumerate(r.requests())))
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_text_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     from omni_edge.harness.report import write_markdown, write_plots
 
     report["plots"] = write_plots(report, json.loads((out / "raw" / "samples.json").read_text()), out)
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_text_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     write_markdown(report, out / "report.md")
     return report

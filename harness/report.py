@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from omni_edge.files import write_text_atomic
+
 
 def _fmt(value: Any, digits: int = 1) -> str:
     if value is None:
@@ -141,4 +143,4 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
         "TTFT, decode rate and total come from the controller's own clock.",
         "",
     ]
-    path.write_text("\n".join(lines))
+    write_text_atomic(path, "\n".join(lines))

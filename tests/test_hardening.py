@@ -214,3 +214,16 @@ def test_fixture_paths_stay_inside_their_case(tmp_path_factory: pytest.TempPathF
     except FixtureError:
         return
     assert path.resolve().is_relative_to(case.resolve()), name
+
+
+def test_outputs_appear_whole_or_not_at_all(tmp_path: Path) -> None:
+    from omni_edge.files import atomic_output, write_text_atomic
+
+    target = tmp_path / "report.json"
+    write_text_atomic(target, "good")
+    with pytest.raises(RuntimeError), atomic_output(target) as part:
+        part.write_text("half of a new rep")
+        raise RuntimeError("killed mid-write")
+    assert target.read_text() == "good" and [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    write_text_atomic(target, "better")
+    assert target.read_text() == "better" and oct(target.stat().st_mode & 0o777) == "0o644"

@@ -65,7 +65,7 @@ def _moments(python: bool, whole: float, seed: int) -> list[float]:
     rng = random.Random(seed)
     if python:
         return [rng.uniform(0.35, 0.95) * whole for _ in range(4)]
-    return [rng.uniform(0.05, whole) for _ in range(12)]
+    return [rng.uniform(0.05, whole) for _ in range(8)]
 
 
 def _duration(command: list[str]) -> float:
