@@ -20,12 +20,20 @@ from llm_reference import CLI
 NATIVE = CLI.parent / "omni-edge-run"
 
 
+FIRST_EVENT = -1.0  # a moment: right after the first event line (surely mid-request)
+
+
 def _interrupted(command: list[str], at_s: float, signo: int = signal.SIGINT) -> tuple[int, list[dict]]:
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(at_s)
+    first = ""
+    if at_s == FIRST_EVENT:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+    else:
+        time.sleep(at_s)
     proc.send_signal(signo)
     out, err = proc.communicate(timeout=300)
-    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    lines = [json.loads(line) for line in (first + out).splitlines() if line.strip()]
     assert proc.returncode in (0, 128 + signo), (proc.returncode, err[-2000:])
     return proc.returncode, lines
 
@@ -64,8 +72,8 @@ def _moments(python: bool, whole: float, seed: int) -> list[float]:
     a short Python run: 0.15 s here) still has the default action."""
     rng = random.Random(seed)
     if python:
-        return [rng.uniform(0.35, 0.95) * whole for _ in range(4)]
-    return [rng.uniform(0.05, whole) for _ in range(8)]
+        return [FIRST_EVENT, *(rng.uniform(0.35, 0.95) * whole for _ in range(3))]
+    return [FIRST_EVENT, *(rng.uniform(0.05, whole) for _ in range(7))]
 
 
 def _duration(command: list[str]) -> float:
