@@ -31,7 +31,7 @@
 #include "pipeline/session.h"
 #include "runtime/admission.h"
 #include "runtime/plan.h"
-#include "base/mapped_files.h"
+#include "base/platform/mapped_files.h"
 #include "text/text_stream.h"
 #include "text/tokenizer.h"
 
@@ -235,7 +235,7 @@ NB_MODULE(_native, m) {
   m.def("available_backends", &AvailableBackends);
   m.def("report_mapped_file_faults", [](const std::string& lines) {
     // A weights file truncated under its mapping ends the process with these stdout lines and
-    // a message, not a SIGBUS crash (base/mapped_files.h).
+    // a message, not a SIGBUS crash (base/platform/mapped_files.h).
     ReportFaultsInMappedFiles("omni-edge");
     SetFaultLines(lines);
   }, nb::arg("lines"));

@@ -5,6 +5,8 @@
    decoding -> pipeline -> families -> capi -> tools), backends only base/contract/runtime, and a
    family folder never includes another family's (families/builtin.* registers them all).
 2. No function is longer than MAX_LINES lines (signature to closing brace).
+3. One platform layer: only base/platform/ includes an OS header or tests for an OS
+   (the public C header may pick its export attribute).
 
 Usage: scripts/check_native.py [--report]   (--report lists the longest functions)
 """
@@ -31,6 +33,9 @@ LAYERS = {
     "fuzz": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "fuzz"},
 }
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
+OS_SPECIFIC = re.compile(r"^\s*#\s*include\s*<(unistd|dlfcn|fcntl|signal|malloc|windows|io|direct|pthread)\.h>|"
+                         r"^\s*#\s*include\s*<sys/|^\s*#\s*if.*\b(_WIN32|_WIN64|__linux__|__ANDROID__|__APPLE__)\b", re.M)
+OS_EXEMPT = {"capi/omni_edge.h"}
 HEADER = re.compile(r"\)\s*(const)?\s*(override|final|noexcept)?\s*(->\s*[\w:<>, *&]+)?\s*$")
 NOT_FUNCTION = re.compile(r"^\s*(if|for|while|switch|catch|do|else|try)\b|\b(namespace|struct|class|enum|union)\b|^\s*extern\s")
 
@@ -53,6 +58,17 @@ def layer_problems() -> list[str]:
                 mine, theirs = rel.parts[1], include.split("/")[1]
                 if theirs != mine:
                     problems.append(f"{rel}: includes {include}: a family never includes another family")
+    return problems
+
+
+def platform_problems() -> list[str]:
+    problems = []
+    for path in sorted(ROOT.rglob("*")):
+        rel = path.relative_to(ROOT)
+        if path.suffix not in (".h", ".cc") or rel.parts[:2] == ("base", "platform") or rel.as_posix() in OS_EXEMPT:
+            continue
+        for match in OS_SPECIFIC.finditer(path.read_text()):
+            problems.append(f"{rel}: '{match.group(0).strip()}': OS-specific code lives in base/platform/")
     return problems
 
 
@@ -98,7 +114,7 @@ def functions(path: Path) -> list[tuple[int, int, str]]:
 
 
 def main() -> int:
-    problems = layer_problems()
+    problems = layer_problems() + platform_problems()
     found = []
     for path in sorted(ROOT.rglob("*")):
         if path.suffix in (".h", ".cc") and "unicode_tables" not in path.name:

@@ -5,9 +5,9 @@
 #include <exception>
 #include <set>
 #include <filesystem>
-#include <unistd.h>
 
-#include "base/process_stats.h"
+#include "base/platform/os.h"
+#include "base/platform/process_stats.h"
 #include "contract/codec.h"
 #include "pipeline/playback.h"
 #include "pipeline/wire.h"
@@ -177,7 +177,7 @@ Status Session::Admit(const SessionOptions& options, const FamilyRegistry& famil
 
 Status Session::OpenStages(const SessionOptions& options, const FamilyRegistry& families) {
   static std::atomic<int64_t> sessions{0};
-  const std::string instance = std::to_string(::getpid()) + "-" + std::to_string(++sessions);
+  const std::string instance = std::to_string(platform::ProcessId()) + "-" + std::to_string(++sessions);
   session_id_ = "session-" + instance;
   std::map<std::string, contract::VerifiedManifest> verified;  // by artifact: stages often share one
   for (const StagePlan& stage : plan_.stages) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/platform/process_stats.h"
 #include "contract/manifest.h"
 
 namespace omni_edge {
@@ -97,19 +98,11 @@ Json ToJson(const PlanBudget& budget) {
 }
 
 std::map<std::string, int64_t> DetectPools(bool* wsl) {
-  std::ifstream version("/proc/version");
-  std::string line;
-  std::getline(version, line);
-  const bool is_wsl = line.find("microsoft") != std::string::npos || line.find("Microsoft") != std::string::npos;
+  bool is_wsl = false;
+  const int64_t available = AvailableMemoryBytes(&is_wsl);
   if (wsl != nullptr) *wsl = is_wsl;
-  std::ifstream meminfo("/proc/meminfo");
   std::map<std::string, int64_t> pools;
-  while (std::getline(meminfo, line)) {
-    long long kb = 0;
-    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kb) == 1) {
-      pools[is_wsl ? "wsl_quota" : "device_ram"] = int64_t(kb) * 1024;
-    }
-  }
+  if (available >= 0) pools[is_wsl ? "wsl_quota" : "device_ram"] = available;
   return pools;
 }
 

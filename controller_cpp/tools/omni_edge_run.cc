@@ -23,16 +23,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include "base/json_fields.h"
+#include "base/platform/os.h"
 #include "base/unicode/unicode.h"
 #include "capi/omni_edge.h"
 #include "tools/args.h"
@@ -95,14 +93,14 @@ int Budget(const char* plan, const char* sessions_text) {
 // A prompt file: UTF-8 text without NUL bytes (the C ABI takes a C string, so a NUL would
 // silently end the prompt there). Returns why not, or "".
 std::string ReadPrompt(const std::string& path, std::string* out) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return "cannot read it: " + std::string(std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return "is a directory";
+  std::error_code error;
+  const auto status = std::filesystem::status(std::filesystem::u8path(path), error);
+  if (error) return "cannot read it: " + error.message();
+  if (std::filesystem::is_directory(status)) return "is a directory";
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
-  if (!in || !(s << in.rdbuf())) {
-    if (st.st_size != 0) return "cannot read it";
-  }
+  if (!in) return "cannot read it";
+  s << in.rdbuf();
   *out = s.str();
   if (const size_t nul = out->find('\0'); nul != std::string::npos) {
     return "holds a NUL byte at offset " + std::to_string(nul);
@@ -165,7 +163,7 @@ int Execute(Invocation& in) {
       oe_string_free(snapshot);
     }
     const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    std::printf("{\"kind\":\"session\",\"pid\":%d,\"load_ms\":%.3f,\"ledger\":%s}\n", int(getpid()), load_ms, reserved.c_str());
+    std::printf("{\"kind\":\"session\",\"pid\":%d,\"load_ms\":%.3f,\"ledger\":%s}\n", omni_edge::platform::ProcessId(), load_ms, reserved.c_str());
     std::fflush(stdout);
   }
   int rc = 0;

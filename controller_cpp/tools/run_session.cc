@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/json_fields.h"
-#include "base/mapped_files.h"
+#include "base/platform/os.h"
 #include "tools/wav_writer.h"
 
 namespace omni_edge::tools {
@@ -146,11 +146,7 @@ bool AnyCancelled(const Json& terminals) {
 }  // namespace
 
 void InstallCancelSignals() {
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &action, nullptr);
+  platform::OnCancelSignals(OnSignal);
   ReportFaultsInMappedFiles("omni-edge-run");
 }
 

@@ -6,7 +6,7 @@
 // request at every stage's next step; with --json each stream's last line is then its one
 // terminal event ("cancelled"), the audio streamed so far is in the WAV, and the exit code is
 // 128 + the signal (130 for Ctrl-C). Any failure ends each stream with an "error" line (exit 1),
-// a weights file truncated under its mapping too (SIGBUS there is caught: base/mapped_files.h).
+// a weights file truncated under its mapping too (SIGBUS there is caught: base/platform/mapped_files.h).
 #pragma once
 
 #include <string>

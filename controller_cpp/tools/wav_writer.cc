@@ -1,13 +1,11 @@
 #include "tools/wav_writer.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "base/pcm.h"
+#include "base/platform/os.h"
 
 namespace omni_edge::tools {
 namespace {
@@ -32,21 +30,8 @@ bool WavWriter::Open(const std::string& path, int64_t sample_rate) {
   samples_ = 0;
   ok_ = true;
   // Beside the target, so the rename stays on one file system; unique per process.
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string pattern = dir + "." + base + ".partXXXXXX";
-  const int fd = mkstemp(pattern.data());
-  if (fd < 0) return ok_ = false;
-  fchmod(fd, 0644);  // mkstemp's 0600 would make the renamed WAV private
-  temp_ = pattern;
-  file_ = fdopen(fd, "w+b");
-  if (file_ == nullptr) {
-    close(fd);
-    unlink(temp_.c_str());
-    temp_.clear();
-    return ok_ = false;
-  }
+  file_ = platform::CreateFileBeside(path, &temp_);
+  if (file_ == nullptr) return ok_ = false;
   return ok_ = WriteHeader() && std::fflush(file_) == 0;
 }
 
@@ -89,11 +74,11 @@ bool WavWriter::Append(const void* samples, int64_t n, const std::string& dtype)
 
 bool WavWriter::Commit() {
   if (file_ == nullptr) return false;
-  ok_ = ok_ && WriteHeader() && std::fflush(file_) == 0 && fsync(fileno(file_)) == 0;
+  ok_ = ok_ && WriteHeader() && platform::SyncFile(file_);
   ok_ = std::fclose(file_) == 0 && ok_;
   file_ = nullptr;
-  ok_ = ok_ && std::rename(temp_.c_str(), path_.c_str()) == 0;
-  if (!ok_) unlink(temp_.c_str());
+  ok_ = ok_ && platform::MoveIntoPlace(temp_, path_);
+  if (!ok_) platform::RemoveFile(temp_);
   temp_.clear();
   return ok_;
 }
@@ -101,7 +86,7 @@ bool WavWriter::Commit() {
 void WavWriter::Discard() {
   if (file_ != nullptr) std::fclose(file_);
   file_ = nullptr;
-  if (!temp_.empty()) unlink(temp_.c_str());
+  if (!temp_.empty()) platform::RemoveFile(temp_);
   temp_.clear();
 }
 

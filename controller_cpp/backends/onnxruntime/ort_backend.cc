@@ -1,12 +1,5 @@
 #include "backends/onnxruntime/ort_backend.h"
 
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <malloc.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +15,7 @@
 #include <onnxruntime_c_api.h>
 
 #include "base/json_fields.h"
-#include "base/mapped_files.h"
+#include "base/platform/os.h"
 #include "runtime/weights_index.h"
 
 #ifndef OMNI_EDGE_ORT_LIBRARY
@@ -38,29 +31,6 @@
 namespace omni_edge::ort {
 namespace fs = std::filesystem;
 namespace {
-
-// The QNN HTP library prints a banner on stdout when it loads; stdout carries the JSON event
-// lines of `omni-edge run --json`, so while QNN is loaded and sessions are created, whatever
-// it prints goes to stderr instead.
-class StdoutToStderr {
- public:
-  StdoutToStderr() {
-    std::fflush(stdout);
-    saved_ = ::dup(STDOUT_FILENO);
-    if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
-  }
-  ~StdoutToStderr() {
-    if (saved_ < 0) return;
-    std::fflush(stdout);
-    ::dup2(saved_, STDOUT_FILENO);
-    ::close(saved_);
-  }
-  StdoutToStderr(const StdoutToStderr&) = delete;
-  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
-
- private:
-  int saved_ = -1;
-};
 
 // A non-empty option, else a non-empty environment variable, else the fallback (never "":
 // dlopen("") would return the main program).
@@ -88,14 +58,11 @@ class OrtProcess {
     // ONNX Runtime's POSIX builds write a device id and an event cache under ~/.cache unless
     // this is set before the library initializes; an on-device runtime does not phone home by
     // default (a user who sets the variable decides).
-    setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
-    void* lib = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      return Status::Error("backend_unavailable", "cannot load ONNX Runtime '" + library_path + "': " + dlerror() +
-                                                      " (set OMNI_EDGE_ONNXRUNTIME_LIB)");
-    }
+    platform::SetEnvironmentDefault("ORT_DISABLE_TELEMETRY", "1");
+    auto lib = platform::LoadSharedLibrary(library_path);
+    if (!lib.ok()) return Status::Error("backend_unavailable", "ONNX Runtime: " + lib.status().message() + " (set OMNI_EDGE_ONNXRUNTIME_LIB)");
     using GetApiBase = const OrtApiBase* (*)();
-    auto get_base = reinterpret_cast<GetApiBase>(dlsym(lib, "OrtGetApiBase"));
+    auto get_base = reinterpret_cast<GetApiBase>(platform::FindSymbol(*lib, "OrtGetApiBase"));
     if (get_base == nullptr) return Status::Error("backend_unavailable", library_path + " has no OrtGetApiBase");
     const OrtApiBase* base = get_base();
     const OrtApi* api = base->GetApi(ORT_API_VERSION);
@@ -150,7 +117,7 @@ class OrtProcess {
   Result<const OrtEpDevice*> QnnDevice(const std::string& ep_library) {
     std::lock_guard<std::mutex> lock(create_mu_);
     if (!qnn_registered_) {
-      StdoutToStderr quiet;
+      platform::StdoutToStderr quiet;  // the QNN HTP library prints a banner on stdout as it loads
       if (OrtStatus* st = api_->RegisterExecutionProviderLibrary(env_, "QNNExecutionProvider", ep_library.c_str())) {
         std::string msg = api_->GetErrorMessage(st);
         api_->ReleaseStatus(st);
@@ -246,27 +213,15 @@ class WeightStore {
     auto store = std::shared_ptr<WeightStore>(new WeightStore(ort));
     const fs::path data_path = index.data_path;
     OE_RETURN_IF_ERROR(check_data(data_path));
-    store->fd_ = ::open(data_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (store->fd_ < 0) return Status::Error("file_missing", data_path.string() + ": cannot open");
-    struct stat st {};
-    if (fstat(store->fd_, &st) != 0) return Status::Error("io_error", data_path.string() + ": stat failed");
-    store->size_ = size_t(st.st_size);
-    // Bounds against the file as opened (it was hashed just before): an index cannot reach past it.
-    OE_ASSIGN_OR_RETURN(index, ParseWeightsIndex(j, index_path, int64_t(store->size_)));
-    if (store->size_ > 0) {
-      store->map_ = mmap(nullptr, store->size_, PROT_READ, MAP_SHARED, store->fd_, 0);
-      if (store->map_ == MAP_FAILED) {
-        store->map_ = nullptr;
-        return Status::Error("io_error", data_path.string() + ": mmap failed");
-      }
-      store->registered_ = std::make_unique<MappedFile>(store->map_, store->size_, data_path.string());
-    }
+    OE_ASSIGN_OR_RETURN(store->mapping_, platform::ReadOnlyMapping::Open(data_path.string()));
+    // Bounds against the file as mapped (it was hashed just before): an index cannot reach past it.
+    OE_ASSIGN_OR_RETURN(index, ParseWeightsIndex(j, index_path, int64_t(store->mapping_->size())));
     const OrtApi* api = ort->api();
     OE_RETURN_IF_ERROR(FromOrt(api, api->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &store->cpu_), "memory info"));
     for (WeightsIndex::Tensor& t : index.tensors) {
       OrtValue* value = nullptr;
       OE_RETURN_IF_ERROR(FromOrt(api, api->CreateTensorWithDataAsOrtValue(
-                                           store->cpu_, static_cast<char*>(store->map_) + t.offset, size_t(t.nbytes),
+                                           store->cpu_, const_cast<char*>(store->mapping_->data()) + t.offset, size_t(t.nbytes),
                                            t.shape.data(), t.shape.size(), ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &value),
                                  "weight " + t.name));
       store->values_[t.name] = value;
@@ -281,9 +236,6 @@ class WeightStore {
     for (auto& [name, v] : values_) api->ReleaseValue(v);
     if (prepacked_ != nullptr) api->ReleasePrepackedWeightsContainer(prepacked_);
     if (cpu_ != nullptr) api->ReleaseMemoryInfo(cpu_);
-    registered_.reset();  // before the unmap: the range may be reused by the next mapping
-    if (map_ != nullptr) munmap(map_, size_);
-    if (fd_ >= 0) ::close(fd_);
   }
 
   // Adds the graph's shared weights to its session options.
@@ -302,16 +254,13 @@ class WeightStore {
   // ops that use them raw (an embedding gathers rows): drop the resident pages; they fault
   // back in from the file when touched.
   void ReleaseResidentPages() const {
-    if (map_ != nullptr) madvise(map_, size_, MADV_DONTNEED);
+    mapping_->DropResidentPages();
   }
 
  private:
   explicit WeightStore(OrtProcess* ort) : ort_(ort) {}
   OrtProcess* ort_;
-  int fd_ = -1;
-  void* map_ = nullptr;
-  size_t size_ = 0;
-  std::unique_ptr<MappedFile> registered_;  // for the fault handler (base/mapped_files.h)
+  std::unique_ptr<platform::ReadOnlyMapping> mapping_;  // never copied; registered for fault reports
   OrtMemoryInfo* cpu_ = nullptr;
   OrtPrepackedWeightsContainer* prepacked_ = nullptr;
   std::map<std::string, OrtValue*> values_;
@@ -482,7 +431,7 @@ class OrtBackend : public Backend {
     {
       std::lock_guard<std::mutex> lock(ort_->create_mutex());
       ort_->BeginCapture();
-      std::optional<StdoutToStderr> quiet;
+      std::optional<platform::StdoutToStderr> quiet;
       if (spec.device == "npu") quiet.emplace();
       OrtStatus* st = weights ? api->CreateSessionWithPrepackedWeightsContainer(ort_->env(), spec.path.c_str(), so,
                                                                                weights->prepacked(), &session)
@@ -499,7 +448,7 @@ class OrtBackend : public Backend {
                              spec.name + " (" + spec.path + ") on " + placement.engine + ": " + msg);
       }
     }
-    malloc_trim(0);  // return the temporary buffers of weight prepacking to the system
+    platform::ReturnFreedMemory();  // return the temporary buffers of weight prepacking to the system
     if (weights) weights->ReleaseResidentPages();
     placement.nodes_on_engine = -1;  // every node: CPU is the only EP, or CPU fallback is disabled
     placement.detail = spec.device == "npu" ? "CPU fallback disabled" : "all nodes";

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "base/process_stats.h"
+#include "base/platform/process_stats.h"
 #include "text/chat.h"
 
 namespace omni_edge::llm {

@@ -1,4 +1,4 @@
-#include "base/mapped_files.h"
+#include "base/platform/mapped_files.h"
 
 #include <signal.h>
 #include <unistd.h>

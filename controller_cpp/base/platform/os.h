@@ -1,0 +1,72 @@
+// The controller's one seam to the operating system. Outside base/platform/ no code includes an
+// OS header or calls an OS API (scripts/check_native.py); each function here has a POSIX
+// implementation (Linux, Android: os_posix.cc) and gets its Windows one with the Windows
+// targets. Paths are UTF-8 everywhere.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "base/platform/mapped_files.h"
+#include "base/status.h"
+
+namespace omni_edge::platform {
+
+// (Names avoid the Win32 macros: LoadLibrary, ReplaceFile.)
+// A shared library loaded for the life of the process (ONNX Runtime and its plugins are never
+// unloaded: their threads and allocations outlive any one session).
+Result<void*> LoadSharedLibrary(const std::string& path);
+void* FindSymbol(void* library, const char* name);
+
+// A whole file mapped read-only, registered for fault reports (mapped_files.h) while it lives.
+class ReadOnlyMapping {
+ public:
+  static Result<std::unique_ptr<ReadOnlyMapping>> Open(const std::string& path);
+  ~ReadOnlyMapping();
+  ReadOnlyMapping(const ReadOnlyMapping&) = delete;
+  ReadOnlyMapping& operator=(const ReadOnlyMapping&) = delete;
+  const char* data() const { return static_cast<const char*>(data_); }
+  size_t size() const { return size_; }
+  // Drops the resident pages; they fault back in from the file when touched.
+  void DropResidentPages() const;
+
+ private:
+  ReadOnlyMapping() = default;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  std::unique_ptr<MappedFile> registered_;
+};
+
+int ProcessId();
+// Returns memory the allocator holds free to the system (after large temporary buffers).
+void ReturnFreedMemory();
+// Sets an environment variable unless it is set already (the user's choice wins).
+void SetEnvironmentDefault(const char* name, const char* value);
+
+// Calls `handler(signal number)` on Ctrl-C, a termination request or a hang-up (POSIX: SIGINT,
+// SIGTERM, SIGHUP). The handler runs in signal context: atomic stores only.
+void OnCancelSignals(void (*handler)(int));
+
+// While alive, what the process writes to stdout goes to stderr (libraries that print banners
+// must not corrupt JSON lines on stdout).
+class StdoutToStderr {
+ public:
+  StdoutToStderr();
+  ~StdoutToStderr();
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
+// Crash-safe output: a new, private-to-this-process file beside `target` (same file system),
+// opened for writing; its path in *temporary. Then SyncFile, and ReplaceFile into place.
+std::FILE* CreateFileBeside(const std::string& target, std::string* temporary);
+bool SyncFile(std::FILE* file);
+bool MoveIntoPlace(const std::string& from, const std::string& to);  // atomic where the OS allows
+void RemoveFile(const std::string& path);
+
+}  // namespace omni_edge::platform

@@ -1,0 +1,110 @@
+#include "base/platform/os.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace omni_edge::platform {
+
+Result<void*> LoadSharedLibrary(const std::string& path) {
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) return Status::Error("backend_unavailable", "cannot load '" + path + "': " + dlerror());
+  return library;
+}
+
+void* FindSymbol(void* library, const char* name) { return dlsym(library, name); }
+
+Result<std::unique_ptr<ReadOnlyMapping>> ReadOnlyMapping::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Error("file_missing", path + ": cannot open");
+  std::unique_ptr<ReadOnlyMapping> m(new ReadOnlyMapping());
+  struct stat st {};
+  Status status;
+  if (fstat(fd, &st) != 0) status = Status::Error("io_error", path + ": stat failed");
+  m->size_ = status.ok() ? size_t(st.st_size) : 0;
+  if (m->size_ > 0) {
+    void* data = mmap(nullptr, m->size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (data == MAP_FAILED) {
+      m->size_ = 0;
+      status = Status::Error("io_error", path + ": mmap failed");
+    } else {
+      m->data_ = data;
+      m->registered_ = std::make_unique<MappedFile>(data, m->size_, path);
+    }
+  }
+  ::close(fd);  // the mapping keeps the file
+  if (!status.ok()) return status;
+  return m;
+}
+
+ReadOnlyMapping::~ReadOnlyMapping() {
+  registered_.reset();  // before the unmap: the range may be reused by the next mapping
+  if (data_ != nullptr) munmap(data_, size_);
+}
+
+void ReadOnlyMapping::DropResidentPages() const {
+  if (data_ != nullptr) madvise(data_, size_, MADV_DONTNEED);
+}
+
+int ProcessId() { return int(::getpid()); }
+
+void ReturnFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+void SetEnvironmentDefault(const char* name, const char* value) { setenv(name, value, /*overwrite=*/0); }
+
+void OnCancelSignals(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &action, nullptr);
+}
+
+StdoutToStderr::StdoutToStderr() {
+  std::fflush(stdout);
+  saved_ = ::dup(STDOUT_FILENO);
+  if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+StdoutToStderr::~StdoutToStderr() {
+  if (saved_ < 0) return;
+  std::fflush(stdout);
+  ::dup2(saved_, STDOUT_FILENO);
+  ::close(saved_);
+}
+
+std::FILE* CreateFileBeside(const std::string& target, std::string* temporary) {
+  const size_t slash = target.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  std::string pattern = dir + "." + base + ".partXXXXXX";
+  const int fd = mkstemp(pattern.data());
+  if (fd < 0) return nullptr;
+  fchmod(fd, 0644);  // mkstemp's 0600 would make the renamed file private
+  std::FILE* file = fdopen(fd, "w+b");
+  if (file == nullptr) {
+    ::close(fd);
+    ::unlink(pattern.c_str());
+    return nullptr;
+  }
+  *temporary = pattern;
+  return file;
+}
+
+bool SyncFile(std::FILE* file) { return std::fflush(file) == 0 && fsync(fileno(file)) == 0; }
+
+bool MoveIntoPlace(const std::string& from, const std::string& to) { return std::rename(from.c_str(), to.c_str()) == 0; }
+
+void RemoveFile(const std::string& path) { ::unlink(path.c_str()); }
+
+}  // namespace omni_edge::platform
