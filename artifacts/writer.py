@@ -41,7 +41,6 @@ def new_component(directory: Path, checkpoint: Path, extra: Iterable[Path] = (),
 
 
 def write_report(path: Path, report: ValidationReport) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(report.to_dict(), indent=2) + "\n")
 
 

@@ -290,6 +290,13 @@ def _open(kind: Any, args: argparse.Namespace, streams: _Streams, command: str) 
     return session
 
 
+def _text_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The text stream's request options of `run` (Session.run's keywords), plain or with --speak."""
+    return dict(chat=args.chat, system_prompt=args.system or "", prompt_ids=args.prompt_ids or (),
+                max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args), stop_strings=args.stop or (),
+                ignore_stop_tokens=args.ignore_stop_tokens)
+
+
 def _run_omni(args: argparse.Namespace, prompt: str, guard: CancelOnSignal) -> int:
     """run --speak: the omni plan's text stream on stdout, its audio into the WAV."""
     from omni_edge.contracts import ContractError
@@ -308,9 +315,7 @@ def _run_omni(args: argparse.Namespace, prompt: str, guard: CancelOnSignal) -> i
     try:
         result = guard.run(session, lambda: session.run(
             prompt, on_text=on_text, on_audio=lambda event, pcm: streams.event("audio", event), wav=args.speak,
-            max_frames=args.max_frames, chat=args.chat, system_prompt=args.system or "",
-            prompt_ids=args.prompt_ids or (), max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
-            stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens))
+            max_frames=args.max_frames, **_text_options(args)))
     except ContractError as exc:
         return streams.end("run", exc)
     if not args.json:
@@ -363,9 +368,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         guard.run(session, lambda: session.run(
-            prompt, on_event=on_event, chat=args.chat, system_prompt=args.system or "",
-            prompt_ids=args.prompt_ids or (), max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args),
-            stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens))
+            prompt, on_event=on_event, **_text_options(args)))
     except ContractError as exc:
         return streams.end("run", exc)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other CLIs do
