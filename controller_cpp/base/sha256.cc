@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "base/platform/os.h"
+
 namespace omni_edge {
 namespace {
 
@@ -95,7 +97,7 @@ std::string Sha256Hex(const void* data, size_t size) {
 }
 
 Result<std::string> Sha256File(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  std::unique_ptr<FILE, int (*)(FILE*)> file(platform::OpenFile(path, "rb"), &std::fclose);
   if (!file) return Status::Error("file_missing", path + ": cannot open");
   Sha256 hasher;
   std::vector<char> block(1 << 20);

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "base/platform/os.h"
 #include "base/sha256.h"
 
 namespace omni_edge::contract {
@@ -84,13 +84,7 @@ Result<ArtifactMetadata> ArtifactFromJson(const Json& j) {
   return a;
 }
 
-Result<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("file_missing", path.string() + ": cannot open");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+Result<std::string> ReadFile(const fs::path& path) { return platform::ReadWholeFile(path.u8string()); }
 
 Status CheckReportIdentity(const ArtifactMetadata& a, const ValidationReport& r, const std::string& kind,
                            const std::string& where) {

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "base/platform/os.h"
 #include "base/platform/process_stats.h"
 #include "contract/manifest.h"
 
@@ -60,11 +59,9 @@ Result<PlanBudget> EstimatePlanBudget(const Plan& plan, int sessions, bool wsl, 
     b.pool = StagePool(wsl);
 
     const std::string manifest_path = (fs::path(stage.artifact) / contract::kManifestName).string();
-    std::ifstream in(manifest_path, std::ios::binary);
-    if (!in) return Status::Error("file_missing", manifest_path + ": cannot open the manifest to size the stage");
-    std::stringstream text;
-    text << in.rdbuf();
-    OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), manifest_path));
+    auto text = platform::ReadWholeFile(manifest_path);
+    if (!text.ok()) return Status::Error(text.status().reason(), manifest_path + ": cannot open the manifest to size the stage");
+    OE_ASSIGN_OR_RETURN(Json j, ParseJson(*text, manifest_path));
     OE_ASSIGN_OR_RETURN(contract::ArtifactManifest manifest, contract::ArtifactManifestFromJson(j));
     const bool shared = !loaded.insert(fs::path(stage.artifact).lexically_normal().string()).second;
     for (const auto& [name, hash] : manifest.files) {

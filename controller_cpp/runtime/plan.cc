@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
+
+#include "base/platform/os.h"
 
 namespace omni_edge {
 namespace fs = std::filesystem;
@@ -184,11 +184,9 @@ Result<Plan> ParsePlan(const Json& j, const std::string& base_dir, const StageSc
 }
 
 Result<Plan> LoadPlan(const std::string& path, const StageSchemas& schemas) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("file_missing", path + ": cannot open plan");
-  std::stringstream text;
-  text << in.rdbuf();
-  OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), path));
+  auto text = platform::ReadWholeFile(path);
+  if (!text.ok()) return Status::Error(text.status().reason(), path + ": cannot open plan");
+  OE_ASSIGN_OR_RETURN(Json j, ParseJson(*text, path));
   OE_ASSIGN_OR_RETURN(Plan plan, ParsePlan(j, fs::absolute(path).parent_path().string(), schemas));
   plan.path = fs::absolute(path).string();
   return plan;

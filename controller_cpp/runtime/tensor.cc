@@ -42,12 +42,15 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-void HostTensor::Free::operator()(void* p) const { std::free(p); }
+// 64-byte aligned for vector kernels; C++17 aligned new works on every target (MSVC's and
+// mingw's C runtimes have no std::aligned_alloc).
+constexpr std::align_val_t kAlignment{64};
+
+void HostTensor::Free::operator()(void* p) const { ::operator delete(p, kAlignment); }
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   const size_t bytes = (std::max<size_t>(nbytes(), 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
-  if (p == nullptr) throw std::bad_alloc();  // allocation failure is fatal, as for any container
+  void* p = ::operator new(bytes, kAlignment);  // throws on failure: fatal, as for any container
   std::memset(p, 0, bytes);
   data_.reset(p);
 }

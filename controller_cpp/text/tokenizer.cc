@@ -1,10 +1,9 @@
 #include "text/tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <queue>
-#include <sstream>
 
+#include "base/platform/os.h"
 #include "base/unicode/unicode.h"
 
 namespace omni_edge::text {
@@ -53,11 +52,9 @@ Result<TokenId> ReadId(const Json& v, const std::string& what) {
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("file_missing", path + ": cannot open tokenizer");
-  std::ostringstream text;
-  text << in.rdbuf();
-  OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), path));
+  auto text = platform::ReadWholeFile(path);
+  if (!text.ok()) return Status::Error(text.status().reason(), path + ": cannot open tokenizer");
+  OE_ASSIGN_OR_RETURN(Json j, ParseJson(*text, path));
   return FromJson(j);
 }
 

@@ -24,8 +24,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -97,11 +95,9 @@ std::string ReadPrompt(const std::string& path, std::string* out) {
   const auto status = std::filesystem::status(std::filesystem::u8path(path), error);
   if (error) return "cannot read it: " + error.message();
   if (std::filesystem::is_directory(status)) return "is a directory";
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  if (!in) return "cannot read it";
-  s << in.rdbuf();
-  *out = s.str();
+  auto text = omni_edge::platform::ReadWholeFile(path);
+  if (!text.ok()) return "cannot read it";
+  *out = std::move(*text);
   if (const size_t nul = out->find('\0'); nul != std::string::npos) {
     return "holds a NUL byte at offset " + std::to_string(nul);
   }

@@ -2,9 +2,7 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
@@ -12,6 +10,7 @@
 #include <executorch/runtime/backend/options.h>
 
 #include "base/json_fields.h"
+#include "base/platform/os.h"
 
 namespace omni_edge::et {
 namespace fs = std::filesystem;
@@ -58,11 +57,9 @@ ScalarType ToEtType(DType t) {
 // Delegation facts the exporter measured from the program (delegate vs CPU-kernel calls per
 // method), read from placement.json beside the .pte when present.
 Json ReadPlacementFacts(const fs::path& pte) {
-  std::ifstream in(pte.parent_path() / "placement.json", std::ios::binary);
-  if (!in) return Json::object();
-  std::stringstream text;
-  text << in.rdbuf();
-  auto parsed = ParseJson(text.str(), "placement.json");
+  auto text = platform::ReadWholeFile((pte.parent_path() / "placement.json").u8string());
+  if (!text.ok()) return Json::object();
+  auto parsed = ParseJson(*text, "placement.json");
   return parsed.ok() && parsed->is_object() ? parsed.value() : Json::object();
 }
 

@@ -4,11 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -41,7 +39,7 @@ std::string Option(const std::map<std::string, std::string>& options, const std:
   if (env != nullptr) {
     if (const char* v = std::getenv(env); v != nullptr && *v != '\0') return v;
   }
-  return fallback;
+  return platform::ResolveOrigin(fallback);  // a bundle's defaults are relative to the binary
 }
 
 // The process-wide ONNX Runtime: one library, one API table, one environment with one
@@ -118,7 +116,8 @@ class OrtProcess {
     std::lock_guard<std::mutex> lock(create_mu_);
     if (!qnn_registered_) {
       platform::StdoutToStderr quiet;  // the QNN HTP library prints a banner on stdout as it loads
-      if (OrtStatus* st = api_->RegisterExecutionProviderLibrary(env_, "QNNExecutionProvider", ep_library.c_str())) {
+      const fs::path library = fs::u8path(ep_library);  // ORTCHAR_T is path's char type: wchar_t on Windows
+      if (OrtStatus* st = api_->RegisterExecutionProviderLibrary(env_, "QNNExecutionProvider", library.c_str())) {
         std::string msg = api_->GetErrorMessage(st);
         api_->ReleaseStatus(st);
         return Status::Error("backend_unavailable", "cannot register the QNN EP library '" + ep_library + "': " + msg);
@@ -204,11 +203,8 @@ class WeightStore {
  public:
   static Result<std::shared_ptr<WeightStore>> Open(OrtProcess* ort, const fs::path& index_path,
                                                    const std::function<Status(const fs::path&)>& check_data) {
-    std::ifstream in(index_path, std::ios::binary);
-    if (!in) return Status::Error("file_missing", index_path.string() + ": cannot open");
-    std::stringstream text;
-    text << in.rdbuf();
-    OE_ASSIGN_OR_RETURN(Json j, ParseJson(text.str(), index_path.string()));
+    OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(index_path.u8string()));
+    OE_ASSIGN_OR_RETURN(Json j, ParseJson(text, index_path.string()));
     OE_ASSIGN_OR_RETURN(WeightsIndex index, ParseWeightsIndex(j, index_path, /*data_size=*/-1));
     auto store = std::shared_ptr<WeightStore>(new WeightStore(ort));
     const fs::path data_path = index.data_path;
@@ -433,9 +429,10 @@ class OrtBackend : public Backend {
       ort_->BeginCapture();
       std::optional<platform::StdoutToStderr> quiet;
       if (spec.device == "npu") quiet.emplace();
-      OrtStatus* st = weights ? api->CreateSessionWithPrepackedWeightsContainer(ort_->env(), spec.path.c_str(), so,
+      const fs::path model = fs::u8path(spec.path);  // ORTCHAR_T is path's char type: wchar_t on Windows
+      OrtStatus* st = weights ? api->CreateSessionWithPrepackedWeightsContainer(ort_->env(), model.c_str(), so,
                                                                                weights->prepacked(), &session)
-                              : api->CreateSession(ort_->env(), spec.path.c_str(), so, &session);
+                              : api->CreateSession(ort_->env(), model.c_str(), so, &session);
       log = ort_->EndCapture();
       if (st != nullptr) {
         std::string msg = api->GetErrorMessage(st);

@@ -1,7 +1,7 @@
 // The controller's one seam to the operating system. Outside base/platform/ no code includes an
 // OS header or calls an OS API (scripts/check_native.py); each function here has a POSIX
-// implementation (Linux, Android: os_posix.cc) and gets its Windows one with the Windows
-// targets. Paths are UTF-8 everywhere.
+// implementation (Linux, Android: os_posix.cc) and a Windows one (os_win.cc); what needs no OS
+// call is shared (os.cc). Paths are UTF-8 everywhere (wide-char APIs on Windows).
 #pragma once
 
 #include <cstddef>
@@ -38,6 +38,17 @@ class ReadOnlyMapping {
   size_t size_ = 0;
   std::unique_ptr<MappedFile> registered_;
 };
+
+// The directory of the binary that holds this code (the executable, or the C ABI library when
+// another program loads it), so a bundle finds its lib/ wherever it is unpacked.
+std::string ModuleDirectory();
+// A compiled-in default path: a leading "$ORIGIN/" stands for ModuleDirectory() (as in rpath).
+std::string ResolveOrigin(const std::string& path);
+
+// fopen with a UTF-8 path; nullptr on failure.
+std::FILE* OpenFile(const std::string& path, const char* mode);
+// A whole file's bytes; "file_missing" when it cannot be opened, "io_error" when a read fails.
+Result<std::string> ReadWholeFile(const std::string& path);
 
 int ProcessId();
 // Returns memory the allocator holds free to the system (after large temporary buffers).

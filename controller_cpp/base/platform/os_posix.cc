@@ -20,6 +20,22 @@ Result<void*> LoadSharedLibrary(const std::string& path) {
 
 void* FindSymbol(void* library, const char* name) { return dlsym(library, name); }
 
+std::string ModuleDirectory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ModuleDirectory), &info) == 0 || info.dli_fname == nullptr) return ".";
+  std::string path = info.dli_fname;
+  if (path.find('/') == std::string::npos) {  // the main program, found by name: ask the kernel
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return ".";
+    path.assign(exe, size_t(n));
+  }
+  const size_t slash = path.find_last_of('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::FILE* OpenFile(const std::string& path, const char* mode) { return std::fopen(path.c_str(), mode); }
+
 Result<std::unique_ptr<ReadOnlyMapping>> ReadOnlyMapping::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Error("file_missing", path + ": cannot open");
