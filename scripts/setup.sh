@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install_system_deps.sh
+scripts/install_cross_toolchains.sh  # device bundles: aarch64 g++, qemu-user 10
 scripts/install_ort_headers.sh
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
