@@ -78,6 +78,24 @@ def _push(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bundle(args: argparse.Namespace) -> int:
+    from omni_edge.harness.bundle import BundleError, build_bundle, verify_bundle
+
+    def progress(step: str) -> None:
+        print(f"[bundle] {step}", file=sys.stderr)
+
+    try:
+        manifest = build_bundle(args.target, args.out, plan=args.plan, tests=args.tests, progress=progress)
+        report = verify_bundle(args.out)
+    except (BundleError, DeviceError, OSError) as exc:
+        print(f"omni-edge bundle: {exc}", file=sys.stderr)
+        return 2
+    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
+    print(json.dumps({k: v for k, v in manifest.items() if k != "files"} | {"out": str(args.out), "files": report["files"],
+                                                                            "bytes": size}))
+    return 0
+
+
 def _profile(args: argparse.Namespace) -> int:
     from omni_edge.harness.deploy import deploy
     from omni_edge.harness.profile import WORKLOADS, run_profile
@@ -175,6 +193,13 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--plan-name", default="plan.json")
     runtime_args(p)
     p.set_defaults(func=_push)
+
+    p = sub.add_parser("bundle", help="cross-build the controller for a device: binary, runtime libraries, bundle.json")
+    p.add_argument("--target", required=True, choices=["linux-aarch64", "windows-arm64", "windows-x64", "android-arm64"])
+    p.add_argument("--out", type=Path, required=True, help="the bundle directory (replaced whole)")
+    p.add_argument("--plan", type=Path, default=None, help="also carry this plan and every artifact it names")
+    p.add_argument("--tests", action="store_true", help="also build the C++ unit tests for the target (in build/targets/)")
+    p.set_defaults(func=_bundle)
 
     p = sub.add_parser("profile", help="deploy, then measure startup, requests and memory (report.json/.md + plots)")
     _device_args(p)

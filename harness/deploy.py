@@ -26,11 +26,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omni_edge.files import write_text_atomic
+from omni_edge.harness.binaries import ABI_ALIASES, binary_abi
 from omni_edge.harness.devices.base import Device, DeviceError, PushReport
-from omni_edge.harness.devices.qemu import elf_machine
 
 # Android ABI names and the machine names of the same instruction sets.
-_ABI_ALIASES = {"arm64-v8a": "aarch64", "aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
+_ABI_ALIASES = ABI_ALIASES
 _SYSTEM_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 
 
@@ -92,17 +92,24 @@ def host_runtime(needs_qnn: bool) -> RuntimeBundle:
     return RuntimeBundle(binary, libs, platform.machine(), env)
 
 
-_ELF_ABI = {183: "aarch64", 62: "x86_64"}  # e_machine: EM_AARCH64, EM_X86_64
-
-
 def runtime_from_dir(root: Path, abi: str | None = None) -> RuntimeBundle:
-    """A runtime built elsewhere (e.g. an Android arm64 build): ROOT/bin/omni-edge-run and ROOT/lib/*.
-    Its ABI is read from the binary itself; a stated `abi` that disagrees is an error."""
+    """A runtime built elsewhere: ROOT/bin/omni-edge-run and ROOT/lib/*, usually a bundle
+    (`omni-edge bundle`), which is verified first (every file re-hashed). Its ABI is read from
+    the binary itself; a stated `abi` that disagrees is an error."""
+    if (root / "bundle.json").is_file():
+        from omni_edge.harness.bundle import BundleError, verify_bundle
+
+        try:
+            verify_bundle(root)
+        except BundleError as exc:
+            raise DeviceError(str(exc)) from exc
     binary = root / "bin" / "omni-edge-run"
     if not binary.is_file():
-        raise DeviceError(f"{root}: no bin/omni-edge-run in this runtime directory")
-    found = _ELF_ABI.get(elf_machine(binary) or -1)
-    if found is None:
+        exe = root / "bin" / "omni-edge-run.exe"
+        raise DeviceError(f"{root}: a Windows build ({binary_abi(exe)}) runs on Windows, not on an ADB or Linux device"
+                          if exe.is_file() else f"{root}: no bin/omni-edge-run in this runtime directory")
+    found = binary_abi(binary)
+    if found not in ("aarch64", "x86_64"):
         raise DeviceError(f"{binary}: not an aarch64 or x86_64 ELF executable")
     if abi is not None and _ABI_ALIASES.get(abi, abi) != found:
         raise DeviceError(f"{binary} is built for {found}, not {abi}")
@@ -143,10 +150,9 @@ def _uses_npu(plan: dict[str, Any]) -> bool:
     return any(g.get("device") in ("npu", "htp") for s in plan.get("stages", []) for g in s.get("graphs", {}).values())
 
 
-def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name: str | None = None,
-           runtime: RuntimeBundle | None = None) -> Deployment:
-    """Push runtime, artifacts and a relocated plan; returns where everything is on the device."""
-    plan_path = _plan_file(artifact, plan_name)
+def relocate_plan(plan_path: Path) -> tuple[str, dict[str, Path]]:
+    """The plan with each stage's artifact rewritten to artifacts/NAME (JSON text), and
+    artifacts/NAME -> the local artifact directory, for every artifact the plan names."""
     try:
         plan = json.loads(plan_path.read_text())
         stages = plan["stages"]
@@ -156,12 +162,28 @@ def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name
     for c in components:
         if not (c / "manifest.json").is_file():
             raise DeviceError(f"{c}: the plan names this artifact but it has no manifest.json")
-    bundle = runtime or host_runtime(_uses_npu(plan))
+    names = _remote_names(components)
+    for stage, component in zip(stages, components, strict=True):
+        stage["artifact"] = f"artifacts/{names[component]}"
+    return json.dumps(plan, indent=2) + "\n", {f"artifacts/{names[c]}": c for c in components}
+
+
+def check_abi(device: Device, bundle: RuntimeBundle) -> None:
+    """Refuses a runtime built for another ABI than the device's, before anything is pushed."""
     facts_abi = device.facts().abi
     want = _ABI_ALIASES.get(facts_abi or "", facts_abi)
     if facts_abi is not None and want != _ABI_ALIASES.get(bundle.abi, bundle.abi):
-        raise DeviceError(f"{device.serial} is {facts_abi} but the runtime is {bundle.abi}: "
-                          "pass --runtime DIR with a build for the device")
+        hint = "omni-edge bundle --target linux-aarch64 (android-arm64 for a phone)" if want == "aarch64" else "a build for it"
+        raise DeviceError(f"{device.serial} is {facts_abi} but the runtime is {bundle.abi}: pass --runtime DIR with {hint}")
+
+
+def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name: str | None = None,
+           runtime: RuntimeBundle | None = None) -> Deployment:
+    """Push runtime, artifacts and a relocated plan; returns where everything is on the device."""
+    plan_path = _plan_file(artifact, plan_name)
+    plan_text, components = relocate_plan(plan_path)
+    bundle = runtime or host_runtime(_uses_npu(json.loads(plan_text)))
+    check_abi(device, bundle)
 
     root = str(PurePosixPath(device.workdir) / (name or plan_path.parent.name or "deploy"))
     report = PushReport()
@@ -173,16 +195,13 @@ def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name
             (staged / "lib" / remote_name).symlink_to(local)
         if bundle.libraries:
             report.merge(device.push(staged / "lib", f"{root}/lib"))
-        remote_names = _remote_names(components)
-        for stage, component in zip(stages, components, strict=True):
-            stage["artifact"] = f"artifacts/{remote_names[component]}"
-            report.merge(device.push(component, f"{root}/artifacts/{remote_names[component]}"))
-        write_text_atomic(staged / "plan.json", json.dumps(plan, indent=2) + "\n")
+        for remote, component in components.items():
+            report.merge(device.push(component, f"{root}/{remote}"))
+        write_text_atomic(staged / "plan.json", plan_text)
         report.merge(device.push(staged / "plan.json", f"{root}/plan.json"))
     env = {k: f"{root}/{v}" for k, v in bundle.env.items()}
     env["LD_LIBRARY_PATH"] = f"{root}/lib"
-    return Deployment(device, root, f"{root}/plan.json",
-                      [f"{root}/artifacts/{n}" for n in dict.fromkeys(remote_names[c] for c in components)], report, env)
+    return Deployment(device, root, f"{root}/plan.json", [f"{root}/{r}" for r in components], report, env)
 
 
 def _remote_names(components: list[Path]) -> dict[Path, str]:

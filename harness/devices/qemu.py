@@ -10,23 +10,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from omni_edge.harness.binaries import elf_machine
 from omni_edge.harness.devices.base import DROP_PAGE_CACHE, DeviceError, DeviceFacts, LineCallback, RunResult, StartCallback
 from omni_edge.harness.devices.host import HostDevice
 
 _EM_AARCH64 = 183
 DEFAULT_SYSROOT = Path("/usr/aarch64-linux-gnu")
-
-
-def elf_machine(path: Path) -> int | None:
-    """The ELF e_machine of a file, or None for anything that is not a little-endian ELF."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(20)
-    except OSError:
-        return None
-    if len(head) < 20 or head[:4] != b"\x7fELF" or head[5] != 1:
-        return None
-    return int.from_bytes(head[18:20], "little")
 
 
 class QemuDevice(HostDevice):

@@ -40,6 +40,8 @@ def _verify(args: argparse.Namespace) -> int:
     from omni_edge import implementations
     from omni_edge.contracts import ContractError
 
+    if (args.artifact / "bundle.json").is_file():
+        return _verify_bundle(args.artifact)
     code = 0
     for name in ["python", "native"] if args.impl == "both" else [args.impl]:
         try:
@@ -57,6 +59,19 @@ def _verify(args: argparse.Namespace) -> int:
             print(json.dumps(verified.manifest.to_dict(), indent=2))
         code |= 0 if verified.qualified else 1
     return code
+
+
+def _verify_bundle(root: Path) -> int:
+    from omni_edge.harness.bundle import BundleError, verify_bundle
+
+    try:
+        report = verify_bundle(root)
+    except BundleError as exc:
+        print(f"{root}: REFUSED {exc}")
+        return 1
+    print(f"{root}: bundle for {report['target']} ({report['abi']}): {report['files']} files re-hashed, binaries are {report['abi']}")
+    print(json.dumps(report))
+    return 0
 
 
 def _make_checkpoint(args: argparse.Namespace) -> int:
@@ -352,6 +367,11 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"omni-edge run: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "device", None) is not None:
+        from omni_edge.harness.remote_run import run_on_device
+
+        args.prompt = prompt
+        return run_on_device(args, "run")
     if getattr(args, "speak", None) is not None:
         return _run_omni(args, prompt, guard)
     streams = _Streams(args, ("text",), guard)
@@ -381,6 +401,10 @@ def _speak(args: argparse.Namespace) -> int:
     from omni_edge.contracts import ContractError
     from omni_edge.runtime import SpeechSession
 
+    if getattr(args, "device", None) is not None:
+        from omni_edge.harness.remote_run import run_on_device
+
+        return run_on_device(args, "speak")
     guard = _GUARD.install()
     streams = _Streams(args, ("audio",), guard)
     session = _open(SpeechSession, args, streams, "speak")
@@ -437,6 +461,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from omni_edge.harness.remote_run import add_device_arguments
+
     parser = argparse.ArgumentParser(prog="omni-edge", description="On-device Omni-style multi-stage model serving.")
     parser.add_argument("--version", action="version", version=f"omni-edge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -447,8 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print failed checks only")
     p.set_defaults(func=_conformance)
 
-    p = sub.add_parser("verify", help="re-hash an artifact directory and re-check its validation reports")
-    p.add_argument("artifact", type=Path)
+    p = sub.add_parser("verify", help="re-hash an artifact directory (or a device bundle) and re-check its reports")
+    p.add_argument("artifact", type=Path, help="an artifact directory, or a bundle directory (with bundle.json)")
     p.add_argument("--impl", choices=["python", "native", "both"], default="both")
     p.add_argument("--json", action="store_true", help="also print the manifest")
     p.set_defaults(func=_verify)
@@ -549,6 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speak", type=Path, default=None,
                    help="an omni plan (thinker -> talker -> vocoder): also speak the reply into this WAV")
     p.add_argument("--max-frames", type=_whole(0, 1 << 20), default=0, help="with --speak: at most this many 80 ms frames")
+    add_device_arguments(p)
     p.set_defaults(func=_run)
 
     p = sub.add_parser("speak", help="text to a WAV through a speech plan (talker -> vocoder), streamed natively")
@@ -565,6 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_whole(0, 1024), default=0, help="0: every core (more are capped to the cores)")
     p.add_argument("--allow-unqualified", action="store_true")
     p.add_argument("--info", action="store_true", help="print where each graph runs")
+    add_device_arguments(p)
     p.set_defaults(func=_speak)
 
     from omni_edge.harness.commands import add_parsers
