@@ -34,6 +34,8 @@ if(OMNI_EDGE_WITH_ONNXRUNTIME)
       # relative to it wherever the bundle is unpacked.
       if(WIN32)
         set(_names onnxruntime.dll onnxruntime_providers_qnn.dll QnnHtp.dll)
+      elseif(ANDROID)  # the AAR's library has no versioned SONAME
+        set(_names libonnxruntime.so libonnxruntime_providers_qnn.so libQnnHtp.so)
       else()
         set(_names libonnxruntime.so.1 libonnxruntime_providers_qnn.so libQnnHtp.so)
       endif()

@@ -13,7 +13,10 @@ list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES OMNI_EDGE_ZIG OMNI_EDGE_ZIG_TAR
 set(_wrappers "${CMAKE_BINARY_DIR}/zig-${OMNI_EDGE_ZIG_TARGET}")
 foreach(_tool cc c++ ar ranlib rc)
   if(_tool STREQUAL "cc" OR _tool STREQUAL "c++")
-    set(_args "${_tool} -target ${OMNI_EDGE_ZIG_TARGET}")
+    # -O2 first (the build's own flags come after it): zig builds its C++ runtime for the
+    # target in the optimize mode of the first link that needs it, and CMake's compiler
+    # identification links without -O; with -O2 there, the runtime is built once, not twice.
+    set(_args "${_tool} -target ${OMNI_EDGE_ZIG_TARGET} -O2")
   else()
     set(_args "${_tool}")
   endif()
@@ -26,6 +29,9 @@ set(CMAKE_AR "${_wrappers}/ar" CACHE FILEPATH "" FORCE)
 set(CMAKE_RANLIB "${_wrappers}/ranlib" CACHE FILEPATH "" FORCE)
 set(CMAKE_RC_COMPILER "${_wrappers}/rc")
 
+# Configure checks compile without linking: a linked check would make zig build its C++ runtime
+# for the target once more, in the checks' debug mode (minutes, on 2 cores).
+set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)

@@ -234,6 +234,12 @@ int Speak(int argc, char** argv, int first) {
 
 int main(int argc, char** argv) {
   omni_edge::tools::InstallCancelSignals();  // before any loading: a Ctrl-C then still ends cleanly
+  std::vector<std::string> utf8 = omni_edge::platform::CommandLineArguments(argc, argv);
+  std::vector<char*> utf8_argv;
+  for (std::string& a : utf8) utf8_argv.push_back(a.data());
+  utf8_argv.push_back(nullptr);
+  argc = int(utf8.size());
+  argv = utf8_argv.data();
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("omni-edge-run %s (stage contract protocol %d)\n", oe_version(), oe_protocol_version());
     return 0;

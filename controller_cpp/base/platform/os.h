@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/platform/mapped_files.h"
 #include "base/status.h"
@@ -49,6 +50,9 @@ std::string ResolveOrigin(const std::string& path);
 std::FILE* OpenFile(const std::string& path, const char* mode);
 // A whole file's bytes; "file_missing" when it cannot be opened, "io_error" when a read fails.
 Result<std::string> ReadWholeFile(const std::string& path);
+
+// The program's arguments in UTF-8 (Windows passes main() the ANSI code page's; POSIX, bytes).
+std::vector<std::string> CommandLineArguments(int argc, char** argv);
 
 int ProcessId();
 // Returns memory the allocator holds free to the system (after large temporary buffers).

@@ -68,6 +68,8 @@ void ReadOnlyMapping::DropResidentPages() const {
   if (data_ != nullptr) madvise(data_, size_, MADV_DONTNEED);
 }
 
+std::vector<std::string> CommandLineArguments(int argc, char** argv) { return std::vector<std::string>(argv, argv + argc); }
+
 int ProcessId() { return int(::getpid()); }
 
 void ReturnFreedMemory() {

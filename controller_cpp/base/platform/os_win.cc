@@ -1,5 +1,6 @@
 // Windows (ARM64 and x64): the wide-char APIs, each UTF-8 path converted at the call.
 #include <windows.h>
+#include <shellapi.h>
 #include <fcntl.h>
 #include <io.h>
 #include <malloc.h>
@@ -112,6 +113,16 @@ void ReadOnlyMapping::DropResidentPages() const {
   // Unlocking pages that are not locked takes them out of the working set (they stay in the
   // file cache and fault back in when touched); the call "fails" with ERROR_NOT_LOCKED.
   if (data_ != nullptr) VirtualUnlock(data_, size_);
+}
+
+std::vector<std::string> CommandLineArguments(int argc, char** argv) {
+  int count = 0;
+  wchar_t** wide = CommandLineToArgvW(GetCommandLineW(), &count);
+  if (wide == nullptr) return std::vector<std::string>(argv, argv + argc);
+  std::vector<std::string> args;
+  for (int i = 0; i < count; ++i) args.push_back(Utf8(wide[i]));
+  LocalFree(wide);
+  return args;
 }
 
 int ProcessId() { return int(GetCurrentProcessId()); }
