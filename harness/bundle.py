@@ -13,6 +13,7 @@ only, never installed; Android's come from the official Maven packages.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -213,17 +214,21 @@ def fetch_runtime(target: Target, staging: Path, cache: Path) -> dict[str, Any]:
 
 
 def _fetch_android_runtime(staging: Path, cache: Path, ort_version: str) -> dict[str, Any]:
-    """ONNX Runtime's and the QNN EP's official Android packages (Maven Central AARs): their
-    jni/arm64-v8a libraries. Versions: OMNI_EDGE_ANDROID_ORT_VERSION (default: the host's ORT)."""
+    """The official Android packages on Maven Central: onnxruntime-android-qnn (ONNX Runtime with
+    the QNN EP built in) and Qualcomm's qnn-runtime (the HTP libraries), their jni/arm64-v8a
+    libraries. Versions: OMNI_EDGE_ANDROID_ORT_VERSION (default: this host's ONNX Runtime) and
+    OMNI_EDGE_ANDROID_QNN_VERSION (default: the QNN SDK of this host's onnxruntime-qnn)."""
     import urllib.request
 
-    version = os.environ.get("OMNI_EDGE_ANDROID_ORT_VERSION", ort_version)
+    ort = os.environ.get("OMNI_EDGE_ANDROID_ORT_VERSION", ort_version)
+    qnn = os.environ.get("OMNI_EDGE_ANDROID_QNN_VERSION", "2.51.0")
     dest = cache / "android-arm64"
     dest.mkdir(parents=True, exist_ok=True)
-    for artifact in ("onnxruntime-android", "onnxruntime-android-qnn"):
+    for group, artifact, version in (("com/microsoft/onnxruntime", "onnxruntime-android-qnn", ort),
+                                     ("com/qualcomm/qti", "qnn-runtime", qnn)):
         aar = dest / f"{artifact}-{version}.aar"
         if not aar.is_file():
-            url = f"https://repo1.maven.org/maven2/com/microsoft/onnxruntime/{artifact}/{version}/{aar.name}"
+            url = f"https://repo1.maven.org/maven2/{group}/{artifact}/{version}/{aar.name}"
             try:
                 with urllib.request.urlopen(url, timeout=120) as response, tempfile.NamedTemporaryFile(dir=dest, delete=False) as tmp:
                     shutil.copyfileobj(response, tmp)
@@ -231,7 +236,7 @@ def _fetch_android_runtime(staging: Path, cache: Path, ort_version: str) -> dict
             except OSError as exc:
                 raise BundleError(f"cannot download {url}: {exc}") from exc
         _extract(aar, lambda m: PurePosixPath(m).name if m.startswith("jni/arm64-v8a/") and m.endswith(".so") else None, staging)
-    return {"onnxruntime": version, "onnxruntime_qnn": version, "qnn_sdk": None}
+    return {"onnxruntime": ort, "onnxruntime_qnn": ort, "qnn_sdk": qnn}
 
 
 def _executorch_root(target: Target, cache: Path) -> tuple[Path | None, str | None]:
@@ -262,12 +267,13 @@ def _gtest_prefix(target: Target, cmake_args: list[str], build: Path, log: Path)
     return prefix
 
 
-def compile_target(target: Target, build: Path, *, tests: bool, executorch: tuple[Path | None, str | None], log: Path) -> Path:
+def compile_target(target: Target, build: Path, *, tests: bool, build_type: str,
+                   executorch: tuple[Path | None, str | None], log: Path) -> Path:
     """Configures and builds omni-edge-run (and the C++ tests) for the target; returns the build dir."""
     root = source_root()
     toolchain = check_toolchain(target)
     build.mkdir(parents=True, exist_ok=True)
-    args = ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DOMNI_EDGE_BUILD_PYTHON=OFF",
+    args = ["-G", "Ninja", f"-DCMAKE_BUILD_TYPE={build_type}", "-DOMNI_EDGE_BUILD_PYTHON=OFF",
             f"-DOMNI_EDGE_RUNTIME_LIBDIR=$ORIGIN{'' if target.windows else '/../lib'}",
             f"-DOMNI_EDGE_ORT_INCLUDE_DIR={root / 'third_party/onnxruntime/include'}",
             f"-DOMNI_EDGE_BUILD_TESTS={'ON' if tests else 'OFF'}"]
@@ -304,17 +310,30 @@ def _copy_plan(plan: Path, out: Path) -> str:
     return "plan.json"
 
 
-def build_bundle(target_name: str, out: Path, *, plan: Path | None = None, tests: bool = False,
+BUILD_TYPES = ("Release", "RelWithDebInfo", "Debug")
+
+
+def build_bundle(target_name: str, out: Path, *, plan: Path | None = None, tests: bool = False, build_type: str = "Release",
                  cache: Path | None = None, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Builds the bundle for `target_name` into `out` (replaced whole); returns its bundle.json."""
+    """Builds the bundle for `target_name` into `out` (replaced whole); returns its bundle.json.
+    Each build type has its own build directory, so switching between them rebuilds nothing."""
     target = TARGETS.get(target_name)
     if target is None:
         raise BundleError(f"unknown target '{target_name}' (known: {', '.join(TARGETS)})")
     check_toolchain(target)  # fail before any download
     root = source_root()
     cache = cache or Path.home() / ".cache" / "omni-edge" / "wheels"
-    build = root / "build" / "targets" / target.name
+    if build_type not in BUILD_TYPES:
+        raise BundleError(f"build type '{build_type}': one of {', '.join(BUILD_TYPES)}")
+    build = root / "build" / "targets" / (target.name if build_type == "Release" else f"{target.name}-{build_type.lower()}")
     build.mkdir(parents=True, exist_ok=True)
+    with open(build / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build per build directory: a second waits for the first
+        return _build_locked(target, out, build, plan, tests, build_type, cache, progress)
+
+
+def _build_locked(target: Target, out: Path, build: Path, plan: Path | None, tests: bool, build_type: str,
+                  cache: Path, progress: Callable[[str], None]) -> dict[str, Any]:
     log = build / "build.log"
     log.write_text("")
     progress(f"fetching the {target.name} runtime libraries")
@@ -326,14 +345,14 @@ def build_bundle(target_name: str, out: Path, *, plan: Path | None = None, tests
         versions = fetch_runtime(target, staging / target.libdir, cache)
         executorch = _executorch_root(target, cache)
         progress(f"compiling for {target.triple}")
-        built = compile_target(target, build, tests=tests, executorch=executorch, log=log)
+        built = compile_target(target, build, tests=tests, build_type=build_type, executorch=executorch, log=log)
         shutil.copy2(built / "controller_cpp" / target.exe, staging / "bin" / target.exe)
         if executorch[0] is not None:
             for lib in sorted((executorch[0] / "lib").glob("lib*.so*")):
                 shutil.copy2(lib, staging / "lib" / lib.name)
         plan_name = _copy_plan(plan, staging) if plan is not None else None
         manifest = {
-            "format": BUNDLE_FORMAT, "target": target.name, "triple": target.triple, "abi": target.abi,
+            "format": BUNDLE_FORMAT, "target": target.name, "triple": target.triple, "abi": target.abi, "build_type": build_type,
             "compiler": _compiler(built) + (f", zig {_run([str(_zig()), 'version'], 'zig version').strip()}" if target.windows else ""),
             "omni_edge": _version("omni-edge"), **versions,
             "executorch": executorch[1], "plan": plan_name,

@@ -85,7 +85,8 @@ def _bundle(args: argparse.Namespace) -> int:
         print(f"[bundle] {step}", file=sys.stderr)
 
     try:
-        manifest = build_bundle(args.target, args.out, plan=args.plan, tests=args.tests, progress=progress)
+        manifest = build_bundle(args.target, args.out, plan=args.plan, tests=args.tests, build_type=args.build_type,
+                                progress=progress)
         report = verify_bundle(args.out)
     except (BundleError, DeviceError, OSError) as exc:
         print(f"omni-edge bundle: {exc}", file=sys.stderr)
@@ -199,6 +200,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--out", type=Path, required=True, help="the bundle directory (replaced whole)")
     p.add_argument("--plan", type=Path, default=None, help="also carry this plan and every artifact it names")
     p.add_argument("--tests", action="store_true", help="also build the C++ unit tests for the target (in build/targets/)")
+    p.add_argument("--build-type", choices=["Release", "RelWithDebInfo", "Debug"], default="Release")
     p.set_defaults(func=_bundle)
 
     p = sub.add_parser("profile", help="deploy, then measure startup, requests and memory (report.json/.md + plots)")

@@ -5,16 +5,20 @@
 #  - qemu-user 10 from bookworm-backports: bookworm's qemu 7.2 crashes while ONNX Runtime reads
 #    the host's x86 /proc/cpuinfo; 10 emulates an ARM cpuinfo.
 #  - windows-arm64 / windows-x64: zig, from the ziglang wheel (installed by setup.sh with the
-#    dev extras), needs nothing from here.
+#    dev extras); wine64 runs the windows-x64 build in the tests.
 #  - android-arm64: the Android NDK, which is not a Debian package: set ANDROID_NDK.
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 
-if ! dpkg -s g++-aarch64-linux-gnu >/dev/null 2>&1; then
+missing=()
+for p in g++-aarch64-linux-gnu wine64; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q >/dev/null
-  $SUDO apt-get install -y -q --no-install-recommends g++-aarch64-linux-gnu
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 qemu_major() { dpkg-query -W -f='${Version}' qemu-user 2>/dev/null | sed -E 's/^[0-9]+://; s/\..*//'; }
@@ -29,4 +33,5 @@ if [ "$(qemu_major)" = "" ] || [ "$(qemu_major)" -lt 10 ]; then
     $SUDO apt-get install -y -q --no-install-recommends qemu-user
   fi
 fi
-echo "cross toolchains: $(aarch64-linux-gnu-g++ --version | head -1); qemu $(dpkg-query -W -f='${Version}' qemu-user)"
+echo "cross toolchains: $(aarch64-linux-gnu-g++ --version | head -1); qemu $(dpkg-query -W -f='${Version}' qemu-user);" \
+     "wine $(dpkg-query -W -f='${Version}' wine64)"

@@ -8,12 +8,17 @@ implements that protocol, answering for fake serials; a shell command really run
 client code as with a phone. Phone-only tools (`getprop`, `dumpsys battery`) are small scripts put
 first on PATH; they read each serial's props. Everything else (sha256sum, find, kill, cat, /proc)
 is this host's.
+
+A serial in `qemu` is an aarch64 phone: an aarch64 executable pushed to it is remembered, and a
+shell command that executes it (`exec PATH`, or PATH at the start of a command) runs it under
+qemu-user instead, which is what binfmt_misc does on a machine that has it (this one does not).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import socketserver
@@ -54,8 +59,11 @@ def battery_block(props: dict[str, str]) -> str:
 class FakeAdbServer:
     """`with FakeAdbServer({"emu-1": {"ro.soc.model": "SM8750"}}) as server:` → adb on server.port."""
 
-    def __init__(self, serials: dict[str, dict[str, str]] | None = None, states: dict[str, str] | None = None) -> None:
+    def __init__(self, serials: dict[str, dict[str, str]] | None = None, states: dict[str, str] | None = None,
+                 qemu: frozenset[str] = frozenset()) -> None:
         self.serials = serials if serials is not None else {"emu-1": {}}
+        self.qemu = qemu
+        self.aarch64_executables: set[str] = set()  # pushed to a qemu serial
         self.states = {s: (states or {}).get(s, "device") for s in self.serials}
         self._tmp = tempfile.TemporaryDirectory(prefix="fake-adb-")
         self.bin: dict[str, Path] = {}
@@ -139,12 +147,14 @@ class _Handler(socketserver.BaseRequestHandler):
             return self._shell(fake, serial, req[len("shell:"):])
         if req == "sync:":
             self.request.sendall(b"OKAY")
-            return self._sync()
+            return self._sync(fake if serial in fake.qemu else None)
         self._fail(f"closed: unknown service '{req}'")  # adbd closes such a stream
 
     def _shell(self, fake: FakeAdbServer, serial: str, cmd: str) -> None:
         """Shell v1: stdout and stderr together as raw bytes, then the connection closes (no exit code)."""
         env = {**os.environ, "PATH": f"{fake.bin[serial]}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        if serial in fake.qemu:
+            cmd = _under_qemu(cmd, fake.aarch64_executables)
         proc = subprocess.Popen(["sh", "-c", cmd or "true"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, cwd="/", env=env, start_new_session=True)
         with fake.lock:
@@ -162,7 +172,7 @@ class _Handler(socketserver.BaseRequestHandler):
             with fake.lock:
                 fake.children.discard(proc)
 
-    def _sync(self) -> None:
+    def _sync(self, emulated: FakeAdbServer | None) -> None:
         """Sync v1: 4-byte id + u32 length + payload per request, until QUIT or the client closes."""
         while (head := self._exact(8)) is not None:
             cmd, size = head[:4], struct.unpack("<I", head[4:])[0]
@@ -185,7 +195,7 @@ class _Handler(socketserver.BaseRequestHandler):
                         self.request.sendall(b"DENT" + struct.pack("<IIII", st.st_mode, st.st_size & 0xFFFFFFFF,
                                                                    int(st.st_mtime), len(name)) + name)
                 self.request.sendall(b"DONE" + bytes(16))
-            elif cmd == b"SEND" and not self._receive_file(path):
+            elif cmd == b"SEND" and not self._receive_file(path, emulated):
                 return
             elif cmd == b"RECV":
                 try:
@@ -196,7 +206,7 @@ class _Handler(socketserver.BaseRequestHandler):
                     return self._sync_fail(f"{exc.strerror}: {path}")
                 self.request.sendall(b"DONE" + bytes(4))
 
-    def _receive_file(self, spec: str) -> bool:
+    def _receive_file(self, spec: str, emulated: FakeAdbServer | None) -> bool:
         """SEND "path,mode": DATA chunks, then DONE with the mtime; adbd creates the parent directories."""
         path, _, mode_text = spec.rpartition(",")
         target = Path(path)
@@ -223,6 +233,9 @@ class _Handler(socketserver.BaseRequestHandler):
                 os.chmod(tmp, int(mode_text) & 0o777)
                 os.utime(tmp, (value, value))
                 tmp.replace(target)
+                if emulated is not None and _is_aarch64_executable(target):
+                    with emulated.lock:
+                        emulated.aarch64_executables.add(str(target))
                 self.request.sendall(b"OKAY" + bytes(4))
                 return True
             else:
@@ -263,6 +276,22 @@ class _Handler(socketserver.BaseRequestHandler):
 
 
 ANY_ERRORS = ("no devices/emulators found", "more than one device/emulator")
+
+
+QEMU_SYSROOT = "/usr/aarch64-linux-gnu"
+
+
+def _is_aarch64_executable(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(20)
+    return head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == 183 and ".so" not in path.name
+
+
+def _under_qemu(cmd: str, executables: set[str]) -> str:
+    """Where the command executes a pushed aarch64 binary, qemu-user runs it."""
+    for path in executables:
+        cmd = re.sub(rf"(^|exec |; |&& ){re.escape(path)}(?=\s|$)", rf"\g<1>qemu-aarch64 -L {QEMU_SYSROOT} {path}", cmd)
+    return cmd
 
 
 def _target(fake: FakeAdbServer, req: str) -> tuple[str, str | None]:

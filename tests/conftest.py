@@ -11,6 +11,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The device-build tests run last: scripts/test.sh starts the cross builds in the background
+    before lint, and their fixture waits for those (a build directory's lock) only at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("device_builds") is not None)
+
+
 @pytest.fixture(params=["python", "native"])
 def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
     """The same test runs against the Python reference and the native controller."""

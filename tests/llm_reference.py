@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,3 +92,36 @@ def unseen_peaked_checkpoint(out: Path) -> Path:
     model.save_pretrained(out)
     PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>").save_pretrained(out)
     return out
+
+
+def random_qwen3_checkpoint(out: Path, sliding_window: int | None = None) -> Path:
+    """A plain transformers Qwen3 with random, untrained weights and its own GPT-2-style tokenizer:
+    a checkpoint the project never made (see tests/test_unseen_checkpoint.py)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    texts = [f"line {i}: the value of x is {i * i} and y is {i ** 3 % 97}" for i in range(3000)]
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=900, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                       show_progress=False))
+    tok.add_special_tokens(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    torch.manual_seed(123)
+    config = dict(vocab_size=1000, hidden_size=96, intermediate_size=256, num_hidden_layers=3, num_attention_heads=6,
+                  num_key_value_heads=2, head_dim=32, max_position_embeddings=2048, rope_theta=500000.0,
+                  tie_word_embeddings=False)
+    if sliding_window:
+        config.update(use_sliding_window=True, sliding_window=sliding_window, max_window_layers=0)
+    Qwen3ForCausalLM(Qwen3Config(**config)).save_pretrained(out)
+    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>").save_pretrained(out)
+    return out
+
+
+def run_greedy_ids(plan: Path, prompt: list[int], n: int, *extra: str) -> tuple[list[int], dict]:
+    """`omni-edge run --json` (plus `extra` options, e.g. --device): the ids and the last event."""
+    out = subprocess.run([str(CLI), "run", "--plan", str(plan), "--prompt-ids", ",".join(map(str, prompt)),
+                          "--max-new-tokens", str(n), "--ignore-stop-tokens", "--json", *extra],
+                         capture_output=True, text=True, check=True, timeout=900)
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    return [t for e in events if e["kind"] == "token" for t in e["token_ids"]], events[-1]

@@ -1,0 +1,199 @@
+"""Device bundles (issue 17): the controller cross-built for linux-aarch64, windows-arm64 and
+windows-x64 from this host, run where this host can run them.
+
+- linux-aarch64 runs under qemu-user: its C++ unit tests, and real plans (ONNX Runtime and
+  ExecuTorch) through `omni-edge run --device qemu-aarch64` and an aarch64 phone behind the ADB
+  test server; its greedy ids must be the host's (a split is allowed only at a reference near tie).
+- windows-x64 runs under wine64 with the official win_amd64 ONNX Runtime DLL: the Windows
+  platform layer (wide-char paths, file mapping, LoadLibraryExW) for real, on a non-ASCII path.
+- windows-arm64 cannot run here: its headers are checked (PE32+, ARM64, the DLLs beside it).
+- android-arm64 needs an NDK, which this machine has none of: it must say so and stop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+from adb_server import FakeAdbServer
+from llm_reference import CLI, cli, greedy_reference, random_qwen3_checkpoint, run_greedy_ids
+from numeric import NearTie, assert_greedy
+from omni_edge.export.comparison import FP32_TIE_GAP
+from omni_edge.harness.binaries import read_pe
+from omni_edge.harness.bundle import BundleError, build_bundle, source_root, verify_bundle
+
+pytestmark = pytest.mark.device_builds
+WINE = shutil.which("wine64") or ("/usr/lib/wine/wine64" if Path("/usr/lib/wine/wine64").exists() else None)
+
+
+@pytest.fixture(scope="session")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each target built once per session (incremental: scripts/test.sh's earlier builds are reused)."""
+    root = tmp_path_factory.mktemp("bundles")
+    built = {}
+    for target in ("linux-aarch64", "windows-x64", "windows-arm64"):
+        build_bundle(target, root / target, tests=target == "linux-aarch64")
+        built[target] = root / target
+    return built
+
+
+@pytest.fixture(scope="session")
+def unseen_onnx(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[int]]:
+    """A Qwen3 checkpoint the project never made, exported for ONNX Runtime."""
+    from tokenizers import Tokenizer
+
+    work = tmp_path_factory.mktemp("unseen-device")
+    checkpoint = random_qwen3_checkpoint(work / "ckpt")
+    done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(work / "artifact"), "--format", "onnx",
+               "--buckets", "256")
+    assert done.returncode == 0, done.stderr[-3000:]
+    tok = Tokenizer.from_file(str(checkpoint / "tokenizer.json"))
+    prompt = tok.encode(" ".join(f"line {i}: the value of x is {i * i}" for i in range(12))).ids[:60]
+    return checkpoint, work / "artifact", prompt
+
+
+def assert_same_greedy(host: list[int], other: list[int], model: Path, prompt: list[int], what: str) -> None:
+    """Two builds' greedy ids are equal; a split is accepted only where the reference's top-2 gap is a
+    near tie (other kernels may round such a tie the other way), and it is reported."""
+    assert len(other) == len(host), f"{what}: {len(other)} ids, the host made {len(host)}"
+    split = next((i for i, (a, b) in enumerate(zip(host, other, strict=True)) if a != b), None)
+    if split is None:
+        return
+    gap = greedy_reference(model, prompt, split + 1).gaps[split]
+    assert gap < FP32_TIE_GAP, f"{what}: parted from the host at position {split} where the reference's top-2 gap is {gap:.3g}"
+    warnings.warn(f"{what}: parted from the host at position {split} (reference top-2 gap {gap:.3g})", NearTie, stacklevel=2)
+
+
+def test_aarch64_unit_tests_pass_under_qemu(bundles: dict[str, Path]) -> None:
+    build = source_root() / "build/targets/linux-aarch64/omni-edge"
+    done = subprocess.run(["ctest", "--test-dir", str(build), "-j2", "--output-on-failure"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:]
+    summary = next(line for line in done.stdout.splitlines() if "tests passed" in line)
+    assert summary.startswith("100% tests passed") and int(summary.split()[-1]) >= 98
+
+
+def test_aarch64_greedy_ids_under_qemu_match_the_host(bundles: dict[str, Path], unseen_onnx: tuple[Path, Path, list[int]]) -> None:
+    checkpoint, artifact, prompt = unseen_onnx
+    plan = "plan.onnx.json"
+    host, _ = run_greedy_ids(artifact / plan, prompt, 96)
+    arm, done = run_greedy_ids(artifact / plan, prompt, 96, "--device", "qemu-aarch64",
+                               "--runtime", str(bundles["linux-aarch64"]))
+    assert done["kind"] == "done" and done["n_generated_tokens"] == 96
+    assert_greedy(arm, checkpoint, prompt, f"aarch64 {plan}")
+    assert_same_greedy(host, arm, checkpoint, prompt, f"aarch64 {plan}")
+
+
+def test_deployment_refuses_a_runtime_for_another_abi(bundles: dict[str, Path], tiny_artifact: Path, tmp_path: Path) -> None:
+    plan = str(tiny_artifact / "plan.onnx.json")
+    base = ["run", "--plan", plan, "--prompt", "hi", "--max-new-tokens", "2"]
+    wrong = cli(*base, "--device", "host", "--workdir", str(tmp_path / "host"), "--runtime", str(bundles["linux-aarch64"]))
+    assert wrong.returncode == 1 and "host is x86_64 but the runtime is aarch64" in wrong.stderr
+    assert not (tmp_path / "host").exists()  # refused before anything was pushed
+    missing = cli(*base, "--device", "qemu-aarch64", "--workdir", str(tmp_path / "qemu"))
+    assert missing.returncode == 1 and "omni-edge bundle --target linux-aarch64" in missing.stderr
+    windows = cli(*base, "--device", "qemu-aarch64", "--workdir", str(tmp_path / "qemu"), "--runtime", str(bundles["windows-arm64"]))
+    assert windows.returncode == 1 and "runs on Windows" in windows.stderr
+
+
+def test_an_aarch64_phone_behind_adb_pushes_runs_and_profiles_the_bundle(bundles: dict[str, Path], tiny_artifact: Path,
+                                                                           tmp_path: Path) -> None:
+    phone = {"ro.soc.model": "SM8750", "ro.product.cpu.abi": "arm64-v8a", "ro.build.version.release": "15"}
+    plan = tiny_artifact / "plan.onnx.json"
+    host, _ = run_greedy_ids(plan, [1, 2, 3, 4], 16)
+    with FakeAdbServer({"arm-1": phone}, qemu=frozenset({"arm-1"})) as server:
+        common = ["--device", "arm-1", "--adb-port", str(server.port), "--workdir", str(tmp_path / "data-local-tmp"),
+                  "--runtime", str(bundles["linux-aarch64"])]
+        pushed = cli("push", *common, "--artifact", str(tiny_artifact), "--plan-name", "plan.onnx.json")
+        assert pushed.returncode == 0, pushed.stderr[-2000:]
+        assert json.loads(pushed.stdout)["verified"][0]["qualified"] is True  # the aarch64 binary re-hashed it there
+        arm, _ = run_greedy_ids(plan, [1, 2, 3, 4], 16, *common)
+        assert arm == host
+        out = tmp_path / "profile"
+        done = cli("profile", *common, "--plan", str(plan), "--runs", "3", "--warmup", "1", "--threads", "1", "--out", str(out))
+        assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["device"]["abi"] == "arm64-v8a" and report["deployment"]["device"] == "arm-1"
+
+
+def _wine(bundle: Path, args: list[str], prefix: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all"}
+    return subprocess.run([str(WINE), str(bundle / "bin" / "omni-edge-run.exe"), *args], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=prefix.parent)
+
+
+def test_windows_x64_runs_a_plan_under_wine_on_a_non_ascii_path(bundles: dict[str, Path], tiny_artifact: Path,
+                                                                  tmp_path: Path) -> None:
+    assert WINE is not None, "wine64 is not installed (scripts/install_cross_toolchains.sh installs it)"
+    plan_dir = tmp_path / "модель-ü 1"
+    shutil.copytree(tiny_artifact, plan_dir)
+    host, _ = run_greedy_ids(tiny_artifact / "plan.onnx.json", [1, 2, 3, 4], 24)
+    done = _wine(bundles["windows-x64"], ["--plan", str(plan_dir / "plan.onnx.json"), "--prompt-ids", "1,2,3,4",
+                                          "--max-new-tokens", "24", "--ignore-stop-tokens", "--json"], tmp_path / "wine")
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [t for e in events if e["kind"] == "token" for t in e["token_ids"]] == host
+    assert events[-1]["kind"] == "done"
+    verified = _wine(bundles["windows-x64"], ["verify", str(plan_dir / "thinker-onnx")], tmp_path / "wine")
+    assert verified.returncode == 0 and json.loads(verified.stdout.splitlines()[-1])["qualified"] is True
+    missing = _wine(bundles["windows-x64"], ["--plan", str(plan_dir / "nope.json"), "--prompt", "hi"], tmp_path / "wine")
+    assert missing.returncode != 0 and "nope.json" in missing.stderr and "cannot open plan" in missing.stderr
+
+
+def test_windows_arm64_bundle_is_a_pe32plus_arm64_executable_with_its_dlls(bundles: dict[str, Path]) -> None:
+    bundle = bundles["windows-arm64"]
+    exe = read_pe(bundle / "bin" / "omni-edge-run.exe")
+    assert exe is not None and exe.machine == "arm64" and exe.pe32_plus and exe.executable
+    assert "KERNEL32.dll" in exe.imports
+    # ONNX Runtime is loaded at run time from beside the executable, as on Linux.
+    assert b"$ORIGIN/onnxruntime.dll" in (bundle / "bin" / "omni-edge-run.exe").read_bytes()
+    for dll in ("onnxruntime.dll", "onnxruntime_providers_qnn.dll", "QnnHtp.dll", "QnnSystem.dll", "QnnHtpV73Stub.dll"):
+        image = read_pe(bundle / "bin" / dll)
+        assert image is not None and image.machine == "arm64" and image.pe32_plus and not image.executable, dll
+    report = verify_bundle(bundle)
+    assert report["abi"] == "windows-arm64" and "MSVCP140.dll" in report["from_system"]
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    assert manifest["triple"] == "aarch64-windows-gnu" and manifest["qnn_sdk"] and manifest["onnxruntime"]
+
+
+def test_bundle_verification_refuses_changes(bundles: dict[str, Path], tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    shutil.copytree(bundles["windows-x64"], bundle)
+    assert cli("verify", str(bundle)).returncode == 0
+    dll = bundle / "bin" / "onnxruntime.dll"
+    data = bytearray(dll.read_bytes())
+    data[len(data) // 2] ^= 1
+    dll.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match=r"onnxruntime\.dll' does not match its SHA-256"):
+        verify_bundle(bundle)
+    refused = cli("verify", str(bundle))
+    assert refused.returncode == 1 and "REFUSED" in refused.stdout
+    shutil.rmtree(bundle)
+    shutil.copytree(bundles["windows-x64"], bundle)
+    (bundle / "bin" / "extra.dll").write_bytes(b"MZ")
+    with pytest.raises(BundleError, match=r"files not in bundle\.json: bin/extra\.dll"):
+        verify_bundle(bundle)
+    (bundle / "bin" / "extra.dll").unlink()
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    for bad, message in (({"../outside": "0" * 64}, "outside the bundle"), ({"/etc/passwd": "0" * 64}, "outside the bundle"),
+                         ({}, "'files' must map")):
+        (bundle / "bundle.json").write_text(json.dumps({**manifest, "files": bad}))
+        with pytest.raises(BundleError, match=message):
+            verify_bundle(bundle)
+    (bundle / "bundle.json").write_text("{not json")
+    with pytest.raises(BundleError, match="not readable JSON"):
+        verify_bundle(bundle)
+
+
+def test_android_without_an_ndk_says_so_in_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANDROID_NDK")}
+    done = subprocess.run([str(CLI), "bundle", "--target", "android-arm64", "--out", str(tmp_path / "android")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "set ANDROID_NDK" in done.stderr
+    assert not (tmp_path / "android").exists()
