@@ -17,12 +17,14 @@ import os
 import shutil
 import subprocess
 import warnings
+import wave
 from pathlib import Path
 
+import numpy as np
 import pytest
 from adb_server import FakeAdbServer
 from llm_reference import CLI, cli, greedy_reference, random_qwen3_checkpoint, run_greedy_ids
-from numeric import NearTie, assert_greedy
+from numeric import NearTie, assert_greedy, assert_sqnr
 from omni_edge.export.comparison import FP32_TIE_GAP
 from omni_edge.harness.binaries import read_pe
 from omni_edge.harness.bundle import BundleError, build_bundle, source_root, verify_bundle
@@ -43,13 +45,13 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def unseen_onnx(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[int]]:
-    """A Qwen3 checkpoint the project never made, exported for ONNX Runtime."""
+def never_seen(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[int]]:
+    """A Qwen3 checkpoint the project never made, exported for ONNX Runtime and ExecuTorch."""
     from tokenizers import Tokenizer
 
     work = tmp_path_factory.mktemp("unseen-device")
     checkpoint = random_qwen3_checkpoint(work / "ckpt")
-    done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(work / "artifact"), "--format", "onnx",
+    done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(work / "artifact"), "--format", "both",
                "--buckets", "256")
     assert done.returncode == 0, done.stderr[-3000:]
     tok = Tokenizer.from_file(str(checkpoint / "tokenizer.json"))
@@ -78,9 +80,10 @@ def test_aarch64_unit_tests_pass_under_qemu(bundles: dict[str, Path]) -> None:
     assert summary.startswith("100% tests passed") and int(summary.split()[-1]) >= 98
 
 
-def test_aarch64_greedy_ids_under_qemu_match_the_host(bundles: dict[str, Path], unseen_onnx: tuple[Path, Path, list[int]]) -> None:
-    checkpoint, artifact, prompt = unseen_onnx
-    plan = "plan.onnx.json"
+@pytest.mark.parametrize("plan", ["plan.onnx.json", "plan.pte.json"])
+def test_aarch64_greedy_ids_under_qemu_match_the_host(bundles: dict[str, Path], never_seen: tuple[Path, Path, list[int]],
+                                                       plan: str) -> None:
+    checkpoint, artifact, prompt = never_seen
     host, _ = run_greedy_ids(artifact / plan, prompt, 96)
     arm, done = run_greedy_ids(artifact / plan, prompt, 96, "--device", "qemu-aarch64",
                                "--runtime", str(bundles["linux-aarch64"]))
@@ -197,3 +200,21 @@ def test_android_without_an_ndk_says_so_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "set ANDROID_NDK" in done.stderr
     assert not (tmp_path / "android").exists()
+
+
+def _wav(path: Path) -> tuple[int, np.ndarray]:
+    with wave.open(str(path), "rb") as w:
+        return w.getframerate(), np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float64)
+
+
+def test_speak_on_qemu_pulls_back_the_hosts_wav(bundles: dict[str, Path], tts_artifact: Path, tmp_path: Path) -> None:
+    base = ["speak", "--plan", str(tts_artifact), "--text", "hello there", "--max-frames", "12", "--temperature", "0"]
+    host = cli(*base, "--out", str(tmp_path / "host.wav"))
+    assert host.returncode == 0, host.stderr[-2000:]
+    arm = cli(*base, "--out", str(tmp_path / "arm.wav"), "--json", "--device", "qemu-aarch64",
+              "--workdir", str(tmp_path / "qemu"), "--runtime", str(bundles["linux-aarch64"]))
+    assert arm.returncode == 0, arm.stderr[-2000:]
+    assert json.loads(arm.stdout.splitlines()[-1])["kind"] == "done"  # the device's JSON lines, streamed back
+    (rate, want), (arm_rate, got) = _wav(tmp_path / "host.wav"), _wav(tmp_path / "arm.wav")
+    assert arm_rate == rate and len(got) == len(want) > 0
+    assert_sqnr(want, got, 60.0, "aarch64 speech against the host's")
