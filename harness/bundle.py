@@ -14,7 +14,6 @@ only, never installed; Android's come from the official Maven packages.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from omni_edge.contracts.manifest import sha256_file
 from omni_edge.files import write_text_atomic
 from omni_edge.harness.binaries import binary_abi, read_pe
 
@@ -87,14 +87,6 @@ def source_root() -> Path:
     raise BundleError("building a bundle needs the source tree: run from a checkout (pip install -e .) or set OMNI_EDGE_SOURCE")
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _version(distribution: str) -> str | None:
     try:
         return importlib.metadata.version(distribution)
@@ -138,8 +130,11 @@ def check_toolchain(target: Target) -> list[str]:
     root = source_root()
     if target.name == "android-arm64":
         ndk = _ndk()
+        # The NDK's toolchain searches its sysroot only; nlohmann_json is header-only, take the host's.
+        json_dir = next((d for d in (Path("/usr/share/cmake/nlohmann_json"), Path("/usr/lib/cmake/nlohmann_json")) if d.is_dir()), None)
         return [f"-DCMAKE_TOOLCHAIN_FILE={ndk}/build/cmake/android.toolchain.cmake", "-DANDROID_ABI=arm64-v8a",
-                "-DANDROID_PLATFORM=android-29", "-DANDROID_STL=c++_static"]
+                "-DANDROID_PLATFORM=android-29", "-DANDROID_STL=c++_static",
+                *([f"-Dnlohmann_json_DIR={json_dir}"] if json_dir else [])]
     if target.windows:
         return [f"-DCMAKE_TOOLCHAIN_FILE={root / target.toolchain}", f"-DOMNI_EDGE_ZIG={_zig()}"]
     if shutil.which(f"{target.triple}-g++") is None:

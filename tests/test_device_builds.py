@@ -34,12 +34,14 @@ WINE = shutil.which("wine64") or ("/usr/lib/wine/wine64" if Path("/usr/lib/wine/
 
 
 @pytest.fixture(scope="session")
-def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each target built once per session (incremental: scripts/test.sh's earlier builds are reused)."""
+def bundles(tiny_artifact: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each target built once per session (incremental: scripts/test.sh's earlier builds are reused);
+    the windows-x64 bundle carries the tiny plan and its artifacts."""
     root = tmp_path_factory.mktemp("bundles")
     built = {}
     for target in ("linux-aarch64", "windows-x64", "windows-arm64"):
-        build_bundle(target, root / target, tests=target == "linux-aarch64")
+        plan = tiny_artifact / "plan.onnx.json" if target == "windows-x64" else None
+        build_bundle(target, root / target, tests=target == "linux-aarch64", plan=plan)
         built[target] = root / target
     return built
 
@@ -130,21 +132,22 @@ def _wine(bundle: Path, args: list[str], prefix: Path) -> subprocess.CompletedPr
                           env=env, timeout=600, cwd=prefix.parent)
 
 
-def test_windows_x64_runs_a_plan_under_wine_on_a_non_ascii_path(bundles: dict[str, Path], tiny_artifact: Path,
-                                                                  tmp_path: Path) -> None:
+def test_windows_x64_runs_its_bundled_plan_under_wine_from_a_non_ascii_path(bundles: dict[str, Path], tiny_artifact: Path,
+                                                                            tmp_path: Path) -> None:
     assert WINE is not None, "wine64 is not installed (scripts/install_cross_toolchains.sh installs it)"
-    plan_dir = tmp_path / "модель-ü 1"
-    shutil.copytree(tiny_artifact, plan_dir)
+    bundle = tmp_path / "модель-ü 1"  # the binary finds onnxruntime.dll beside itself, by a UTF-8 path
+    shutil.copytree(bundles["windows-x64"], bundle)
+    assert verify_bundle(bundle)["files"] > 3 and (bundle / "artifacts" / "thinker-onnx" / "manifest.json").is_file()
     host, _ = run_greedy_ids(tiny_artifact / "plan.onnx.json", [1, 2, 3, 4], 24)
-    done = _wine(bundles["windows-x64"], ["--plan", str(plan_dir / "plan.onnx.json"), "--prompt-ids", "1,2,3,4",
-                                          "--max-new-tokens", "24", "--ignore-stop-tokens", "--json"], tmp_path / "wine")
+    done = _wine(bundle, ["--plan", str(bundle / "plan.json"), "--prompt-ids", "1,2,3,4",
+                          "--max-new-tokens", "24", "--ignore-stop-tokens", "--json"], tmp_path / "wine")
     assert done.returncode == 0, done.stderr[-2000:]
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert [t for e in events if e["kind"] == "token" for t in e["token_ids"]] == host
     assert events[-1]["kind"] == "done"
-    verified = _wine(bundles["windows-x64"], ["verify", str(plan_dir / "thinker-onnx")], tmp_path / "wine")
+    verified = _wine(bundle, ["verify", str(bundle / "artifacts" / "thinker-onnx")], tmp_path / "wine")
     assert verified.returncode == 0 and json.loads(verified.stdout.splitlines()[-1])["qualified"] is True
-    missing = _wine(bundles["windows-x64"], ["--plan", str(plan_dir / "nope.json"), "--prompt", "hi"], tmp_path / "wine")
+    missing = _wine(bundle, ["--plan", str(bundle / "nope.json"), "--prompt", "hi"], tmp_path / "wine")
     assert missing.returncode != 0 and "nope.json" in missing.stderr and "cannot open plan" in missing.stderr
 
 
