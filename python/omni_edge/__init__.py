@@ -7,6 +7,14 @@ controller through nanobind), `export`, `artifacts`, `harness`, `cli`.
 __version__ = "0.3.0"
 
 import os as _os
+import sys as _sys
+
+if _sys.argv[1:2] in (["run"], ["speak"]) and _os.path.basename(_sys.argv[0]) == "omni-edge":
+    # The CLI cancels cleanly on SIGINT/SIGTERM/SIGHUP from here on, the imports included
+    # (omni_edge/interrupt.py); only the interpreter's own start-up is left to the default action.
+    from omni_edge.interrupt import GUARD as _GUARD
+
+    _GUARD.install()
 
 # ONNX Runtime's POSIX builds write a device id and a telemetry database under ~/.cache unless
 # this is set before the library initializes (the native controller sets it too); a user who

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omni_edge import __version__
-from omni_edge.interrupt import CancelOnSignal
+from omni_edge.interrupt import GUARD, CancelOnSignal
 from omni_edge.request import GREEDY_BELOW
 
 if TYPE_CHECKING:
     from omni_edge.contracts import ContractError
 
 # run and speak keep the cancel contract (omni_edge.interrupt) from main()'s first line on.
-_GUARD = CancelOnSignal()
+_GUARD = GUARD  # installed by omni_edge/__init__.py when this is `omni-edge run|speak`
 
 
 def _conformance(args: argparse.Namespace) -> int:

@@ -76,3 +76,8 @@ class CancelOnSignal:
             raise outcome["error"]
         result: _T = outcome["result"]
         return result
+
+
+# The CLI's one guard: omni_edge/__init__.py installs it first thing when the process is
+# `omni-edge run|speak`, so a signal during the imports is recorded instead of raising there.
+GUARD = CancelOnSignal()

@@ -1,4 +1,5 @@
 // POSIX: a truncated mapped file faults with SIGBUS.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,7 +11,10 @@
 namespace omni_edge {
 namespace {
 
-void WriteAll(int fd, const char* text, size_t n) {
+int g_stdout = 1;  // where the report's stdout lines go (a duplicate taken in the handler)
+
+void WriteAll(int stream, const char* text, size_t n) {
+  const int fd = stream == 1 ? g_stdout : 2;
   while (n > 0) {
     const ssize_t w = write(fd, text, n);
     if (w <= 0) return;
@@ -29,6 +33,12 @@ void OnFault(int signo, siginfo_t* info, void*) {
   if (reported.exchange(true)) {  // another thread faulted too: the first one reports and exits
     for (;;) pause();
   }
+  // Other threads may still print events: from here on their output goes nowhere, so the
+  // terminal lines below are the last ones on stdout.
+  g_stdout = dup(1);
+  const int null = open("/dev/null", O_WRONLY);
+  if (g_stdout >= 0 && null >= 0) dup2(null, 1);
+  if (g_stdout < 0) g_stdout = 1;
   mapped_files_internal::WriteFaultReport(owner, WriteAll);
   _exit(1);
 }
