@@ -60,7 +60,7 @@ cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: 
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
 log=build/fuzz/fuzz.log
 if ! build/fuzz/controller_cpp/contract_json_fuzzer -max_total_time="$seconds" -max_len=4096 -timeout=10 \
-    -dict=controller_cpp/fuzz/contract_json.dict -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+    -artifact_prefix=build/fuzz/ -dict=controller_cpp/fuzz/contract_json.dict -print_final_stats=1 "$corpus" >"$log" 2>&1; then
   tail -n 60 "$log"
   echo "fuzz: FAILED (crash input saved beside the log)" >&2
   exit 1
