@@ -8,12 +8,15 @@ lines (or text) back as it prints them, and `speak` pulls the WAV back to --out.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from omni_edge.files import atomic_output
 from omni_edge.harness.deploy import deploy, runtime_from_dir
 from omni_edge.harness.devices import DeviceError, open_device
+from omni_edge.interrupt import GUARD
 
 
 def _flag(name: str, value: Any) -> list[str]:
@@ -43,6 +46,23 @@ def native_arguments(args: argparse.Namespace, command: str) -> list[str]:
     return out + _flag("--ignore-stop-tokens", args.ignore_stop_tokens)
 
 
+class _RemoteProcess:
+    """What a signal cancels during `--device`: the device's omni-edge-run, sent SIGTERM, which
+    ends its streams with their terminal events (streamed back like every other line)."""
+
+    def __init__(self, device: Any) -> None:
+        self.device, self.pid = device, 0
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        if GUARD.cancelled:  # the signal came while deploying
+            self.cancel()
+
+    def cancel(self) -> None:
+        if self.pid:
+            self.device.kill(self.pid)
+
+
 def run_on_device(args: argparse.Namespace, command: str) -> int:
     """Deploys the plan to args.device and runs `command` (run or speak) there; returns its exit code."""
     if command == "run" and getattr(args, "speak", None) is not None:
@@ -59,14 +79,21 @@ def run_on_device(args: argparse.Namespace, command: str) -> int:
             device.shell(["mkdir", "-p", str(PurePosixPath(remote_wav).parent)])
             argv += ["--out", remote_wav]
         print(f"[{device.serial}] {deployment.binary} ({deployment.report.bytes_sent} bytes pushed)", file=sys.stderr)
-        result = device.stream(argv, lambda line: print(line, flush=True), env=deployment.env)
+        remote = _RemoteProcess(device)
+        result = GUARD.run(remote, lambda: device.stream(argv, lambda line: print(line, flush=True), env=deployment.env,
+                                                         on_start=remote.started))
         if result.stderr:
             sys.stderr.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
         if command == "speak" and result.returncode == 0:
-            device.pull(remote_wav, args.out)
+            with atomic_output(args.out) as part:
+                device.pull(remote_wav, part)
     except (DeviceError, OSError, ValueError) as exc:
+        if args.json:  # the stream still ends with one terminal event
+            print(json.dumps({"kind": "error", "finish_reason": "error", "seq": 0, "reason": "device", "error": str(exc)}))
         print(f"omni-edge {command}: {exc}", file=sys.stderr)
         return 1
+    if GUARD.cancelled:
+        return GUARD.exit_code
     if result.timed_out:
         print(f"omni-edge {command}: timed out on {args.device}", file=sys.stderr)
         return 124

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import warnings
 import wave
@@ -221,3 +222,21 @@ def test_speak_on_qemu_pulls_back_the_hosts_wav(bundles: dict[str, Path], tts_ar
     (rate, want), (arm_rate, got) = _wav(tmp_path / "host.wav"), _wav(tmp_path / "arm.wav")
     assert arm_rate == rate and len(got) == len(want) > 0
     assert_sqnr(want, got, 60.0, "aarch64 speech against the host's")
+
+
+def test_ctrl_c_during_run_on_qemu_cancels_the_device_process(bundles: dict[str, Path], tiny_artifact: Path,
+                                                              tmp_path: Path) -> None:
+    command = [str(CLI), "run", "--plan", str(tiny_artifact / "plan.onnx.json"), "--prompt", "hi", "--max-new-tokens", "3000",
+               "--ignore-stop-tokens", "--json", "--device", "qemu-aarch64", "--workdir", str(tmp_path / "qemu"),
+               "--runtime", str(bundles["linux-aarch64"])]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the device is generating
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=300)
+    events = [json.loads(line) for line in (first + out).splitlines()]
+    assert proc.returncode == 130 and events[0]["kind"] == "token"
+    assert [e["kind"] for e in events if e["kind"] != "token"] == ["cancelled"]  # one terminal event, the device's
+    refused = cli("run", "--plan", str(tiny_artifact / "plan.onnx.json"), "--prompt", "hi", "--json", "--device", "host",
+                  "--workdir", str(tmp_path / "host"), "--runtime", str(bundles["linux-aarch64"]))
+    assert refused.returncode == 1 and json.loads(refused.stdout)["reason"] == "device"
