@@ -30,6 +30,7 @@ LAYERS = {
     "families": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families"},
     "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "capi"},
     "tools": {"base", "capi", "tools"},
+    "jni": {"capi", "jni"},  # the JNI bridge: a client of the C ABI only
     "fuzz": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "fuzz"},
 }
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)

@@ -522,7 +522,7 @@ Json Session::Info() const {
     if (s.final_output) streams[s.final_output_type] = r->worker().Describe();
     stages.push_back(stage);
     for (const auto& p : r->worker().placements()) {
-      placements.push_back({{"graph", p.graph}, {"backend", p.backend}, {"device", p.device}, {"engine", p.engine},
+      placements.push_back({{"stage_id", s.stage_id}, {"graph", p.graph}, {"backend", p.backend}, {"device", p.device}, {"engine", p.engine},
                             {"nodes_on_engine", p.nodes_on_engine}, {"nodes_elsewhere", p.nodes_elsewhere},
                             {"detail", p.detail}});
     }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The Android app, verified on this host: everything that needs neither the Android SDK/NDK nor
+# a phone. Builds the JNI bridge against the JDK's jni.h and the real host controller, compiles
+# the dev.omniedge layer with the host JDK, runs its JUnit 4 tests under -Xcheck:jni on the
+# default artifacts, and links the app's manifest and resources with aapt2 against Debian's
+# framework-res.apk. Exits non-zero on any failure.
+#   OMNI_EDGE_JNI_BUILD_DIR  the CMake build tree to add the JNI target to (default build/native)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+out=build/android-host
+build=${OMNI_EDGE_JNI_BUILD_DIR:-build/native}
+mkdir -p "$out"
+step() { printf '\n-- android host: %s\n' "$*"; }
+
+step "default artifacts (the README's main job) and an omni plan on them"
+demo=work/demo
+[ -f "$demo/artifact/plan.json" ] || omni-edge demo --no-speech >/dev/null
+if [ ! -f "$out/omni/plan.json" ]; then
+  rm -rf "$out/talker" "$out/omni-speech" "$out/omni"
+  omni-edge make-checkpoint --arch qwen3-tts --preset tiny --thinker "$demo/checkpoint-qwen3-tiny" --out "$out/talker" >/dev/null
+  omni-edge export tts --checkpoint "$out/talker" --out "$out/omni-speech" --prefill-chunk 16 --buckets 256 \
+    --validation-frames 8 >/dev/null
+  omni-edge export omni --thinker-plan "$demo/artifact/plan.onnx.json" --speech-plan "$out/omni-speech/plan.json" \
+    --out "$out/omni" >/dev/null
+fi
+
+step "libomniedge_jni for the host JVM ($build)"
+cmake -S . -B "$build" -G Ninja -DOMNI_EDGE_BUILD_JNI=ON >/dev/null
+cmake --build "$build" --target omniedge_jni omni-edge-run >/dev/null
+lib=$(dirname "$(find "$build" -name libomniedge_jni.so -print -quit)")
+
+step "dev.omniedge and its tests (javac --release 11: no Android imports)"
+junit=/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar
+rm -rf "$out/classes" && mkdir -p "$out/classes"
+javac --release 11 -Xlint:all -Werror -d "$out/classes" -cp "$junit" \
+  $(find android_app/omniedge/src/main/java android_app/omniedge/src/test/java -name '*.java')
+if grep -rn "import android\." android_app/omniedge/src; then echo "dev.omniedge must not import android.*"; exit 1; fi
+
+step "JUnit under -Xcheck:jni"
+java -Xcheck:jni -Djava.library.path="$lib" -cp "$out/classes:$junit" \
+  -Domniedge.textPlan="$PWD/$demo/artifact/plan.onnx.json" -Domniedge.omniPlan="$PWD/$out/omni/plan.json" \
+  -Domniedge.cli="$PWD/$build/controller_cpp/omni-edge-run" \
+  org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest 2>&1 | tee "$out/junit.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "JUnit failed"; exit 1; }
+if grep -nE "WARNING in native method|FATAL ERROR in native method|JNI (warning|error)" "$out/junit.log"; then
+  echo "-Xcheck:jni reported the lines above"; exit 1
+fi
+
+step "manifest and resources linked with aapt2 against framework-res.apk (API 29)"
+android_app/link-resources.sh "$out/aapt2"

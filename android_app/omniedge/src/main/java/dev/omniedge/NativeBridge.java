@@ -1,0 +1,34 @@
+package dev.omniedge;
+
+/**
+ * The JNI functions of libomniedge_jni (controller_cpp/jni/), over the controller's C ABI. A
+ * handle is one native engine: a session plus its worker thread, which loads the plan, runs the
+ * queued requests and calls back into {@link Generation}.
+ */
+final class NativeBridge {
+  static {
+    System.loadLibrary("omniedge_jni");
+  }
+
+  private NativeBridge() {}
+
+  static native String version();
+
+  /** Starts the worker, which opens the plan; returns at once. */
+  static native long create(String planPath, boolean allowUnqualified, int threads);
+
+  /** Blocks until the plan is loaded; throws {@link OmniEdgeException} if it could not be. */
+  static native void awaitOpen(long handle);
+
+  /** oe_session_info's JSON (the plan must be loaded). */
+  static native String info(long handle);
+
+  /** Queues a request; its events and its end go to {@code generation} on the worker thread. */
+  static native void submit(long handle, Request request, Generation generation);
+
+  /** Ends the running request and every queued one; from any thread. */
+  static native void cancel(long handle);
+
+  /** Cancels, waits for the worker (and a load in progress), closes the session, frees the handle. */
+  static native void close(long handle);
+}

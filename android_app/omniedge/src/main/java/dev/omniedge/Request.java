@@ -1,0 +1,137 @@
+package dev.omniedge;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * One request, whatever the plan: a text plan answers the prompt, a speech plan speaks it, an
+ * omni plan answers it in text and speech. Built with {@link #builder(String)}; immutable.
+ */
+public final class Request {
+  final String prompt;
+  final int[] promptIds;
+  final boolean chat;
+  final String systemPrompt;
+  final boolean continueConversation;
+  final int maxNewTokens;
+  final Sampling sampling;
+  final String[] stopStrings;
+  final boolean ignoreStopTokens;
+  final int maxFrames;
+  final Sampling speechSampling;
+  final double prebufferMs;
+
+  private Request(Builder b) {
+    prompt = b.prompt;
+    promptIds = b.promptIds == null ? null : b.promptIds.clone();
+    chat = b.chat;
+    systemPrompt = b.systemPrompt;
+    continueConversation = b.continueConversation;
+    maxNewTokens = b.maxNewTokens;
+    sampling = b.sampling;
+    stopStrings = b.stopStrings.toArray(new String[0]);
+    ignoreStopTokens = b.ignoreStopTokens;
+    maxFrames = b.maxFrames;
+    speechSampling = b.speechSampling;
+    prebufferMs = b.prebufferMs;
+  }
+
+  public List<String> stopStrings() {
+    return Arrays.asList(stopStrings.clone());
+  }
+
+  /** A request for this text (to answer, or for a speech plan to speak). */
+  public static Builder builder(String prompt) {
+    if (prompt == null) throw new IllegalArgumentException("prompt is null");
+    if (prompt.indexOf('\0') >= 0) throw new IllegalArgumentException("prompt contains a NUL character");
+    return new Builder(prompt, null);
+  }
+
+  /** A request for these exact token ids instead of text. */
+  public static Builder builder(int[] promptIds) {
+    if (promptIds == null || promptIds.length == 0) throw new IllegalArgumentException("promptIds is empty");
+    return new Builder("", promptIds);
+  }
+
+  public static final class Builder {
+    private final String prompt;
+    private final int[] promptIds;
+    private boolean chat;
+    private String systemPrompt;
+    private boolean continueConversation;
+    private int maxNewTokens;
+    private Sampling sampling = Sampling.PLAN;
+    private final List<String> stopStrings = new ArrayList<>();
+    private boolean ignoreStopTokens;
+    private int maxFrames;
+    private Sampling speechSampling = Sampling.PLAN;
+    private double prebufferMs = 200.0;
+
+    private Builder(String prompt, int[] promptIds) {
+      this.prompt = prompt;
+      this.promptIds = promptIds;
+    }
+
+    /** Format the prompt as a ChatML user message (with an optional system prompt). */
+    public Builder chat(String systemPrompt) {
+      if (systemPrompt != null && systemPrompt.indexOf('\0') >= 0) throw new IllegalArgumentException("NUL in systemPrompt");
+      this.chat = true;
+      this.systemPrompt = systemPrompt;
+      return this;
+    }
+
+    /** Append to the resident conversation instead of starting a new one. */
+    public Builder continueConversation() {
+      this.continueConversation = true;
+      return this;
+    }
+
+    /** Text tokens to generate at most (0: the plan's default). */
+    public Builder maxNewTokens(int n) {
+      if (n < 0) throw new IllegalArgumentException("maxNewTokens < 0");
+      this.maxNewTokens = n;
+      return this;
+    }
+
+    public Builder sampling(Sampling s) {
+      this.sampling = s == null ? Sampling.PLAN : s;
+      return this;
+    }
+
+    public Builder stop(String s) {
+      if (s == null || s.isEmpty() || s.indexOf('\0') >= 0) throw new IllegalArgumentException("empty stop string or NUL in it");
+      stopStrings.add(s);
+      return this;
+    }
+
+    /** Always generate maxNewTokens (the plan's stop tokens do not end the text). */
+    public Builder ignoreStopTokens() {
+      this.ignoreStopTokens = true;
+      return this;
+    }
+
+    /** Audio frames at most (12.5 per second of audio; 0: the plan's default). */
+    public Builder maxFrames(int n) {
+      if (n < 0) throw new IllegalArgumentException("maxFrames < 0");
+      this.maxFrames = n;
+      return this;
+    }
+
+    public Builder speechSampling(Sampling s) {
+      this.speechSampling = s == null ? Sampling.PLAN : s;
+      return this;
+    }
+
+    /** Audio the playback clock queues before it starts (the native rule; default 200 ms). */
+    public Builder prebufferMs(double ms) {
+      if (!(ms >= 0 && ms <= 60_000)) throw new IllegalArgumentException("prebufferMs out of [0, 60000]");
+      this.prebufferMs = ms;
+      return this;
+    }
+
+    public Request build() {
+      return new Request(this);
+    }
+  }
+}
