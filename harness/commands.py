@@ -63,9 +63,36 @@ def _devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _push_app(args: argparse.Namespace) -> int:
+    from omni_edge.harness import app
+
+    if args.install is None and args.artifact is None:
+        print("omni-edge push --app: give --artifact ART, --install APK, or both", file=sys.stderr)
+        return 2
+    try:
+        device = _open(args)
+        if device.kind != "adb":
+            raise DeviceError(f"--app needs a phone (an ADB serial), not '{args.device}'")
+        if args.install is not None:
+            print(json.dumps(app.install_apk(device, args.install)))
+        if args.artifact is not None:
+            plan = args.artifact / args.plan_name if args.artifact.is_dir() else args.artifact
+            print(json.dumps(app.push_to_app(device, plan, name=args.name, package=args.app_package,
+                                             root=args.workdir)))
+    except (DeviceError, OSError, ValueError) as exc:
+        print(f"omni-edge push --app: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _push(args: argparse.Namespace) -> int:
     from omni_edge.harness.deploy import deploy, verify_on_target
 
+    if args.app:
+        return _push_app(args)
+    if args.install is not None or args.artifact is None:
+        print("omni-edge push: --artifact is required (--install goes with --app)", file=sys.stderr)
+        return 2
     try:
         device = _open(args)
         d = deploy(device, args.artifact, plan_name=args.plan_name, name=args.name, runtime=_runtime(args, device))
@@ -190,8 +217,12 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser("push", help="lay out binary, libraries, artifacts and plan on a device and verify there")
     _device_args(p)
-    p.add_argument("--artifact", type=Path, required=True, help="an export directory (with plan.json)")
+    p.add_argument("--artifact", type=Path, help="an export directory (with plan.json)")
     p.add_argument("--plan-name", default="plan.json")
+    p.add_argument("--app", action="store_true", help="for the Android app: artifacts and plan only, into "
+                   "/sdcard/Android/data/PACKAGE/files/NAME/ (--workdir overrides the files directory)")
+    p.add_argument("--app-package", default="dev.omniedge.app")
+    p.add_argument("--install", type=Path, metavar="APK", help="with --app: install this APK first (adb install -r -t)")
     runtime_args(p)
     p.set_defaults(func=_push)
 

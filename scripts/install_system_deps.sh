@@ -10,6 +10,11 @@ packages=(
   clang                  # libFuzzer builds
   libclang-rt-14-dev     # libFuzzer + sanitizer runtimes for clang 14
   python3-venv
+  openjdk-17-jdk-headless  # the Android app's Java layer and its JNI bridge, tested on the host JVM
+  junit4                 # its JUnit tests (android_app/host-test.sh)
+  aapt                   # aapt2: links the app's manifest and resources
+  android-framework-res  # framework-res.apk (API 29) to link them against
+  apksigner zipalign     # the APK's signature and alignment (scripts/build_apk.sh, with the SDK's)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 jobs=$(nproc)
-step() { printf '\n== %s\n' "$*"; }
+t0=$(date +%s)
+step() { printf '\n== [%ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
 
 step "rebuild the Python extension (picks up C++ changes)"
 pip install -q --no-build-isolation --no-deps -e .
@@ -31,13 +32,16 @@ step "lint"
 scripts/lint.sh
 
 step "C++ unit tests"
-cmake -S . -B build/native -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build/native -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOMNI_EDGE_BUILD_JNI=ON >/dev/null
 cmake --build build/native -j"$jobs"
 ctest --test-dir build/native -j"$jobs" --output-on-failure
 
+step "Android app on the host: JNI bridge + dev.omniedge under JUnit and -Xcheck:jni, aapt2 link"
+OMNI_EDGE_JNI_BUILD_DIR=build/native android_app/host-test.sh
+
 step "C++ unit tests under ASan + UBSan"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOMNI_EDGE_SANITIZE=address,undefined >/dev/null
-cmake --build build/asan -j"$jobs"
+cmake --build build/asan -j"$jobs" --target omni_edge_tests
 ctest --test-dir build/asan -j"$jobs" --output-on-failure
 
 step "fuzz the native JSON decoders"
@@ -57,3 +61,4 @@ grep "built in" build/bundles/build.log
 step "pytest -m host_numerics with torch on its baseline CPU kernels"
 ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 \
   python -m pytest -q -p no:cacheprovider -m host_numerics
+step "done"

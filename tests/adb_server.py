@@ -5,7 +5,7 @@ hex digits of length and a payload ("host:version", "host:tport:serial:X", then 
 "shell:CMD" or "sync:"); the answer is OKAY, or FAIL with a hex-length message. This server
 implements that protocol, answering for fake serials; a shell command really runs here under
 `sh -c`, and sync really reads and writes this host's files, so every byte goes through the same
-client code as with a phone. Phone-only tools (`getprop`, `dumpsys battery`) are small scripts put
+client code as with a phone. Phone-only tools (`getprop`, `dumpsys battery`, `pm install`) are small scripts put
 first on PATH; they read each serial's props. Everything else (sha256sum, find, kill, cat, /proc)
 is this host's.
 
@@ -48,6 +48,19 @@ exit 1
 """
 
 
+PM = r"""#!/bin/sh
+# pm install [-r] [-t] APK: Android's package manager as `adb install` drives it. It installs what
+# aapt2 can read as an APK (its package name from the binary manifest) and answers as pm does.
+[ "$1" = install ] || { echo "Error: this phone's pm only installs" >&2; exit 1; }
+shift
+while [ $# -gt 1 ]; do shift; done  # -r -t
+[ -f "$1" ] || { echo "Failure [INSTALL_FAILED_INVALID_URI: $1]"; exit 1; }
+pkg=$(aapt2 dump packagename "$1" 2>/dev/null) || { echo "Failure [INSTALL_PARSE_FAILED_NOT_APK: Failed to parse $1]"; exit 1; }
+mkdir -p "$(dirname "$0")/installed" && cp "$1" "$(dirname "$0")/installed/$pkg.apk"
+echo Success
+"""
+
+
 def battery_block(props: dict[str, str]) -> str:
     """`dumpsys battery` text from props battery.level, battery.temperature (tenths of °C), ..."""
     fields = {k.removeprefix("battery."): v for k, v in props.items() if k.startswith("battery.")}
@@ -72,7 +85,7 @@ class FakeAdbServer:
             d.mkdir()
             (d / "props").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
             (d / "battery").write_text(battery_block(props))
-            for name, text in (("getprop", GETPROP), ("dumpsys", DUMPSYS)):
+            for name, text in (("getprop", GETPROP), ("dumpsys", DUMPSYS), ("pm", PM)):
                 (d / name).write_text(text)
                 (d / name).chmod(0o755)
             self.bin[serial] = d
@@ -84,6 +97,11 @@ class FakeAdbServer:
         self._server.fake = self  # type: ignore[attr-defined]
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def installed(self, serial: str) -> dict[str, Path]:
+        """Package name -> the APK `pm install` took on this serial."""
+        d = self.bin[serial] / "installed"
+        return {p.stem: p for p in sorted(d.glob("*.apk"))} if d.is_dir() else {}
 
     def __enter__(self) -> FakeAdbServer:
         self._thread.start()

@@ -19,7 +19,7 @@
 #ifndef OMNI_EDGE_ORT_LIBRARY
 #define OMNI_EDGE_ORT_LIBRARY "libonnxruntime.so.1"
 #endif
-#ifndef OMNI_EDGE_QNN_EP_LIBRARY
+#ifndef OMNI_EDGE_QNN_EP_LIBRARY  // "builtin": the QNN EP is inside the ONNX Runtime library (Android's AAR)
 #define OMNI_EDGE_QNN_EP_LIBRARY "libonnxruntime_providers_qnn.so"
 #endif
 #ifndef OMNI_EDGE_QNN_BACKEND
@@ -473,8 +473,7 @@ class OrtBackend : public Backend {
 
   Status AppendQnn(OrtSessionOptions* so) {
     const OrtApi* api = ort_->api();
-    OE_ASSIGN_OR_RETURN(const OrtEpDevice* device,
-                        ort_->QnnDevice(Option(options_, "qnn_ep_library", "OMNI_EDGE_QNN_EP_LIB", OMNI_EDGE_QNN_EP_LIBRARY)));
+    const std::string ep_library = Option(options_, "qnn_ep_library", "OMNI_EDGE_QNN_EP_LIB", OMNI_EDGE_QNN_EP_LIBRARY);
     std::vector<std::string> keys = {"backend_path"};
     std::vector<std::string> values = {Option(options_, "qnn_backend", "OMNI_EDGE_QNN_BACKEND", OMNI_EDGE_QNN_BACKEND)};
     for (const auto& [k, v] : options_) {
@@ -485,8 +484,14 @@ class OrtBackend : public Backend {
     }
     std::vector<const char*> k, v;
     for (size_t i = 0; i < keys.size(); ++i) k.push_back(keys[i].c_str()), v.push_back(values[i].c_str());
-    OE_RETURN_IF_ERROR(FromOrt(api, api->SessionOptionsAppendExecutionProvider_V2(so, ort_->env(), &device, 1, k.data(),
-                                                                                  v.data(), k.size()), "QNN EP"));
+    if (ep_library == "builtin") {  // compiled into ONNX Runtime (onnxruntime-android-qnn): appended by name
+      OE_RETURN_IF_ERROR(FromOrt(api, api->SessionOptionsAppendExecutionProvider(so, "QNN", k.data(), v.data(), k.size()),
+                                 "QNN EP (built into ONNX Runtime)"));
+    } else {  // a plugin EP library (the onnxruntime-qnn wheels)
+      OE_ASSIGN_OR_RETURN(const OrtEpDevice* device, ort_->QnnDevice(ep_library));
+      OE_RETURN_IF_ERROR(FromOrt(api, api->SessionOptionsAppendExecutionProvider_V2(so, ort_->env(), &device, 1, k.data(),
+                                                                                    v.data(), k.size()), "QNN EP"));
+    }
     return FromOrt(api, api->AddSessionConfigEntry(so, "session.disable_cpu_ep_fallback", "1"), "disable fallback");
   }
 

@@ -54,19 +54,9 @@ public final class Metrics {
     return true;
   }
 
-  /** Per stage: the devices its graphs ran on, e.g. "0:NPU 1:NPU 2:CPU". */
+  /** Per stage: the devices its graphs ran on, e.g. "0:NPU 1:NPU 2:CPU" ({@link Placement#byStage}). */
   public String stageDevices() {
-    java.util.TreeMap<Long, java.util.TreeSet<String>> byStage = new java.util.TreeMap<>();
-    for (Placement p : placements) {
-      byStage.computeIfAbsent(p.stageId, k -> new java.util.TreeSet<>()).add(
-          p.device.toUpperCase(Locale.ROOT) + (p.nodesElsewhere > 0 ? "+CPU" : ""));
-    }
-    StringBuilder out = new StringBuilder();
-    for (Map.Entry<Long, java.util.TreeSet<String>> e : byStage.entrySet()) {
-      if (out.length() > 0) out.append(' ');
-      out.append(e.getKey()).append(':').append(String.join("/", e.getValue()));
-    }
-    return out.toString();
+    return Placement.byStage(placements);
   }
 
   /** The one-line summary the demo app shows. */

@@ -31,6 +31,21 @@ public final class Placement {
         Json.getLong(p, "nodes_on_engine", 0), Json.getLong(p, "nodes_elsewhere", 0));
   }
 
+  /** Per stage, the devices its graphs are on: "0:NPU 1:NPU 2:CPU" ("NPU+CPU" if some nodes fell back). */
+  public static String byStage(java.util.List<Placement> placements) {
+    java.util.TreeMap<Long, java.util.TreeSet<String>> stages = new java.util.TreeMap<>();
+    for (Placement p : placements) {
+      stages.computeIfAbsent(p.stageId, k -> new java.util.TreeSet<>()).add(
+          p.device.toUpperCase(java.util.Locale.ROOT) + (p.nodesElsewhere > 0 ? "+CPU" : ""));
+    }
+    StringBuilder out = new StringBuilder();
+    for (java.util.Map.Entry<Long, java.util.TreeSet<String>> e : stages.entrySet()) {
+      if (out.length() > 0) out.append(' ');
+      out.append(e.getKey()).append(':').append(String.join("/", e.getValue()));
+    }
+    return out.toString();
+  }
+
   @Override
   public String toString() {
     return graph + "@" + device.toUpperCase(java.util.Locale.ROOT) + (nodesElsewhere > 0 ? "(+" + nodesElsewhere
