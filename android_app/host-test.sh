@@ -15,14 +15,15 @@ step() { printf '\n-- android host: %s\n' "$*"; }
 
 step "default artifacts (the README's main job) and an omni plan on them"
 demo=work/demo
-[ -f "$demo/artifact/plan.json" ] || omni-edge demo --no-speech >/dev/null
+quiet() { "$@" >"$out/prepare.log" 2>&1 || { tail -30 "$out/prepare.log"; exit 1; }; }
+[ -f "$demo/artifact/plan.json" ] || quiet omni-edge demo --no-speech
 if [ ! -f "$out/omni/plan.json" ]; then
   rm -rf "$out/talker" "$out/omni-speech" "$out/omni"
-  omni-edge make-checkpoint --arch qwen3-tts --preset tiny --thinker "$demo/checkpoint-qwen3-tiny" --out "$out/talker" >/dev/null
-  omni-edge export tts --checkpoint "$out/talker" --out "$out/omni-speech" --prefill-chunk 16 --buckets 256 \
-    --validation-frames 8 >/dev/null
-  omni-edge export omni --thinker-plan "$demo/artifact/plan.onnx.json" --speech-plan "$out/omni-speech/plan.json" \
-    --out "$out/omni" >/dev/null
+  quiet omni-edge make-checkpoint --arch qwen3-tts --preset tiny --thinker "$demo/checkpoint-qwen3-tiny" --out "$out/talker"
+  quiet omni-edge export tts --checkpoint "$out/talker" --out "$out/omni-speech" --prefill-chunk 16 --buckets 256 \
+    --validation-frames 8
+  quiet omni-edge export omni --thinker-plan "$demo/artifact/plan.onnx.json" --speech-plan "$out/omni-speech/plan.json" \
+    --out "$out/omni"
 fi
 
 step "libomniedge_jni for the host JVM ($build)"
@@ -43,7 +44,7 @@ java -Xcheck:jni -Djava.library.path="$lib" -cp "$out/classes:$junit" \
   -Domniedge.cli="$PWD/$build/controller_cpp/omni-edge-run" \
   org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest 2>&1 | tee "$out/junit.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "JUnit failed"; exit 1; }
-if grep -nE "WARNING in native method|FATAL ERROR in native method|JNI (warning|error)" "$out/junit.log"; then
+if grep -nE "WARNING in native method|FATAL ERROR in native method|JNI local refs|^WARNING: JNI" "$out/junit.log"; then
   echo "-Xcheck:jni reported the lines above"; exit 1
 fi
 

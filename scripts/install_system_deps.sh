@@ -5,6 +5,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 packages=(
   build-essential        # g++ for the controller and the Python extension
+  ccache                 # the C++ tests reuse the extension build's objects
   nlohmann-json3-dev     # the controller's JSON library
   libgtest-dev           # C++ unit tests (GoogleTest)
   clang                  # libFuzzer builds

@@ -22,7 +22,10 @@ extras = project["optional-dependencies"]
 print("\n".join(project["dependencies"] + extras["export"] + extras["harness"] + extras["dev"]))
 PY
 $PIP install -q -r .venv/omni-edge-requirements.txt
-$PIP install -q --no-build-isolation --no-deps -e .
+# gcc through ccache: scripts/test.sh builds the same objects again for the C++ tests.
+if command -v ccache >/dev/null; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
+CC="${CC:-gcc}" CXX="${CXX:-g++}" $PIP install -q --no-build-isolation --no-deps -e .
+unset CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER
 
 echo "setup: .venv ready ($(.venv/bin/omni-edge --version), $(.venv/bin/omni-edge-run --version))"
 if [ "${OMNI_EDGE_SKIP_MAIN_JOB:-0}" != 1 ]; then

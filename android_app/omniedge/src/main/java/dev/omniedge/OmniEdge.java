@@ -49,7 +49,7 @@ public final class OmniEdge implements AutoCloseable {
   // Native calls hold the read lock; close() takes the write lock, so the handle is never used
   // after it is freed (and close() waits for a load in progress).
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-  private long handle;
+  private volatile long handle;
   private volatile List<Placement> placements;
   private volatile int sampleRate;
 
@@ -118,6 +118,10 @@ public final class OmniEdge implements AutoCloseable {
 
   /** Ends the running request at every stage's next step, and every queued one. From any thread. */
   public void cancel() {
+    if (Generation.IN_CALLBACK.get()) {  // a listener: the worker is running, so the handle is live, and
+      NativeBridge.cancel(handle);       // taking the lock could wait behind a close() that joins this thread
+      return;
+    }
     lock.readLock().lock();
     try {
       if (handle != 0) NativeBridge.cancel(handle);

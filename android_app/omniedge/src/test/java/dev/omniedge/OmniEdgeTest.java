@@ -261,6 +261,38 @@ public class OmniEdgeTest {
     }
   }
 
+  /** cancel() from a listener while another thread closes the engine: neither waits for the other
+   * (a deadlock here hangs, so the timeout is the failure). */
+  @Test(timeout = 120_000)
+  public void aListenersCancelDoesNotWaitForClose() throws Exception {
+    OmniEdge engine = OmniEdge.open(textPlan);
+    java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
+    Thread closer = new Thread(() -> {
+      try {
+        closing.await();
+      } catch (InterruptedException interrupted) {
+        return;
+      }
+      engine.close();
+    });
+    closer.start();
+    Result stopped = engine.generate(Request.builder(PROMPT).maxNewTokens(200).ignoreStopTokens().build(),
+        new StreamListener() {
+          @Override
+          public void onToken(TokenEvent t) {
+            closing.countDown();
+            try {
+              Thread.sleep(50);  // let close() queue for the lock first
+            } catch (InterruptedException interrupted) {
+              Thread.currentThread().interrupt();
+            }
+            engine.cancel();
+          }
+        });
+    closer.join();
+    assertTrue(stopped.cancelled());
+  }
+
   static long rssKb() throws IOException {
     for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
       if (line.startsWith("VmRSS:")) return Long.parseLong(line.replaceAll("[^0-9]", ""));
