@@ -88,7 +88,7 @@ public final class MainActivity extends Activity {
     ArrayAdapter<String> adapter = new ArrayAdapter<>(this, android.R.layout.simple_spinner_item, names);
     adapter.setDropDownViewResource(android.R.layout.simple_spinner_dropdown_item);
     planPicker.setAdapter(adapter);
-    planPicker.setSelection(state == null ? 0 : Math.min(state.getInt(STATE_PLAN, 0), plans.size() - 1));
+    planPicker.setSelection(state == null ? 0 : Math.max(0, Math.min(state.getInt(STATE_PLAN, 0), plans.size() - 1)));
     planPicker.setOnItemSelectedListener(new AdapterView.OnItemSelectedListener() {
       @Override
       public void onItemSelected(AdapterView<?> parent, View view, int position, long id) {

@@ -19,6 +19,7 @@ final class PcmPlayer {
   private final double prebufferMs;
   private final BlockingQueue<float[]> chunks = new LinkedBlockingQueue<>();
   private volatile boolean cancelled;
+  private volatile int underrunsAtRelease = -1;
   private AudioTrack track;  // created at the first chunk, when the sample rate is known
   private Thread writer;
 
@@ -43,7 +44,7 @@ final class PcmPlayer {
     cancelled = true;
     chunks.clear();
     chunks.offer(END);
-    if (track != null) {
+    if (track != null && underrunsAtRelease < 0) {  // not yet released by the writer
       track.pause();
       track.flush();
     }
@@ -51,6 +52,7 @@ final class PcmPlayer {
 
   /** Underruns the AudioTrack itself counted (the speaker starved), beside the native clock's. */
   synchronized int underruns() {
+    if (underrunsAtRelease >= 0) return underrunsAtRelease;
     return track != null ? track.getUnderrunCount() : 0;
   }
 
@@ -103,8 +105,9 @@ final class PcmPlayer {
     } finally {
       synchronized (this) {
         if (cancelled) t.stop();
+        underrunsAtRelease = t.getUnderrunCount();
+        t.release();
       }
-      t.release();
     }
   }
 }
