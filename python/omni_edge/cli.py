@@ -609,10 +609,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if list(sys.argv[1:] if argv is None else argv)[:1] in (["run"], ["speak"]):
+    guarded = list(sys.argv[1:] if argv is None else argv)[:1] in (["run"], ["speak"])
+    if guarded:
         _GUARD.install()  # before the imports and the load: a signal from here on cancels cleanly
     args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    finally:
+        if guarded and argv is None:  # the process ends here: keep the contract through its shutdown
+            sys.stdout.flush()
+            _GUARD.ignore_until_exit()
     return result
 
 

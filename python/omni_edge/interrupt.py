@@ -39,6 +39,14 @@ class CancelOnSignal:
         if self._session is not None:
             self._session.cancel()  # atomic stores in the native session
 
+    def ignore_until_exit(self) -> None:
+        """At the command's end: the interpreter's shutdown resets a Python handler to the default
+        action, and a signal arriving then would kill a process whose request already ended (exit
+        -2, not its 0 or 130). Ignored signals stay ignored through the shutdown, in every thread."""
+        if threading.current_thread() is threading.main_thread():
+            for signo in SIGNALS:
+                signal.signal(signo, signal.SIG_IGN)
+
     @property
     def cancelled(self) -> bool:
         return self.signal != 0
