@@ -10,13 +10,13 @@ are re-hashed on the phone with sha256sum against their manifests.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from omni_edge.contracts.manifest import sha256_file
 from omni_edge.files import write_text_atomic
 from omni_edge.harness.deploy import relocate_plan
 from omni_edge.harness.devices.base import Device, DeviceError, PushReport
@@ -71,7 +71,7 @@ def check_apk(apk: Path) -> str:
         if needed not in names:
             raise DeviceError(f"{apk}: not an arm64 build of the omni-edge app (no {needed}); build it with "
                               "scripts/build_apk.sh")
-    return hashlib.sha256(apk.read_bytes()).hexdigest()
+    return sha256_file(apk)  # streamed: an APK is tens of MB
 
 
 def install_apk(device: Device, apk: Path) -> dict[str, Any]:

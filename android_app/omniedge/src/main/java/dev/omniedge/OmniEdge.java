@@ -138,13 +138,17 @@ public final class OmniEdge implements AutoCloseable {
 
   /** The audio stream's sample rate; on the worker thread, which runs only while the handle is live. */
   int sampleRateFromWorker() {
-    if (placements == null) describe(NativeBridge.info(handle));
+    describeFromWorker();
     return sampleRate;
   }
 
   List<Placement> placementsFromWorker() {
-    if (placements == null) describe(NativeBridge.info(handle));
+    describeFromWorker();
     return placements();
+  }
+
+  private void describeFromWorker() {
+    if (placements == null) describe(NativeBridge.info(handle));  // once: then both fields are set
   }
 
   /** oe_session_info: plan, streams (sample rate...), placements, per-stage state. */
