@@ -19,6 +19,7 @@ from onnx import numpy_helper
 OPSET = 17
 SHARED_MIN_BYTES = 1024
 ALIGNMENT = 64
+SHARED_DTYPES = ("float32", "float16", "uint8")  # float weights; the blocks of quantized ones (cpu_quant)
 
 
 def export_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], input_names: Sequence[str],
@@ -47,15 +48,15 @@ def share_weights(directory: Path, graph_files: Sequence[str], weights_file: str
                 raw = array.tobytes()
                 if len(raw) < SHARED_MIN_BYTES:
                     continue
-                if array.dtype.name != "float32":
-                    raise ValueError(f"{name}: shared weight {init.name} is {array.dtype}, expected float32")
+                if array.dtype.name not in SHARED_DTYPES:
+                    raise ValueError(f"{name}: shared weight {init.name} is {array.dtype}, expected one of {SHARED_DTYPES}")
                 shared = _digest(array)
                 if shared not in offsets:
                     pad = (-out.tell()) % ALIGNMENT
                     out.write(b"\0" * pad)
                     offsets[shared] = (out.tell(), len(raw))
                     out.write(raw)
-                    index["tensors"].append({"name": shared, "dtype": "float32", "shape": list(array.shape),
+                    index["tensors"].append({"name": shared, "dtype": array.dtype.name, "shape": list(array.shape),
                                              "offset": offsets[shared][0], "nbytes": len(raw)})
                 offset, length = offsets[shared]
                 renames[init.name] = shared
@@ -63,6 +64,7 @@ def share_weights(directory: Path, graph_files: Sequence[str], weights_file: str
                 init.name = shared
                 init.ClearField("raw_data")
                 init.ClearField("float_data")
+                init.ClearField("int32_data")
                 init.data_location = onnx.TensorProto.EXTERNAL
                 del init.external_data[:]
                 for key, value in (("location", weights_file), ("offset", str(offset)), ("length", str(length))):

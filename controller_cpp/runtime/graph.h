@@ -1,5 +1,6 @@
 // The backend interface: a Backend loads Graphs (one compiled graph / method each) from
-// artifact files; a Graph is bound once to caller-owned buffers and then run. Backends
+// artifact files; a Graph is bound once to caller-owned buffers and then run; its placement says
+// what each run copies between those buffers and the backend. Backends
 // report where each graph actually executes; a graph declared on the NPU that cannot run
 // there entirely is a load error, never a silent CPU run.
 #pragma once
@@ -29,6 +30,10 @@ struct Placement {
   int64_t nodes_on_engine = 0;
   int64_t nodes_elsewhere = 0;  // nodes on a fallback engine (CPU kernels); 0 for an NPU graph
   std::string detail;
+  // What one run moves between the bound buffers and the backend's own memory, as bound now:
+  // 0 when the backend reads and writes the bound buffers in place.
+  int64_t bytes_in_per_run = 0, bytes_out_per_run = 0;
+  std::string buffers;  // how the I/O is held, and why it is copied if it is
 };
 
 struct GraphSpec {

@@ -30,6 +30,17 @@ const char* DTypeName(DType t) {
   return "?";
 }
 
+bool DTypeFromName(const std::string& name, DType* out) {
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kInt64, DType::kInt32, DType::kUint16, DType::kInt16,
+                  DType::kUint8, DType::kInt8}) {
+    if (name == DTypeName(t)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
 int64_t NumElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -14,6 +14,8 @@ namespace omni_edge {
 enum class DType { kFloat32, kFloat16, kInt64, kInt32, kUint16, kInt16, kUint8, kInt8 };
 size_t DTypeSize(DType t);
 const char* DTypeName(DType t);
+// The DType named as DTypeName names it; false for any other name.
+bool DTypeFromName(const std::string& name, DType* out);
 
 int64_t NumElements(const std::vector<int64_t>& shape);
 std::string ShapeString(const std::vector<int64_t>& shape);

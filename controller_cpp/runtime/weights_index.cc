@@ -14,7 +14,12 @@ Result<WeightsIndex::Tensor> ParseTensor(const Json& j, size_t i, int64_t data_s
   const int64_t offset = t.Int("offset", true, 0);
   const int64_t nbytes = t.Int("nbytes", true, 0);
   OE_RETURN_IF_ERROR(t.Done());
-  if (dtype != "float32") return Status::Error("unsupported_graph", "weights.json: shared weights must be float32");
+  // Weights are float32, or the uint8 blocks / float16 scales of block-quantized weights.
+  if (!DTypeFromName(dtype, &tensor.dtype) ||
+      (tensor.dtype != DType::kFloat32 && tensor.dtype != DType::kUint8 && tensor.dtype != DType::kFloat16)) {
+    return Status::Error("unsupported_graph", "weights.json: tensor '" + tensor.name + "' is " + dtype +
+                                                  " (shared weights are float32, float16 or uint8)");
+  }
   uint64_t elements = 1;
   for (const auto& d : *shape) {
     int64_t v = 0;
@@ -28,7 +33,7 @@ Result<WeightsIndex::Tensor> ParseTensor(const Json& j, size_t i, int64_t data_s
   }
   tensor.offset = uint64_t(offset);
   tensor.nbytes = uint64_t(nbytes);
-  if (elements * 4 != tensor.nbytes) return Invalid("tensor '" + tensor.name + "': nbytes does not match its shape");
+  if (elements * DTypeSize(tensor.dtype) != tensor.nbytes) return Invalid("tensor '" + tensor.name + "': nbytes does not match its shape");
   if (data_size >= 0 && (tensor.offset > uint64_t(data_size) || tensor.nbytes > uint64_t(data_size) - tensor.offset)) {
     return Invalid("tensor '" + tensor.name + "' lies outside weights.bin");
   }

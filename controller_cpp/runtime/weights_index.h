@@ -1,5 +1,5 @@
-// `weights.json`: the index of an artifact's shared weights file (float32 tensors at offsets in
-// one `weights.bin`, and which graph uses which). Parsed apart from any runtime so that the
+// `weights.json`: the index of an artifact's shared weights file (tensors at offsets in one
+// `weights.bin`: float32, or the uint8 blocks and float32 scales of block-quantized weights, and which graph uses which). Parsed apart from any runtime so that the
 // fuzzer reaches it: the index is untrusted input like every other artifact file.
 #pragma once
 
@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "base/json_fields.h"
+#include "runtime/tensor.h"
 
 namespace omni_edge {
 
 struct WeightsIndex {
   struct Tensor {
     std::string name;
+    DType dtype = DType::kFloat32;
     std::vector<int64_t> shape;
     uint64_t offset = 0, nbytes = 0;
   };

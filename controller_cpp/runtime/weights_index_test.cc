@@ -5,10 +5,10 @@
 namespace omni_edge {
 namespace {
 
-Json Index(const std::string& file, Json shape, int64_t offset, int64_t nbytes) {
+Json Index(const std::string& file, Json shape, int64_t offset, int64_t nbytes, const std::string& dtype = "float32") {
   return Json{{"file", file},
               {"alignment", 64},
-              {"tensors", Json::array({{{"name", "w"}, {"dtype", "float32"}, {"shape", shape}, {"offset", offset}, {"nbytes", nbytes}}})},
+              {"tensors", Json::array({{{"name", "w"}, {"dtype", dtype}, {"shape", shape}, {"offset", offset}, {"nbytes", nbytes}}})},
               {"graphs", {{"decode.onnx", {"w"}}}}};
 }
 
@@ -33,6 +33,17 @@ TEST(WeightsIndex, RefusesTensorsOutsideTheDataOrOverflowingShapes) {
   EXPECT_FALSE(ParseWeightsIndex(Index("w.bin", {int64_t(1) << 40, int64_t(1) << 40}, 0, 0), "/c/weights.json", -1).ok());
   EXPECT_FALSE(ParseWeightsIndex(Index("w.bin", {1}, INT64_MAX, 4), "/c/weights.json", 16).ok());
   EXPECT_TRUE(ParseWeightsIndex(Index("w.bin", {4}, 0, 16), "/c/weights.json", 16).ok());
+}
+
+TEST(WeightsIndex, SizesBlockQuantizedTensorsByTheirType) {
+  auto packed = ParseWeightsIndex(Index("w.bin", {8, 2, 16}, 0, 256, "uint8"), "/c/weights.json", 256);
+  ASSERT_TRUE(packed.ok()) << packed.status().message();
+  EXPECT_EQ(packed->tensors[0].dtype, DType::kUint8);
+  EXPECT_TRUE(ParseWeightsIndex(Index("w.bin", {8}, 0, 16, "float16"), "/c/weights.json", 16).ok());
+  EXPECT_FALSE(ParseWeightsIndex(Index("w.bin", {8}, 0, 32, "float16"), "/c/weights.json", 32).ok());  // nbytes != 2 * 8
+  for (const char* dtype : {"int64", "bfloat16", "", "float"}) {
+    EXPECT_FALSE(ParseWeightsIndex(Index("w.bin", {4}, 0, 16, dtype), "/c/weights.json", 16).ok()) << dtype;
+  }
 }
 
 }  // namespace

@@ -148,7 +148,8 @@ def _export_llm(args: argparse.Namespace) -> int:
     formats = ("onnx", "pte") if args.format == "both" else (args.format,)
     opts = LlmExportOptions(formats=formats, prefill_chunk=args.prefill_chunk, buckets=args.buckets, kv=args.kv,
                             window=args.window, overflow=args.overflow, validate=not args.no_validate, threads=args.threads,
-                            target=args.target, precision=args.precision, socs=tuple(args.soc.split(",")), share_weights=args.share_weights,
+                            target=args.target, precision=args.precision, block_size=args.block_size,
+                            socs=tuple(args.soc.split(",")), share_weights=args.share_weights,
                             keep_qdq=args.keep_qdq)
     try:
         plans = export_llm(args.checkpoint, args.out, opts)
@@ -506,7 +507,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--threads", type=int, default=0)
     e.add_argument("--target", choices=["cpu", "qnn-htp"], default="cpu",
                    help="qnn-htp: quantized graphs compiled into QNN context binaries, validated on the HTP backend")
-    e.add_argument("--precision", choices=["w8a16", "w4a16", "a16w16", "fp16"], default="w8a16")
+    e.add_argument("--precision", choices=["fp32", "int8", "int4", "w8a16", "w4a16", "a16w16", "fp16"], default="",
+                   help="cpu: fp32 (default), int8 or int4 block-quantized weights (ONNX Runtime MatMulNBits); "
+                        "qnn-htp: w8a16 (default), w4a16, a16w16, fp16")
+    e.add_argument("--block-size", type=int, default=32, help="cpu int8/int4: weights per quantization block (default 32)")
     e.add_argument("--soc", default="sm8750", help="sm8750, sm8650, x-elite, sa8775p, qcs6490 (comma-separated for several)")
     e.add_argument("--share-weights", action="store_true",
                    help="qnn-htp: also write a twin whose prefill and decode graphs share weights in one context (HTP v73+)")

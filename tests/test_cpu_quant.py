@@ -1,0 +1,121 @@
+"""int8 / int4 weights on the CPU route (ONNX Runtime `MatMulNBits`).
+
+The block layout is checked against ONNX Runtime's own kernel (a swapped nibble order or a wrong
+scale would not survive the comparison); a checkpoint the project never made is exported at
+int8 and int4, validated against transformers through the native engine, verified and run; and
+a decode step's traffic between the controller and the backend is counted and does not grow
+with the context."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from llm_reference import cli
+from omni_edge.export.cpu_quant import dequantize_blocks, quantize_blocks, quantize_graph
+from omni_edge.export.llm import CPU_LIMITS
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _sqnr_db(reference: np.ndarray, got: np.ndarray) -> float:
+    return float(10 * np.log10(np.sum(reference.astype(np.float64) ** 2) / np.sum((reference - got).astype(np.float64) ** 2)))
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_block_quantization_is_what_matmulnbits_multiplies(tmp_path: Path, bits: int) -> None:
+    rng = np.random.default_rng(bits)
+    k, n = 128, 48
+    weight = rng.standard_normal((k, n)).astype(np.float32)
+    x = rng.standard_normal((1, 3, k)).astype(np.float32)
+    packed, scales = quantize_blocks(weight, bits, 32)
+    assert packed.shape == (n, k // 32, 32 * bits // 8) and packed.dtype == np.uint8 and scales.shape == (n, k // 32)
+    grid = dequantize_blocks(packed, scales, bits, 32)
+    again = dequantize_blocks(*quantize_blocks(grid, bits, 32), bits, 32)
+    np.testing.assert_array_equal(again, grid)  # weights on the grid survive a second pass exactly
+
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, n])],
+                              [numpy_helper.from_array(weight, "w")])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert quantize_graph(path, bits, 32) == 1
+    assert [node.op_type for node in onnx.load(str(path)).graph.node] == ["MatMulNBits"]
+    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    # ONNX Runtime multiplies by exactly the dequantized grid (up to its int8 activations).
+    assert _sqnr_db(x @ grid, got) > 40
+    swapped = grid.reshape(k // 2, 2, n)[:, ::-1].reshape(k, n) if bits == 4 else grid[::-1]
+    assert _sqnr_db(x @ swapped, got) < 10
+    assert _sqnr_db(x @ weight, got) > (18 if bits == 4 else 38)
+
+
+@pytest.fixture(scope="module", params=["int8", "int4"])
+def quantized(request: pytest.FixtureRequest, unseen: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    precision = str(request.param)
+    out = tmp_path_factory.mktemp("cpu-quant") / precision
+    done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(out), "--precision", precision,
+               "--buckets", "128,256", "--prefill-chunk", "16")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return precision, out
+
+
+def _checks(report: Path) -> dict[str, float]:
+    return {c["name"]: c["observed"] for c in json.loads(report.read_text())["checks"]}
+
+
+def test_quantized_weights_qualify_on_an_unseen_checkpoint(quantized: tuple[str, Path], unseen: Path) -> None:
+    precision, out = quantized
+    component = out / f"thinker-onnx-{precision}"
+    done = cli("verify", str(component))
+    assert done.returncode == 0 and "qualified" in done.stdout and "NOT" not in done.stdout, done.stdout
+    numerical, task = _checks(component / "reports" / "numerical.json"), _checks(component / "reports" / "task.json")
+    limits = CPU_LIMITS[precision]
+    assert numerical["logit_sqnr_db"] >= limits["logit_sqnr_db"] and task["greedy_agreement_64"] >= limits["greedy_agreement_64"]
+    if precision == "int8":
+        assert task["greedy_agreement_64"] >= 0.9 and numerical["logit_sqnr_db"] >= 30
+    manifest = json.loads((component / "manifest.json").read_text())
+    q = manifest["metadata"]["llm"]["quantization"]
+    assert (q["op"], q["bits"], q["block_size"]) == ("com.microsoft.MatMulNBits", {"int8": 8, "int4": 4}[precision], 32)
+    assert manifest["metadata"]["artifact"]["precision"] == f"{precision}-b32"
+    # Every projection of the body and the LM head reads blocks; only the embedding gathers floats.
+    for name in ("decode_s128.onnx", "lm_head.onnx"):
+        ops = [node.op_type for node in onnx.load(str(component / name), load_external_data=False).graph.node]
+        assert "MatMulNBits" in ops and ops.count("MatMul") == (4 * 3 if name.startswith("decode") else 0), ops
+    index = json.loads((component / "weights.json").read_text())
+    assert {t["dtype"] for t in index["tensors"]} >= {"uint8"}
+
+
+def _done(plan: Path, prompt: list[int], n: int) -> dict:
+    done = cli("run", "--plan", str(plan), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n),
+               "--ignore-stop-tokens", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    event: dict = json.loads(done.stdout.splitlines()[-1])
+    assert event["kind"] == "done"
+    return event
+
+
+@pytest.mark.parametrize("quantized", ["int8"], indirect=True)  # the traffic does not depend on the weights
+def test_a_decode_step_moves_the_same_bytes_at_any_context_length(quantized: tuple[str, Path]) -> None:
+    _, out = quantized
+    plan = out / "plan.onnx-int8.json"
+    short, long = _done(plan, [5, 6, 7], 4), _done(plan, list(range(10, 110)), 4)
+    assert short["context_tokens"] < 10 < 100 < long["context_tokens"] <= 128  # both in the 128 bucket
+    assert short["bytes_per_decode_step"] == long["bytes_per_decode_step"]
+    # The CPU EP reads the bound buffers in place; the controller writes the token, its position,
+    # one mask entry and the new keys/values (3 layers x 2 KV heads x 32 x 4 bytes, K and V, read
+    # and written once) and copies the hidden state (96 floats).
+    assert long["bytes_per_decode_step"] == {"backend": 0, "controller": 8 + 8 + 4 + 2 * 3 * 2 * 32 * 2 * 4 + 96 * 4}
+
+
+def test_cpu_precisions_refuse_what_they_cannot_build(unseen: Path, tmp_path: Path) -> None:
+    for flags, reason in ((["--precision", "int4", "--format", "pte"], "ONNX Runtime"),
+                          (["--precision", "w8a16"], "--target cpu takes"),
+                          (["--precision", "int4", "--block-size", "24"], "power of two"),
+                          (["--precision", "int8", "--target", "qnn-htp"], "int8")):
+        done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(tmp_path / "x"), *flags)
+        assert done.returncode == 2 and reason in done.stderr, (flags, done.stderr[-500:])
+        assert not (tmp_path / "x" / "plan.json").exists()
