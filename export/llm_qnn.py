@@ -20,6 +20,7 @@ from omni_edge import __version__
 from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
 from omni_edge.export import qnn_target
+from omni_edge.export.qwen3 import body_io_names
 from omni_edge.export.validation import validate_llm
 from omni_edge.files import write_text_atomic
 from tqdm import tqdm
@@ -114,15 +115,25 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
                                               opts.threads)
     held_out = qnn_target.capture_calibration(build / "plan.fp32.json", [t[::-1] for t in tokens[-3:]], 4, 4, opts.threads)
 
-    # 3. Quantize once per precision (fp16 compiles the prepared float graph in fp16 instead).
+    # 3. Quantize once per precision (fp16 compiles the prepared float graph in fp16 instead). The
+    #    KV cache crosses the boundary as its uint16 codes, one scale per layer for every graph.
     device_graphs: dict[str, Path] = {}
+    quantized = precision.weights != "fp16"
+    kv_fixed = qnn_target.kv_ranges(samples, body_io_names(shape.layers)[0], shape.layers) if quantized else {}
+    kv_codes = qnn_target.kv_codes(kv_fixed)
     for name, file in tqdm(files.items(), desc=f"quantize {opts.precision}", unit="graph", leave=False):
         prepared = build / "qdq" / ("fp32_" + file)
-        qnn_target.prepare_graph(build / "fp32" / file, prepared, fuse_norms=precision.weights != "fp16")
+        qnn_target.prepare_graph(build / "fp32" / file, prepared, fuse_norms=quantized)
         device_graphs[name] = prepared
-        if precision.weights != "fp16":
+        if quantized:
             device_graphs[name] = build / "qdq" / file
-            qnn_target.quantize_graph(prepared, device_graphs[name], samples[name], precision)
+            body = name.split(":")[0] in ("prefill", "decode")
+            qnn_target.quantize_graph(prepared, device_graphs[name], samples[name], precision,
+                                      fixed_ranges=kv_fixed if body else None)
+            if body:
+                qnn_target.quantized_kv_io(device_graphs[name], kv_codes)
+    if quantized:
+        llm["kv"]["dtype"] = "uint16"
 
     calibration = {"file": "calibration.txt", "sequences": [len(t) for t in tokens], "decode_steps": DECODE_STEPS,
                    "samples_per_graph_and_sequence": SAMPLES_PER_SEQUENCE, "range_widening": qnn_target.RANGE_WIDENING}
@@ -148,7 +159,8 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
                                        threads=opts.threads, limits=limits)
         if opts.validate:
             per_graph = qnn_target.graph_sqnr(build / "fp32", cdir,
-                                              {k: f for k, f in files.items() if not k.startswith("embed")}, held_out)
+                                              {k: f for k, f in files.items() if not k.startswith("embed")}, held_out,
+                                              codes=kv_codes)
             numerical = ValidationReport(
                 numerical.kind, numerical.checkpoint_id, numerical.checkpoint_revision, numerical.precision,
                 numerical.shape_bucket, numerical.target_abi,
@@ -156,7 +168,7 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
                                          for g, v in sorted(per_graph.items())))
         write_report(cdir / "reports" / "numerical.json", numerical)
         write_report(cdir / "reports" / "task.json", task)
-        facts = {**qnn_target.describe(soc, opts.precision, precision), "graphs": _graph_facts(cdir, files),
+        facts = {**qnn_target.describe(soc, opts.precision, precision, kv_codes), "graphs": _graph_facts(cdir, files),
                  "versions": qnn_target.versions(), "compile_seconds": round(compile_s, 2),
                  "weight_sharing": False, "calibration": calibration}
         llm_facts = {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk}

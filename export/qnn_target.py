@@ -239,9 +239,11 @@ def mse_channel_scales(weight: np.ndarray, bits: int, axis: int) -> np.ndarray:
 
 
 def quantize_graph(fp32: Path, out: Path, samples: list[list[np.ndarray]], precision: Precision,
-                   widen: float = RANGE_WIDENING, exclude_nodes: Sequence[str] = ()) -> None:
+                   widen: float = RANGE_WIDENING, exclude_nodes: Sequence[str] = (),
+                   fixed_ranges: dict[str, tuple[float, float]] | None = None) -> None:
     """QDQ graph for the HTP: 16-bit activations (ranges widened `widen` times beyond calibration),
-    weights symmetric per output channel (int8, int4, int16) with MSE-chosen scales."""
+    weights symmetric per output channel (int8, int4, int16) with MSE-chosen scales.
+    `fixed_ranges` are used as given (the KV cache: one range per layer for every graph)."""
     from onnxruntime.quantization import QuantType, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
@@ -266,10 +268,90 @@ def quantize_graph(fp32: Path, out: Path, samples: list[list[np.ndarray]], preci
             continue
         center, half = (lo + hi) / 2, max((hi - lo) / 2, 1e-6) * widen
         overrides[name] = [{"rmin": np.float32(min(lo, center - half, 0.0)), "rmax": np.float32(max(hi, center + half, 0.0))}]
+    for name, (lo, hi) in (fixed_ranges or {}).items():
+        overrides[name] = [{"rmin": np.float32(lo), "rmax": np.float32(hi)}]
     config = get_qnn_qdq_config(str(fp32), _Reader(names, samples), activation_type=QuantType.QUInt16,
                                 weight_type=weight_type, init_overrides=overrides,
                                 nodes_to_exclude=list(exclude_nodes) or None)
     quantize(str(fp32), str(out), config)
+
+
+# ---- the KV cache at the graph boundary, in its quantized type ---------------------------
+def kv_ranges(samples: dict[str, list[list[np.ndarray]]], input_names: Sequence[str], layers: int,
+              widen: float = RANGE_WIDENING) -> dict[str, tuple[float, float]]:
+    """One range per layer for the keys and one for the values, over every body graph's
+    calibration caches (prefill and decode, every bucket), widened like the other activations and
+    given to the cache inputs and the new-entry outputs alike: every graph then reads and writes
+    the same uint16 codes, so the controller copies new entries into the cache as they are and a
+    cache moves between buckets unchanged."""
+    ranges: dict[str, tuple[float, float]] = {}
+    for kind in ("key", "value"):
+        for layer in range(layers):
+            index = list(input_names).index(f"past_{kind}_{layer}")
+            values = [sample[index] for graph, runs in samples.items() if graph.split(":")[0] in ("prefill", "decode")
+                      for sample in runs]
+            lo = min(float(v.min()) for v in values)
+            hi = max(float(v.max()) for v in values)
+            center, half = (lo + hi) / 2, max((hi - lo) / 2, 1e-6) * widen
+            bounds = (min(lo, center - half, 0.0), max(hi, center + half, 0.0))
+            ranges[f"past_{kind}_{layer}"] = ranges[f"new_{kind}_{layer}"] = bounds
+    return ranges
+
+
+def kv_codes(ranges: dict[str, tuple[float, float]]) -> dict[str, dict[str, float]]:
+    """The uint16 scale and zero point of each range (asymmetric: rmin -> 0, rmax -> 65535)."""
+    codes: dict[str, dict[str, float]] = {}
+    for name, (lo, hi) in ranges.items():
+        scale = max(hi - lo, 1e-8) / 65535.0
+        codes[name] = {"scale": float(np.float32(scale)), "zero_point": int(np.clip(np.rint(-lo / scale), 0, 65535))}
+    return codes
+
+
+def quantized_kv_io(qdq: Path, codes: dict[str, dict[str, float]]) -> None:
+    """Rewrites a QDQ body graph so that its cache inputs and new-entry outputs are uint16 codes
+    with the given scale and zero point: each input is dequantized where the graph reads it and
+    each output quantized where the graph writes it (the HTP folds these into the neighbouring
+    quantized ops, or requantizes where the quantizer chose other parameters)."""
+    model = onnx.load(str(qdq))
+    graph = model.graph
+    inputs = {i.name: i for i in graph.input}
+    outputs = {o.name: o for o in graph.output}
+    first: list[onnx.NodeProto] = []
+    last: list[onnx.NodeProto] = []
+    renames: dict[str, str] = {}
+    for name, code in codes.items():
+        scale, zero = f"{name}_code_scale", f"{name}_code_zero_point"
+        graph.initializer.extend([numpy_helper.from_array(np.array(code["scale"], np.float32), scale),
+                                  numpy_helper.from_array(np.array(code["zero_point"], np.uint16), zero)])
+        if name in inputs:
+            renames[name] = name + "_dequantized"
+            first.append(helper.make_node("DequantizeLinear", [name, scale, zero], [renames[name]], name=name + "_codes"))
+            inputs[name].type.tensor_type.elem_type = onnx.TensorProto.UINT16
+        elif name in outputs:
+            renames[name] = name + "_float"
+            last.append(helper.make_node("QuantizeLinear", [renames[name], scale, zero], [name], name=name + "_codes"))
+            outputs[name].type.tensor_type.elem_type = onnx.TensorProto.UINT16
+        else:
+            raise ValueError(f"{qdq.name}: no graph input or output named {name}")
+    for node in graph.node:
+        for i, tensor in enumerate(node.input):
+            node.input[i] = renames.get(tensor, tensor)
+        for i, tensor in enumerate(node.output):
+            node.output[i] = renames.get(tensor, tensor)
+    nodes = first + list(graph.node) + last
+    del graph.node[:]
+    graph.node.extend(nodes)
+    onnx.save(model, str(qdq), save_as_external_data=True, location=qdq.name + ".data")
+
+
+def quantize_codes(x: np.ndarray, code: dict[str, float]) -> np.ndarray:
+    q: np.ndarray = np.clip(np.rint(x / code["scale"]) + code["zero_point"], 0, 65535).astype(np.uint16)
+    return q
+
+
+def dequantize_codes(q: np.ndarray, code: dict[str, float]) -> np.ndarray:
+    x: np.ndarray = ((q.astype(np.float32) - np.float32(code["zero_point"])) * np.float32(code["scale"])).astype(np.float32)
+    return x
 
 
 @functools.cache
@@ -337,10 +419,13 @@ def ctx_name(file: str) -> str:
 
 
 def graph_sqnr(fp32_dir: Path, ctx_dir: Path, files: dict[str, str], samples: dict[str, list[list[np.ndarray]]],
-               per_graph: int = 4, all_outputs: bool = False) -> dict[str, float]:
+               per_graph: int = 4, all_outputs: bool = False,
+               codes: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
     """Per graph, the SQNR (dB) of its first output (with `all_outputs`: the worst of its
     outputs) against the fp32 graph on the same held-out inputs (up to `per_graph` of them), the
-    compiled graph running on the HTP backend."""
+    compiled graph running on the HTP backend. `codes`: the scale and zero point of each tensor
+    the compiled graph takes or returns as uint16 codes (the KV cache)."""
+    codes = codes or {}
     import onnxruntime as ort
 
     out: dict[str, float] = {}
@@ -355,7 +440,10 @@ def graph_sqnr(fp32_dir: Path, ctx_dir: Path, files: dict[str, str], samples: di
         gots: list[list[np.ndarray]] = [[] for _ in outputs]
         for sample in samples[name][:per_graph]:
             feed = dict(zip(names, sample, strict=True))
-            for i, (r, g) in enumerate(zip(fp32.run(outputs, feed), htp.run(outputs, feed), strict=True)):
+            coded = {k: quantize_codes(v, codes[k]) if k in codes else v for k, v in feed.items()}
+            got = [dequantize_codes(g, codes[o]) if o in codes else g
+                   for o, g in zip(outputs, htp.run(outputs, coded), strict=True)]
+            for i, (r, g) in enumerate(zip(fp32.run(outputs, feed), got, strict=True)):
                 refs[i].append(r.ravel())
                 gots[i].append(g.ravel())
         worst = np.inf
@@ -408,10 +496,18 @@ def versions() -> dict[str, str]:
             "onnxruntime": md.version("onnxruntime")}
 
 
-def describe(soc: Soc, precision_name: str, precision: Precision) -> dict[str, Any]:
+def describe(soc: Soc, precision_name: str, precision: Precision,
+             kv_codes: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    if kv_codes:
+        layers = len(kv_codes) // 4
+        kv_io: dict[str, Any] = {
+            "dtype": "uint16", "granularity": "per layer: one scale and zero point for all heads, the same in every "
+            "graph and bucket (inputs and new entries alike)",
+            "layers": [{kind: kv_codes[f"past_{kind}_{layer}"] for kind in ("key", "value")} for layer in range(layers)]}
+    else:  # fp16 graphs: the cache crosses as float32 and the HTP converts it to fp16 inside
+        kv_io = {"dtype": "float32", "inside_graph": f"{precision.activations}"}
     return {"soc": soc.name, "htp_arch": f"v{soc.htp_arch}", "soc_model": soc.soc_model, "precision": precision_name,
-            "weights": precision.weights, "activations": precision.activations,
-            "kv_cache_io": {"dtype": "float32", "inside_graph": f"{precision.activations} QDQ"},
+            "weights": precision.weights, "activations": precision.activations, "kv_cache_io": kv_io,
             "mask_value": QDQ_MASK_VALUE}
 
 

@@ -147,6 +147,9 @@ nb::dict PlacementDict(const Placement& p) {
   d["nodes_on_engine"] = p.nodes_on_engine;
   d["nodes_elsewhere"] = p.nodes_elsewhere;
   d["detail"] = p.detail;
+  d["buffers"] = p.buffers;
+  d["bytes_in_per_run"] = p.bytes_in_per_run;
+  d["bytes_out_per_run"] = p.bytes_out_per_run;
   return d;
 }
 

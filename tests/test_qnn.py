@@ -42,7 +42,11 @@ def test_w8a16_qualifies_on_the_htp(qnn_artifact: Path, soc: str) -> None:
     qnn = manifest["metadata"]["qnn"]
     assert qnn["htp_arch"] == {"sm8750": "v79", "x-elite": "v73"}[soc]
     assert qnn["versions"]["qnn_sdk"] and qnn["versions"]["onnxruntime_qnn"]
-    assert qnn["kv_cache_io"]["inside_graph"] == "uint16 QDQ"
+    kv_io = qnn["kv_cache_io"]  # the cache crosses as uint16 codes, one scale per layer for every graph
+    assert kv_io["dtype"] == "uint16" and len(kv_io["layers"]) == 3
+    assert all(0 < c["scale"] < 1 and 0 <= c["zero_point"] <= 65535 for layer in kv_io["layers"] for c in layer.values())
+    plan = json.loads((qnn_artifact / f"plan.qnn-{soc}-w8a16.json").read_text())
+    assert plan["stages"][0]["llm"]["kv"]["dtype"] == "uint16"
     assert all(g["qnn_graph"] and (component / g["context_binary"]).is_file() for g in qnn["graphs"].values())
     assert manifest["metadata"]["artifact"]["calibration_file"] == "calibration.txt"
     assert manifest["files"]["calibration.txt"]  # the calibration text is hashed with the rest
@@ -88,6 +92,24 @@ def test_run_on_the_htp_with_every_graph_on_the_npu(qnn_artifact: Path, unseen: 
     _check_w8a16_plan(qnn_artifact / f"plan.qnn-{soc}-w8a16.json", unseen)
 
 
+def test_a_decode_step_on_the_npu_moves_the_same_bytes_at_any_context_length(qnn_artifact: Path) -> None:
+    """The KV cache crosses as uint16 codes; on the emulator the bound host buffers are QNN
+    client buffers, copied every run (HTP shared memory needs a device), and --info says so."""
+    plan = qnn_artifact / "plan.qnn-sm8750-w8a16.json"
+    _, short, placements = _run_json(plan, [5, 6, 7], 4)
+    _, long, _ = _run_json(plan, list(range(10, 110)), 4)
+    assert short["context_tokens"] < 10 < 100 < long["context_tokens"] <= 128  # both in the 128 bucket
+    assert short["bytes_per_decode_step"] == long["bytes_per_decode_step"]
+    decode = next(p for p in placements if p["graph"] == "decode_s128")
+    hidden, kv = 96 * 4, 3 * 2 * (2 * 32 * 128) * 2  # 3 layers, K and V of 2 heads x 32 x 128 slots, uint16
+    assert decode["bytes_in_per_run"] == hidden + 8 + (128 + 1) * 4 + kv
+    assert decode["bytes_out_per_run"] == hidden + 3 * 2 * (2 * 32) * 2
+    assert "client buffers" in decode["buffers"]
+    # The controller writes the token, its position, one mask entry, the new uint16 keys/values
+    # (read and written once) and copies the hidden state.
+    assert long["bytes_per_decode_step"]["controller"] == 8 + 8 + 4 + 2 * 3 * 2 * 32 * 2 * 2 + hidden
+
+
 def test_a_plan_with_one_wrong_weight_scale_fails_that_check(qnn_artifact: Path, unseen: Path, tmp_path: Path) -> None:
     """The negative control of the test above: one MLP down-projection's weight scales 1.25x too
     large (recompiled from the kept QDQ graphs, in prefill and decode) fail it (measured: logit
@@ -123,7 +145,10 @@ def test_verify_catches_a_flipped_byte_in_every_file(qnn_artifact: Path, tmp_pat
             copy = tmp_path / f"{impl}-{rel.name}"
             shutil.copytree(source, copy)
             data = bytearray((copy / rel).read_bytes())
-            data[len(data) // 2] ^= 0x01
+            # The manifest is the root of trust: its hashes are what a flip must not slip past
+            # (free text in its metadata carries no hash of its own).
+            where = len(data) // 2 if rel.name != "manifest.json" else data.index(b'"config.json": "') + 30
+            data[where] ^= 0x01
             (copy / rel).write_bytes(bytes(data))
             with pytest.raises(ContractError):
                 implementations.get(impl).read_manifest(copy)

@@ -26,11 +26,12 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
   out_step_ = HostTensor(DType::kFloat32, {1, 1, H});
   head_in_ = HostTensor(DType::kFloat32, {1, 1, H});
   logits_ = HostTensor(DType::kFloat32, {1, 1, c.vocab_size});
+  const DType kv = c.kv.dtype;
   for (int64_t l = 0; l < L; ++l) {
-    new_k_chunk_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, C, D});
-    new_v_chunk_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, C, D});
-    new_k_step_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, 1, D});
-    new_v_step_.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, 1, D});
+    new_k_chunk_.emplace_back(kv, std::vector<int64_t>{1, KV, C, D});
+    new_v_chunk_.emplace_back(kv, std::vector<int64_t>{1, KV, C, D});
+    new_k_step_.emplace_back(kv, std::vector<int64_t>{1, KV, 1, D});
+    new_v_step_.emplace_back(kv, std::vector<int64_t>{1, KV, 1, D});
   }
 
   for (const char* role : {"decode", "prefill"}) {
@@ -45,11 +46,14 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
     OE_RETURN_IF_ERROR(ExpectIo(*embed_step_, "embed_step", {ids_step_.view()}, {hidden_step_.view()}));
     OE_RETURN_IF_ERROR(embed_chunk_->Bind({ids_chunk_.view()}, {hidden_chunk_.view()}));
     OE_RETURN_IF_ERROR(embed_step_->Bind({ids_step_.view()}, {hidden_step_.view()}));
+    CountRunBytes(embed_chunk_.get());
+    CountRunBytes(embed_step_.get());
   }
   if (g.count("lm_head") != 0) {
     OE_ASSIGN_OR_RETURN(head_, LoadGraph(backends, g.at("lm_head"), "step", "lm_head"));
     OE_RETURN_IF_ERROR(ExpectIo(*head_, "lm_head", {head_in_.view()}, {logits_.view()}));
     OE_RETURN_IF_ERROR(head_->Bind({head_in_.view()}, {logits_.view()}));
+    CountRunBytes(head_.get());
   }
 
   const std::vector<int64_t> caches = c.kv.mode == "full" ? c.kv.buckets : std::vector<int64_t>{c.kv.window};
@@ -71,19 +75,23 @@ Status Decoder::Activate(size_t index, bool keep_contents) {
   const DecoderConfig& c = config_;
   const int64_t C = c.prefill_chunk, KV = c.num_kv_heads, D = c.head_dim, S = bodies_[index].cache;
   const int64_t old_cache = cache_;
+  const size_t e = DTypeSize(c.kv.dtype);
   std::vector<HostTensor> keys, values;
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    keys.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, D, S});
-    values.emplace_back(DType::kFloat32, std::vector<int64_t>{1, KV, S, D});
+    keys.emplace_back(c.kv.dtype, std::vector<int64_t>{1, KV, D, S});
+    values.emplace_back(c.kv.dtype, std::vector<int64_t>{1, KV, S, D});
     if (keep_contents && !keys_.empty()) {
-      // State migration to a larger bucket: the one copy of a growing full cache.
+      // State migration to a larger bucket: the one copy of a growing full cache (in the cache's
+      // own type: quantized codes keep their scale in every bucket).
+      char* k_new = keys.back().data<char>();
+      char* v_new = values.back().data<char>();
+      const char* k_old = keys_[size_t(l)].data<char>();
+      const char* v_old = values_[size_t(l)].data<char>();
       for (int64_t h = 0; h < KV; ++h) {
         for (int64_t d = 0; d < D; ++d) {
-          std::memcpy(keys.back().data<float>() + (h * D + d) * S, keys_[size_t(l)].data<float>() + (h * D + d) * old_cache,
-                      size_t(old_cache) * sizeof(float));
+          std::memcpy(k_new + size_t((h * D + d) * S) * e, k_old + size_t((h * D + d) * old_cache) * e, size_t(old_cache) * e);
         }
-        std::memcpy(values.back().data<float>() + h * S * D, values_[size_t(l)].data<float>() + h * old_cache * D,
-                    size_t(old_cache * D) * sizeof(float));
+        std::memcpy(v_new + size_t(h * S * D) * e, v_old + size_t(h * old_cache * D) * e, size_t(old_cache * D) * e);
       }
     }
   }
@@ -119,9 +127,12 @@ Status Decoder::Activate(size_t index, bool keep_contents) {
   if (body.prefill) {  // absent when the prefill chunk is 1: every step is a decode
     OE_RETURN_IF_ERROR(ExpectIo(*body.prefill, "prefill" + tag, in_chunk, out_chunk));
     OE_RETURN_IF_ERROR(body.prefill->Bind(in_chunk, out_chunk));
+    CountRunBytes(body.prefill.get());
   }
   OE_RETURN_IF_ERROR(ExpectIo(*body.decode, "decode" + tag, in_step, out_step));
   OE_RETURN_IF_ERROR(body.decode->Bind(in_step, out_step));
+  CountRunBytes(body.decode.get());
+  step_mask_valid_ = false;
   body_in_chunk_ = std::move(in_chunk);
   body_in_step_ = std::move(in_step);
   return Status::Ok();
@@ -137,6 +148,7 @@ Status Decoder::EnsureCapacity(int64_t end_position) {
     // Declared in the plan: past the last bucket, slide a window of `largest` positions.
     if (active_ + 1 < bodies_.size()) OE_RETURN_IF_ERROR(Activate(bodies_.size() - 1, /*keep_contents=*/true));
     window_ = largest;
+    step_mask_valid_ = false;
     return Status::Ok();
   }
   return Status::Error("context_overflow", "the context needs " + std::to_string(end_position) +
@@ -162,8 +174,37 @@ void Decoder::FillMask(float* mask, int64_t rows, int64_t n_valid) const {
   (void)n_valid;  // padded rows only see themselves and earlier rows; their outputs are dropped
 }
 
+void Decoder::CountRunBytes(const Graph* g) {
+  const Placement p = g->placement();
+  run_bytes_[g] = p.bytes_in_per_run + p.bytes_out_per_run;
+}
+
+void Decoder::UpdateStepMask() {
+  // A decode step's mask differs from the previous step's in at most two slots: the one the
+  // last token was written to (now visible) and, in a ring, the one this token overwrites
+  // (its position leaves the window). Anything else (a bucket change, a chunk, a rewind)
+  // refills the row.
+  float* row = mask_step_.data<float>();
+  if (!step_mask_valid_) {
+    FillMask(row, 1, 1);
+    step_bytes_.controller += int64_t(mask_step_.nbytes());
+    step_mask_valid_ = true;
+    return;
+  }
+  if (position_ > 0) {
+    row[SlotOf(position_ - 1)] = 0.0f;
+    step_bytes_.controller += int64_t(sizeof(float));
+  }
+  if (window_ > 0 && position_ >= cache_) {
+    row[SlotOf(position_)] = config_.mask_value;
+    step_bytes_.controller += int64_t(sizeof(float));
+  }
+}
+
 Status Decoder::RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs) {
   if (observer_) observer_(name, inputs);
+  auto bytes = run_bytes_.find(&g);
+  if (bytes != run_bytes_.end()) step_bytes_.backend += bytes->second;
   const auto start = std::chrono::steady_clock::now();
   Status st = g.Run();
   backend_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -175,8 +216,23 @@ Status Decoder::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
   const int64_t rows = chunk ? config_.prefill_chunk : 1;
   HostTensor& ids = chunk ? ids_chunk_ : ids_step_;
   for (int64_t t = 0; t < rows; ++t) ids.data<int64_t>()[t] = t < n_valid ? tokens[t] : 0;  // padding rows are dropped
+  step_bytes_.controller += int64_t(ids.nbytes());
   OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_, chunk ? "embed:chunk" : "embed:step", {ids.view()}));
   return RunBody(n_valid, chunk);
+}
+
+template <typename T>
+void Decoder::WriteEntries(const std::vector<HostTensor>& new_k, const std::vector<HostTensor>& new_v, int64_t rows,
+                           int64_t t, int64_t slot) {
+  const int64_t KV = config_.num_kv_heads, D = config_.head_dim, S = cache_;
+  for (size_t l = 0; l < keys_.size(); ++l) {
+    for (int64_t h = 0; h < KV; ++h) {
+      const T* k = new_k[l].data<T>() + (h * rows + t) * D;
+      T* key_column = keys_[l].data<T>() + h * D * S + slot;  // keys are stored [D, S]
+      for (int64_t d = 0; d < D; ++d) key_column[d * S] = k[d];
+      std::memcpy(values_[l].data<T>() + (h * S + slot) * D, new_v[l].data<T>() + (h * rows + t) * D, size_t(D) * sizeof(T));
+    }
+  }
 }
 
 Status Decoder::RunBody(int64_t n_valid, bool chunk) {
@@ -184,26 +240,29 @@ Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   OE_RETURN_IF_ERROR(EnsureCapacity(position_ + n_valid));
   HostTensor& pos = chunk ? pos_chunk_ : pos_step_;
   for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[t] = position_ + t;
-  FillMask((chunk ? mask_chunk_ : mask_step_).data<float>(), rows, n_valid);
+  step_bytes_.controller += int64_t(pos.nbytes());
+  if (chunk) {
+    FillMask(mask_chunk_.data<float>(), rows, n_valid);
+    step_bytes_.controller += int64_t(mask_chunk_.nbytes());
+    step_mask_valid_ = false;  // the chunk fills several slots at once
+  } else {
+    UpdateStepMask();
+  }
   Body& body = bodies_[active_];
   const std::string cache = std::to_string(cache_);
   OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode, (chunk ? "prefill:" : "decode:") + cache,
                               chunk ? body_in_chunk_ : body_in_step_));
 
-  // Write the new keys/values into their slots in place.
-  const int64_t KV = config_.num_kv_heads, D = config_.head_dim, S = cache_;
+  // Write the new keys/values into their slots in place, in the cache's type.
+  const int64_t KV = config_.num_kv_heads, D = config_.head_dim;
   const auto& new_k = chunk ? new_k_chunk_ : new_k_step_;
   const auto& new_v = chunk ? new_v_chunk_ : new_v_step_;
   for (int64_t t = 0; t < n_valid; ++t) {
     const int64_t slot = SlotOf(position_ + t);
-    for (size_t l = 0; l < keys_.size(); ++l) {
-      for (int64_t h = 0; h < KV; ++h) {
-        const float* k = new_k[l].data<float>() + (h * rows + t) * D;
-        float* key_column = keys_[l].data<float>() + h * D * S + slot;  // keys are stored [D, S]
-        for (int64_t d = 0; d < D; ++d) key_column[d * S] = k[d];
-        std::memcpy(values_[l].data<float>() + (h * S + slot) * D, new_v[l].data<float>() + (h * rows + t) * D,
-                    size_t(D) * sizeof(float));
-      }
+    if (config_.kv.dtype == DType::kUint16) {
+      WriteEntries<uint16_t>(new_k, new_v, rows, t, slot);
+    } else {
+      WriteEntries<float>(new_k, new_v, rows, t, slot);
     }
     slot_position_[size_t(slot)] = position_ + t;
   }
@@ -211,6 +270,9 @@ Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   const int64_t H = config_.hidden_size;
   std::memcpy(head_in_.data<float>(), (chunk ? out_chunk_ : out_step_).data<float>() + (n_valid - 1) * H,
               size_t(H) * sizeof(float));
+  // The new keys and values were read once and written once each; the hidden state copied once.
+  step_bytes_.controller += 2 * n_valid * int64_t(keys_.size()) * KV * D * 2 * int64_t(DTypeSize(config_.kv.dtype)) +
+                            H * int64_t(sizeof(float));
   return Status::Ok();
 }
 
@@ -223,14 +285,18 @@ Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens) {
     }
   }
   const int64_t C = config_.prefill_chunk;
+  bool chunk = false;
   for (size_t i = 0; i < tokens.size();) {
     const int64_t remaining = int64_t(tokens.size() - i);
-    const bool chunk = remaining > 1 && C > 1;
+    chunk = remaining > 1 && C > 1;
     const int64_t n = chunk ? std::min(remaining, C) : 1;
+    step_bytes_ = {};
     OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk));
+    if (chunk) last_prefill_bytes_ = step_bytes_;
     i += size_t(n);
   }
   OE_RETURN_IF_ERROR(RunGraph(*head_, "lm_head:step", {head_in_.view()}));
+  if (!chunk) last_decode_bytes_ = step_bytes_;  // one token: embed, body and head
   return static_cast<const float*>(logits_.data<float>());
 }
 
@@ -243,7 +309,9 @@ Result<const float*> Decoder::FeedHidden(const float* hidden, int64_t n) {
     float* in = (chunk ? hidden_chunk_ : hidden_step_).data<float>();
     std::memcpy(in, hidden + i * H, size_t(m * H) * sizeof(float));
     std::memset(in + m * H, 0, size_t((rows - m) * H) * sizeof(float));  // padding rows are dropped
+    step_bytes_ = {rows * H * int64_t(sizeof(float)), 0};
     OE_RETURN_IF_ERROR(RunBody(m, chunk));
+    (chunk ? last_prefill_bytes_ : last_decode_bytes_) = step_bytes_;
     i += m;
   }
   return static_cast<const float*>(head_in_.data<float>());
@@ -256,9 +324,10 @@ Status Decoder::Reset() {
     // Already the first bucket: clearing in place is what a fresh one would hold, without
     // re-binding every body (the code predictor resets once per frame).
     for (auto* list : {&keys_, &values_}) {
-      for (auto& t : *list) std::memset(t.data<float>(), 0, t.nbytes());
+      for (auto& t : *list) std::memset(t.data<char>(), 0, t.nbytes());
     }
     std::fill(slot_position_.begin(), slot_position_.end(), -1);
+    step_mask_valid_ = false;
     return Status::Ok();
   }
   return Activate(0, /*keep_contents=*/false);
@@ -274,6 +343,7 @@ Status Decoder::Rewind(int64_t position, const std::vector<TokenId>& context) {
       if (p >= position) p = -1;  // slot == position: the earlier slots are untouched
     }
     position_ = position;
+    step_mask_valid_ = false;
     return Status::Ok();
   }
   // In a ring the dropped positions overwrote slots the window still needs: replay.

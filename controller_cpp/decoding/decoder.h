@@ -61,6 +61,15 @@ class Decoder {
   double backend_seconds() const { return backend_seconds_; }
   int64_t graph_runs() const { return graph_runs_; }
 
+  // Bytes one step moved: what the controller wrote into and read out of the bound buffers
+  // (token ids, positions, mask changes, the new keys/values, the hidden state), and what the
+  // backends copied between those buffers and their own memory (Placement::bytes_*_per_run).
+  struct StepBytes {
+    int64_t controller = 0, backend = 0;
+  };
+  StepBytes last_decode_bytes() const { return last_decode_bytes_; }    // one token: embed, body, head
+  StepBytes last_prefill_bytes() const { return last_prefill_bytes_; }  // one prefill chunk: embed, body
+
  private:
   struct Body {
     int64_t cache = 0;
@@ -76,6 +85,11 @@ class Decoder {
   int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
   void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
   Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
+  void UpdateStepMask();
+  template <typename T>
+  void WriteEntries(const std::vector<HostTensor>& new_k, const std::vector<HostTensor>& new_v, int64_t rows, int64_t t,
+                    int64_t slot);
+  void CountRunBytes(const Graph* g);
 
   DecoderConfig config_;
   std::string prefix_;  // of graph names in reports ("talker_", "predictor_")
@@ -91,10 +105,13 @@ class Decoder {
   HostTensor hidden_chunk_, hidden_step_, out_chunk_, out_step_;
   HostTensor mask_chunk_, mask_step_;
   std::vector<HostTensor> keys_;    // [1, kv_heads, head_dim, cache] per layer (transposed: a plain bmm reads it)
-  std::vector<HostTensor> values_;  // [1, kv_heads, cache, head_dim] per layer
+  std::vector<HostTensor> values_;  // [1, kv_heads, cache, head_dim] per layer; both in config_.kv.dtype
   std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
   HostTensor head_in_, logits_;
   std::vector<TensorView> body_in_chunk_, body_in_step_;  // the active bucket's bound body inputs
+  bool step_mask_valid_ = false;  // mask_step_ matches the slots: a decode step changes only its own entries
+  std::map<const Graph*, int64_t> run_bytes_;  // per bound graph: bytes its backend copies per run
+  StepBytes step_bytes_, last_decode_bytes_, last_prefill_bytes_;
   Observer observer_;
   double backend_seconds_ = 0;
   int64_t graph_runs_ = 0;

@@ -29,7 +29,15 @@ Status ParseKv(const Json& kv, const std::string& where, DecoderConfig& c) {
   const Json* buckets = k.Array("buckets", false);
   c.kv.overflow = k.String("overflow", false, true, "refuse");
   c.kv.window = k.Int("window", false, 1, 0);
+  const std::string dtype = k.String("dtype", false, true, "float32");
   OE_RETURN_IF_ERROR(k.Done());
+  if (dtype == "float32") {
+    c.kv.dtype = DType::kFloat32;
+  } else if (dtype == "uint16") {
+    c.kv.dtype = DType::kUint16;
+  } else {
+    return PlanError(where + ".kv.dtype: must be float32 or uint16, got '" + dtype + "'");
+  }
   c.kv.buckets.clear();
   for (size_t i = 0; buckets != nullptr && i < buckets->size(); ++i) {
     int64_t v = 0;
@@ -70,7 +78,7 @@ std::vector<int64_t> CacheSizes(const DecoderConfig& c) {
 }
 
 int64_t StateBytes(const DecoderConfig& c) {
-  const int64_t per_slot = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4;
+  const int64_t per_slot = 2 * c.num_layers * c.num_kv_heads * c.head_dim * int64_t(DTypeSize(c.kv.dtype));
   int64_t slots = c.kv.window;
   if (c.kv.mode == "full" && !c.kv.buckets.empty()) {
     const size_t n = c.kv.buckets.size();

@@ -8,6 +8,7 @@
 
 #include "base/json_fields.h"
 #include "base/status.h"
+#include "runtime/tensor.h"
 
 namespace omni_edge::decoding {
 
@@ -16,6 +17,9 @@ struct KvConfig {
   std::vector<int64_t> buckets;  // full: context buckets, ascending
   std::string overflow;          // full: refuse | ring (slide over the largest bucket)
   int64_t window = 0;            // ring: slots = the model's sliding window
+  // The cache's element type at the graph boundary: float32, or the uint16 codes of a quantized
+  // graph (one scale per layer shared by every graph, so entries are copied as they are).
+  DType dtype = DType::kFloat32;
 };
 
 struct DecoderConfig {
@@ -35,7 +39,7 @@ Result<DecoderConfig> ParseDecoder(const Json& j, const std::string& where);
 
 // The cache sizes the decoder has graphs for: the buckets of a full cache, the window of a ring.
 std::vector<int64_t> CacheSizes(const DecoderConfig& c);
-// The resident KV cache in float32 host tensors; a full cache that migrates holds its last two
+// The resident KV cache in host tensors of the cache's type; a full cache that migrates holds its last two
 // buckets at once.
 int64_t StateBytes(const DecoderConfig& c);
 // Activations and logits of a prefill chunk.

@@ -124,7 +124,15 @@ class EtGraph : public Graph {
     return Status::Ok();
   }
 
-  Placement placement() const override { return placement_; }
+  Placement placement() const override {
+    Placement p = placement_;
+    // The programs leave their inputs unplanned (export/executorch_target.py), so the runtime
+    // reads the bound buffers in place; outputs live in the program's planned memory and are
+    // copied out into the bound buffers after every run.
+    for (const auto& v : bound_outputs_) p.bytes_out_per_run += int64_t(v.nbytes());
+    p.buffers = "inputs read in place (unplanned); outputs copied out of the program's planned memory every run";
+    return p;
+  }
 
  private:
   Status CheckView(const GraphIo& io, const TensorView& view) const {

@@ -218,7 +218,7 @@ class WeightStore {
       OrtValue* value = nullptr;
       OE_RETURN_IF_ERROR(FromOrt(api, api->CreateTensorWithDataAsOrtValue(
                                            store->cpu_, const_cast<char*>(store->mapping_->data()) + t.offset, size_t(t.nbytes),
-                                           t.shape.data(), t.shape.size(), ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &value),
+                                           t.shape.data(), t.shape.size(), ToOrtType(t.dtype), &value),
                                  "weight " + t.name));
       store->values_[t.name] = value;
     }
@@ -336,6 +336,7 @@ class OrtGraph : public Graph {
                                                     views[i].shape.size(), ToOrtType(views[i].dtype), &value),
                                    placement_.graph + ": bind " + ios[i].name));
         bound.push_back(value);
+        (is_input ? bound_in_bytes_ : bound_out_bytes_) += int64_t(views[i].nbytes());
       }
     }
     return Status::Ok();
@@ -349,7 +350,20 @@ class OrtGraph : public Graph {
                    placement_.graph);
   }
 
-  Placement placement() const override { return placement_; }
+  Placement placement() const override {
+    Placement p = placement_;
+    if (placement_.engine == "QNNExecutionProvider") {
+      // Host buffers reach the HTP as QNN client buffers, which the backend copies every run;
+      // the HTP shared-memory (rpcmem) allocator that would avoid it exists only on a device.
+      p.bytes_in_per_run = bound_in_bytes_;
+      p.bytes_out_per_run = bound_out_bytes_;
+      p.buffers = "host memory as QNN client buffers, copied in and out every run (HTP shared memory needs a "
+                  "Snapdragon device's rpcmem: not used)";
+    } else {
+      p.buffers = "host memory bound once, read and written in place";
+    }
+    return p;
+  }
 
  private:
   Status CheckView(const GraphIo& io, const TensorView& view) const {
@@ -366,6 +380,7 @@ class OrtGraph : public Graph {
     for (OrtValue* v : bound_outputs_) ort_->api()->ReleaseValue(v);
     bound_inputs_.clear();
     bound_outputs_.clear();
+    bound_in_bytes_ = bound_out_bytes_ = 0;
   }
 
   OrtProcess* ort_;
@@ -376,6 +391,7 @@ class OrtGraph : public Graph {
   std::vector<GraphIo> inputs_, outputs_;
   std::vector<const char*> input_names_, output_names_;
   std::vector<OrtValue*> bound_inputs_, bound_outputs_;
+  int64_t bound_in_bytes_ = 0, bound_out_bytes_ = 0;
 };
 
 class OrtBackend : public Backend {

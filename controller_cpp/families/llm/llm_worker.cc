@@ -151,6 +151,13 @@ Status LlmWorker::Flush(pipeline::StepContext& ctx) {
   return EmitToken(ctx, {}, tail).status();
 }
 
+namespace {
+// What crossed between the controller and the backends in one step (see Decoder::StepBytes).
+Json StepBytesJson(const decoding::Decoder::StepBytes& b) {
+  return {{"controller", b.controller}, {"backend", b.backend}};
+}
+}  // namespace
+
 Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
   const int64_t n = int64_t(generated_.size());
   const double total_ms = ctx.ElapsedMs();
@@ -168,6 +175,8 @@ Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
           {"decode_tok_s", decode_ms > 0 ? 1000.0 * double(n - 1) / decode_ms : 0.0},
           {"backend_ms", backend_ms},
           {"controller_ms_per_token", n > 0 ? (loop_ms - backend_ms) / double(n) : 0.0},
+          {"bytes_per_decode_step", StepBytesJson(decoder_->last_decode_bytes())},
+          {"bytes_per_prefill_chunk", StepBytesJson(decoder_->last_prefill_bytes())},
           {"peak_rss_mb", PeakRssMb()}};
 }
 
