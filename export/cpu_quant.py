@@ -1,7 +1,9 @@
-"""Block-quantized weights for the CPU route (ONNX Runtime): every MatMul whose weight is a
+"""Block-quantized weights for the CPU routes. ONNX Runtime: every MatMul whose weight is a
 [K, N] float32 initializer becomes `com.microsoft.MatMulNBits` with symmetric int4 or int8 blocks
 along K, the layout ONNX Runtime's MLAS integer kernels read (and ONNX Runtime GenAI's builder
-writes for `-p int4` / `-p int8`).
+writes for `-p int4` / `-p int8`). ExecuTorch: every nn.Linear gets torchao's int8 dynamic
+activations with grouped int4/int8 weights, which XNNPACK lowers to its integer GEMMs (the
+"8da4w" of ExecuTorch's LLM exports).
 
 Each block of `block_size` weights along K stores one float32 scale; the values are rounded to
 the nearest of the 2^bits levels around the default zero point 2^(bits-1). The step maps the
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -108,3 +111,22 @@ def quantize_graph(path: Path, bits: int, block_size: int,
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     onnx.save(model, str(path))
     return rewritten
+
+
+def quantize_linears(module: Any, bits: int, block_size: int) -> int:
+    """The ExecuTorch route: every nn.Linear of `module` whose input width is a multiple of the
+    group size gets int8 dynamic activations and symmetric `bits` weights (torchao), in place:
+    int4 in groups of `block_size`, int8 per output channel (XNNPACK groups only 4-bit weights).
+    Returns how many."""
+    import torch
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerAxis, PerGroup
+    from torchao.utils import unwrap_tensor_subclass
+
+    chosen = [m for m in module.modules() if isinstance(m, torch.nn.Linear) and m.in_features % block_size == 0]
+    config = Int8DynamicActivationIntxWeightConfig(weight_dtype=getattr(torch, f"int{bits}"),
+                                                   weight_granularity=PerGroup(block_size) if bits == 4 else PerAxis(0))
+    with torch.no_grad():
+        quantize_(module, config, filter_fn=lambda m, fqn: any(m is c for c in chosen))
+        unwrap_tensor_subclass(module)
+    return len(chosen)

@@ -30,10 +30,11 @@ from tqdm import tqdm
 FP32_MASK_VALUE = -10000.0
 # Limits of the reports per CPU precision: 8-bit weights keep greedy generation (>= 90% of 64
 # tokens); 4-bit round-to-nearest weights lose more on small models (measured on the test suite's
-# unseen 96-wide checkpoint: 84% greedy, 15 dB) and are held to what they keep.
+# unseen 96-wide checkpoint: 84% greedy, 78% top-1, 15 dB) and are held to what they keep, with
+# room for another CPU's training of that checkpoint.
 CPU_LIMITS: dict[str, dict[str, float]] = {
     "int8": {"logit_sqnr_db": 25.0, "top1_agreement": 0.90, "greedy_agreement_64": 0.90, "perplexity_rel_delta": 0.05},
-    "int4": {"logit_sqnr_db": 12.0, "top1_agreement": 0.70, "greedy_agreement_64": 0.80, "perplexity_rel_delta": 0.20},
+    "int4": {"logit_sqnr_db": 12.0, "top1_agreement": 0.65, "greedy_agreement_64": 0.75, "perplexity_rel_delta": 0.20},
 }
 
 
@@ -151,12 +152,20 @@ def _export_onnx(component_dir: Path, model: Any, shape: Qwen3Shape, opts: LlmEx
 
 
 def _export_pte(component_dir: Path, model: Any, shape: Qwen3Shape, opts: LlmExportOptions,
-                caches: list[int], progress: tqdm) -> dict[str, Any]:
+                caches: list[int], progress: tqdm, precision: str = "fp32") -> dict[str, Any]:
     from omni_edge.export import executorch_target
 
     C = opts.prefill_chunk
     embed = EmbedGraph(model).eval()
-    body, head = BodyGraph(model, shape, reduce="matmul").eval(), HeadGraph(model, shape, reduce="matmul").eval()
+    quantized = precision != "fp32"
+    body = BodyGraph(model, shape, reduce="matmul").eval()
+    head = HeadGraph(model, shape, reduce="matmul", linear=quantized).eval()
+    if quantized:
+        from omni_edge.export.cpu_quant import CPU_PRECISIONS, quantize_linears
+
+        progress.set_postfix_str(f"{precision} weights")
+        for module in (body, head):
+            quantize_linears(module, CPU_PRECISIONS[precision], opts.block_size)
     methods: dict[str, tuple[torch.nn.Module, tuple[torch.Tensor, ...]]] = {
         "embed_chunk": (embed, (torch.zeros(1, C, dtype=torch.int64),)),
         "embed_step": (embed, (torch.zeros(1, 1, dtype=torch.int64),)),
@@ -179,15 +188,19 @@ def _export_pte(component_dir: Path, model: Any, shape: Qwen3Shape, opts: LlmExp
     return {role: {"backend": "executorch", "device": "cpu", "graphs": g} for role, g in groups.items()}
 
 
-def _quantization(opts: LlmExportOptions) -> dict[str, Any]:
+def _quantization(opts: LlmExportOptions, fmt: str) -> dict[str, Any]:
     """What a quantized CPU artifact's weights are, for its manifest."""
     if opts.precision == "fp32":
         return {}
     from omni_edge.export.cpu_quant import ACCURACY_LEVEL, CPU_PRECISIONS
 
-    return {"quantization": {"precision": opts.precision, "op": "com.microsoft.MatMulNBits",
-                             "bits": CPU_PRECISIONS[opts.precision], "block_size": opts.block_size, "symmetric": True,
-                             "accuracy_level": ACCURACY_LEVEL, "graphs": "body and LM head (the embedding stays float32)"}}
+    bits = CPU_PRECISIONS[opts.precision]
+    per_channel = fmt == "pte" and bits == 8  # XNNPACK groups only 4-bit weights
+    op = ({"op": "com.microsoft.MatMulNBits", "accuracy_level": ACCURACY_LEVEL} if fmt == "onnx" else
+          {"op": "torchao Int8DynamicActivationIntxWeight (XNNPACK: int8 dynamic activations)"})
+    return {"quantization": {"precision": opts.precision, **op, "bits": bits,
+                             "block_size": "per output channel" if per_channel else opts.block_size, "symmetric": True,
+                             "graphs": "body and LM head (the embedding stays float32)"}}
 
 
 def _runtime_version(fmt: str) -> tuple[str, str]:
@@ -208,9 +221,6 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
 
         if opts.precision not in CPU_PRECISIONS:
             raise ValueError(f"--target cpu takes --precision {', '.join(CPU_PRECISIONS)}, not {opts.precision!r}")
-        if opts.precision != "fp32" and "pte" in opts.formats:
-            raise ValueError(f"--precision {opts.precision} is built for ONNX Runtime (--format onnx) only: the "
-                             "ExecuTorch route has no quantized export yet")
         if opts.precision != "fp32" and (opts.block_size < 16 or opts.block_size & (opts.block_size - 1)):
             raise ValueError(f"--block-size {opts.block_size}: a power of two, at least 16")
     if opts.target == "qnn-htp":
@@ -252,7 +262,7 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
             if fmt == "onnx":
                 graphs = _export_onnx(cdir, model, shape, opts, caches, progress, precision=opts.precision)
             else:
-                graphs = _export_pte(cdir, model, shape, opts, caches, progress)
+                graphs = _export_pte(cdir, model, shape, opts, caches, progress, precision=opts.precision)
         stage = _stage(component, _llm_section(shape, opts, caches), graphs)
         label = f"{fmt}, {opts.precision}" if quantized else fmt
         plan_path = _write_plan(out, f"{checkpoint.name} ({label}, {opts.kv} KV)", stage)
@@ -271,7 +281,7 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
             numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
             task_validation=ValidationRef("reports/task.json", task.passed)),
             extra_metadata={"llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk,
-                                    "format": fmt, **_quantization(opts)}, **opts.extra_metadata})
+                                    "format": fmt, **_quantization(opts, fmt)}, **opts.extra_metadata})
         plans.append(plan_path)
     shutil.copy2(plans[0], out / "plan.json")
     return plans

@@ -209,15 +209,21 @@ class BodyGraph(nn.Module):
 class HeadGraph(nn.Module):
     """hidden [1, 1, hidden] -> logits [1, 1, vocab] (final RMSNorm + lm_head over [hidden, vocab])."""
 
-    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean") -> None:
+    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean", linear: bool = False) -> None:
+        """linear: the head as an nn.Linear ([vocab, hidden], the layout weight quantizers take)."""
         super().__init__()
         self.norm = RMSNorm(model.model.norm.weight, s.eps, reduce)
-        self.weight = nn.Parameter(head_weight(model), requires_grad=False)
         self.s = s
+        self.proj: nn.Linear | None = None
+        if linear:
+            self.proj = nn.Linear(s.hidden, s.vocab, bias=False)
+            self.proj.weight = nn.Parameter(model.lm_head.weight.detach().clone(), requires_grad=False)
+        else:
+            self.weight = nn.Parameter(head_weight(model), requires_grad=False)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         h = self.norm(hidden).reshape(1, self.s.hidden)
-        logits: torch.Tensor = (h @ self.weight).reshape(1, 1, -1)
+        logits: torch.Tensor = (self.proj(h) if self.proj is not None else h @ self.weight).reshape(1, 1, -1)
         return logits
 
 

@@ -1,8 +1,10 @@
-"""int8 / int4 weights on the CPU route (ONNX Runtime `MatMulNBits`).
+"""int8 / int4 weights on the CPU routes (ONNX Runtime `MatMulNBits`, ExecuTorch XNNPACK with
+int8 dynamic activations).
 
 The block layout is checked against ONNX Runtime's own kernel (a swapped nibble order or a wrong
 scale would not survive the comparison); a checkpoint the project never made is exported at
-int8 and int4, validated against transformers through the native engine, verified and run; and
+int8 and int4 in both formats, validated against transformers through the native engine,
+verified and run; and
 a decode step's traffic between the controller and the backend is counted and does not grow
 with the context."""
 
@@ -58,7 +60,7 @@ def quantized(request: pytest.FixtureRequest, unseen: Path, tmp_path_factory: py
     precision = str(request.param)
     out = tmp_path_factory.mktemp("cpu-quant") / precision
     done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(out), "--precision", precision,
-               "--buckets", "128,256", "--prefill-chunk", "16")
+               "--format", "both", "--buckets", "128,256", "--prefill-chunk", "16")
     assert done.returncode == 0, done.stderr[-3000:]
     return precision, out
 
@@ -67,9 +69,10 @@ def _checks(report: Path) -> dict[str, float]:
     return {c["name"]: c["observed"] for c in json.loads(report.read_text())["checks"]}
 
 
-def test_quantized_weights_qualify_on_an_unseen_checkpoint(quantized: tuple[str, Path], unseen: Path) -> None:
+@pytest.mark.parametrize("fmt", ["onnx", "pte"])
+def test_quantized_weights_qualify_on_an_unseen_checkpoint(quantized: tuple[str, Path], fmt: str) -> None:
     precision, out = quantized
-    component = out / f"thinker-onnx-{precision}"
+    component = out / f"thinker-{fmt}-{precision}"
     done = cli("verify", str(component))
     assert done.returncode == 0 and "qualified" in done.stdout and "NOT" not in done.stdout, done.stdout
     numerical, task = _checks(component / "reports" / "numerical.json"), _checks(component / "reports" / "task.json")
@@ -79,8 +82,16 @@ def test_quantized_weights_qualify_on_an_unseen_checkpoint(quantized: tuple[str,
         assert task["greedy_agreement_64"] >= 0.9 and numerical["logit_sqnr_db"] >= 30
     manifest = json.loads((component / "manifest.json").read_text())
     q = manifest["metadata"]["llm"]["quantization"]
-    assert (q["op"], q["bits"], q["block_size"]) == ("com.microsoft.MatMulNBits", {"int8": 8, "int4": 4}[precision], 32)
+    assert q["bits"] == {"int8": 8, "int4": 4}[precision]
     assert manifest["metadata"]["artifact"]["precision"] == f"{precision}-b32"
+    done = cli("run", "--plan", str(out / f"plan.{fmt}-{precision}.json"), "--prompt", "def main", "--max-new-tokens", "8",
+               "--json")
+    assert done.returncode == 0 and json.loads(done.stdout.splitlines()[-1])["n_generated_tokens"] >= 1, done.stderr[-2000:]
+    if fmt == "pte":  # XNNPACK: int8 dynamic activations; 4-bit weights in groups, 8-bit per output channel
+        assert q["op"].startswith("torchao Int8DynamicActivationIntxWeight")
+        assert q["block_size"] == (32 if precision == "int4" else "per output channel")
+        return
+    assert (q["op"], q["block_size"]) == ("com.microsoft.MatMulNBits", 32)
     # Every projection of the body and the LM head reads blocks; only the embedding gathers floats.
     for name in ("decode_s128.onnx", "lm_head.onnx"):
         ops = [node.op_type for node in onnx.load(str(component / name), load_external_data=False).graph.node]
@@ -112,8 +123,7 @@ def test_a_decode_step_moves_the_same_bytes_at_any_context_length(quantized: tup
 
 
 def test_cpu_precisions_refuse_what_they_cannot_build(unseen: Path, tmp_path: Path) -> None:
-    for flags, reason in ((["--precision", "int4", "--format", "pte"], "ONNX Runtime"),
-                          (["--precision", "w8a16"], "--target cpu takes"),
+    for flags, reason in ((["--precision", "w8a16"], "--target cpu takes"),
                           (["--precision", "int4", "--block-size", "24"], "power of two"),
                           (["--precision", "int8", "--target", "qnn-htp"], "int8")):
         done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(tmp_path / "x"), *flags)
