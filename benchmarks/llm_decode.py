@@ -1,18 +1,22 @@
 #!/usr/bin/env python
-"""Text decode benchmark: omni-edge (ONNX Runtime and ExecuTorch backends) against transformers
-eager and ONNX Runtime GenAI, on the same fp32 checkpoint with the same thread count, in one run.
+"""Text decode benchmark: omni-edge (ONNX Runtime and ExecuTorch backends) against ONNX Runtime
+GenAI (its model builder at the same precision) and transformers eager, on the same checkpoint
+with the same thread count, in one run, per precision (fp32, int8, int4).
 
 Each system runs in its own process (so peak RSS is its own), warms up once, then generates
 `--new-tokens` greedily after a `--prompt-tokens` prompt, `--repeats` times; the median is
-reported. Decode speed is also shown as weight traffic (every weight is read once per token)
+reported. Decode speed is also shown as weight traffic (the bytes of weights one token reads)
 against this machine's measured memory read bandwidth.
 
-    python benchmarks/llm_decode.py                       # bench checkpoint, 2 threads
+    python benchmarks/llm_decode.py                                 # bench checkpoint, fp32/int8/int4, 2 threads
+    python benchmarks/llm_decode.py --precision int4 --repeats 5
     python benchmarks/llm_decode.py --checkpoint CKPT --artifact ART --threads 4
 
-Needs: `omni-edge make-checkpoint --preset bench --out work/bench-ckpt` and
-`omni-edge export llm --checkpoint work/bench-ckpt --out work/bench-art --format both`
-(run automatically when missing).
+Needs: `omni-edge make-checkpoint --preset bench --out work/bench-ckpt`, its exports
+(`omni-edge export llm ... --format both` for fp32, `--precision int8|int4` for the quantized
+ones) and GenAI's builds (run automatically when missing). The bench checkpoint has random
+weights, so its quantized exports are not validated here: their quality is measured on trained
+checkpoints (the export's reports; tests/test_cpu_quant.py).
 """
 
 from __future__ import annotations
@@ -20,16 +24,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("omni-edge onnxruntime", "omni-edge executorch", "onnxruntime-genai", "transformers eager")
+PRECISIONS = ("fp32", "int8", "int4")
+QUANTIZED_SYSTEMS = ("omni-edge onnxruntime", "omni-edge executorch", "onnxruntime-genai")  # with an int8/int4 build
+BLOCK_SIZE = 32  # int8/int4 weights per quantization block, for both omni-edge and GenAI (its default)
+# Context buckets of the omni-edge exports: the smallest holds the default workload (128 + 128
+# tokens), as GenAI's cache holds exactly max_length = 256 positions; a decode step attends over
+# its whole bucket (measured: int4 decode 3.8 ms per body step at 512 slots, 2.9 ms at 256).
+BUCKETS = (256, 512, 1024)
 
 
 def peak_rss_mb() -> float:
@@ -54,8 +65,13 @@ def prompt_ids(checkpoint: Path, n: int) -> list[int]:
 def run_omni_edge(args: argparse.Namespace, backend: str) -> list[dict[str, float]]:
     from omni_edge.runtime import Session
 
-    plan = args.artifact / ("plan.onnx.json" if backend == "onnxruntime" else "plan.pte.json")
-    session = Session.open(plan, threads=args.threads)
+    if args.precision == "fp32":
+        plan = args.artifact / ("plan.onnx.json" if backend == "onnxruntime" else "plan.pte.json")
+    else:
+        fmt = "onnx" if backend == "onnxruntime" else "pte"
+        plan = artifact_dir(args, args.precision) / f"plan.{fmt}-{args.precision}.json"
+    # Quantized exports of the random-weight bench checkpoint are not validated (see the docstring).
+    session = Session.open(plan, threads=args.threads, allow_unqualified=args.precision != "fp32")
     prompt = prompt_ids(args.checkpoint, args.prompt_tokens)
     results = []
     for i in range(args.repeats + 1):
@@ -97,10 +113,19 @@ def run_transformers(args: argparse.Namespace) -> list[dict[str, float]]:
     return results
 
 
-def build_genai_model(checkpoint: Path, out: Path, threads: int) -> Path:
+def artifact_dir(args: argparse.Namespace, precision: str) -> Path:
+    return args.artifact if precision == "fp32" else args.artifact.with_name(f"{args.artifact.name}-{precision}")
+
+
+def genai_dir(args: argparse.Namespace, precision: str) -> Path:
+    return args.genai_dir if precision == "fp32" else args.genai_dir.with_name(f"{args.genai_dir.name}-{precision}")
+
+
+def build_genai_model(checkpoint: Path, out: Path, threads: int, precision: str) -> Path:
     if not (out / "genai_config.json").exists():
+        extra = ["--extra_options", f"block_size={BLOCK_SIZE}", "accuracy_level=4"] if precision != "fp32" else []
         subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(checkpoint), "-o", str(out),
-                        "-p", "fp32", "-e", "cpu"], check=True, capture_output=True)
+                        "-p", precision, "-e", "cpu", *extra], check=True, capture_output=True)
     config = json.loads((out / "genai_config.json").read_text())
     options = config["model"]["decoder"].setdefault("session_options", {})
     options["intra_op_num_threads"] = threads
@@ -111,7 +136,7 @@ def build_genai_model(checkpoint: Path, out: Path, threads: int) -> Path:
 def run_genai(args: argparse.Namespace) -> list[dict[str, float]]:
     import onnxruntime_genai as og
 
-    model = og.Model(str(args.genai_dir))
+    model = og.Model(str(genai_dir(args, args.precision)))
     prompt = prompt_ids(args.checkpoint, args.prompt_tokens)
     total = args.prompt_tokens + args.new_tokens
     results = []
@@ -145,46 +170,88 @@ def worker(args: argparse.Namespace) -> None:
 
 
 # ---- the parent: machine facts, systems, table --------------------------------------
-def read_bandwidth_gbs(threads: int) -> float:
-    """Sustained read bandwidth: `threads` threads each summing its own 512 MiB array."""
-    import numpy as np
+def read_bandwidth_gbs(threads: int, gib: int = 2, passes: int = 5) -> float:
+    """Sustained read bandwidth: `threads` threads streaming over a buffer of `gib` GiB (far larger
+    than the last-level cache), best of `passes` passes. torch's vectorized float sum keeps the
+    cores waiting on memory, not on the arithmetic (the earlier probe, numpy summing one array per
+    Python thread, under-read: GenAI came out at 105% of it)."""
+    import torch
 
-    arrays = [np.ones(128 * 1024 * 1024, dtype=np.float32) for _ in range(threads)]
+    torch.set_num_threads(threads)
+    data = torch.ones(gib * (1 << 30) // 4, dtype=torch.float32)
+    data.sum()  # fault the pages in
     best = 0.0
-    def read(a: Any, barrier: threading.Barrier) -> None:
-        barrier.wait()
-        a.sum()
-
-    for _ in range(3):
-        barrier = threading.Barrier(threads)
-        pool = [threading.Thread(target=read, args=(a, barrier)) for a in arrays]
+    for _ in range(passes):
         start = time.perf_counter()
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        best = max(best, sum(a.nbytes for a in arrays) / (time.perf_counter() - start) / 1e9)
+        data.sum()
+        best = max(best, data.numel() * 4 / (time.perf_counter() - start) / 1e9)
     return best
 
 
-def decode_weight_bytes(checkpoint: Path) -> int:
-    """Bytes of weights read per decoded token: every layer, the final norm and the LM head
-    (the embedding contributes one row)."""
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith(("model name", "Model")):
+            return line.split(":", 1)[1].strip()
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def last_level_cache() -> str:
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("L3 cache")), "?")
+
+
+def decode_weight_bytes(checkpoint: Path, precision: str) -> int:
+    """Bytes of weights read per decoded token: every layer's projections, the norms and the LM
+    head (the embedding contributes one row). int8/int4: the packed values and one float32 scale
+    per block of BLOCK_SIZE, as both omni-edge and GenAI store them."""
     config = json.loads((checkpoint / "config.json").read_text())
     h, i, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
     d = config.get("head_dim") or h // config["num_attention_heads"]
     q, kv = config["num_attention_heads"] * d, config["num_key_value_heads"] * d
-    layer = h * q + 2 * h * kv + q * h + 3 * h * i + 2 * h + 2 * d
-    return 4 * (config["num_hidden_layers"] * layer + h + v * h)
+    matrices = config["num_hidden_layers"] * (h * q + 2 * h * kv + q * h + 3 * h * i) + v * h
+    norms = config["num_hidden_layers"] * (2 * h + 2 * d) + h
+    bits = {"fp32": 32, "int8": 8, "int4": 4}[precision]
+    matrix_bytes = 4 * matrices if bits == 32 else matrices * bits // 8 + 4 * matrices // BLOCK_SIZE
+    return matrix_bytes + 4 * norms
 
 
-def ensure_inputs(args: argparse.Namespace) -> None:
+def _buckets(plan: Path) -> list[int] | None:
+    if not plan.exists():
+        return None
+    buckets: list[int] = json.loads(plan.read_text())["stages"][0]["llm"]["kv"]["buckets"]
+    return buckets
+
+
+def ensure_inputs(args: argparse.Namespace, precisions: list[str]) -> None:
     cli = str(Path(sys.executable).with_name("omni-edge"))
     if not (args.checkpoint / "model.safetensors").exists():
         subprocess.run([cli, "make-checkpoint", "--preset", "bench", "--out", str(args.checkpoint)], check=True)
-    if not (args.artifact / "plan.pte.json").exists():
-        subprocess.run([cli, "export", "llm", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact),
-                        "--format", "both", "--prefill-chunk", "32", "--buckets", "512,1024"], check=True)
+    buckets = ",".join(map(str, BUCKETS))
+    for precision in precisions:
+        out = artifact_dir(args, precision)
+        plan = out / ("plan.pte.json" if precision == "fp32" else f"plan.pte-{precision}.json")
+        if _buckets(plan) != list(BUCKETS):
+            shutil.rmtree(out, ignore_errors=True)
+            flags = ["--format", "both"] if precision == "fp32" else [
+                "--format", "both", "--precision", precision, "--block-size", str(BLOCK_SIZE), "--no-validate"]
+            subprocess.run([cli, "export", "llm", "--checkpoint", str(args.checkpoint), "--out", str(out), *flags,
+                            "--prefill-chunk", "32", "--buckets", buckets], check=True)
+        build_genai_model(args.checkpoint, genai_dir(args, precision), args.threads, precision)
+
+
+def without_option(argv: list[str], option: str) -> list[str]:
+    """argv without `option VALUE` / `option=VALUE`."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == option:
+            skip = True
+        elif not arg.startswith(option + "="):
+            out.append(arg)
+    return out
 
 
 def main() -> None:
@@ -192,6 +259,7 @@ def main() -> None:
     p.add_argument("--checkpoint", type=Path, default=ROOT / "work" / "bench-ckpt")
     p.add_argument("--artifact", type=Path, default=ROOT / "work" / "bench-art")
     p.add_argument("--genai-dir", type=Path, default=ROOT / "work" / "bench-genai")
+    p.add_argument("--precision", default=",".join(PRECISIONS), help="comma-separated: fp32,int8,int4")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--prompt-tokens", type=int, default=128)
     p.add_argument("--new-tokens", type=int, default=128)
@@ -204,54 +272,69 @@ def main() -> None:
         worker(args)
         return
 
-    ensure_inputs(args)
-    build_genai_model(args.checkpoint, args.genai_dir, args.threads)
+    precisions = [x for x in args.precision.split(",") if x]
+    if not precisions or any(x not in PRECISIONS for x in precisions):
+        p.error(f"--precision takes a comma-separated list of {', '.join(PRECISIONS)}")
+    ensure_inputs(args, precisions)
     bandwidth = read_bandwidth_gbs(args.threads)
-    weight_bytes = decode_weight_bytes(args.checkpoint)
     rows = []
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-    for system in args.systems.split(","):
-        cmd = [sys.executable, __file__, "--worker", system, *sys.argv[1:]]
-        print(f"[bench] {system} ...", file=sys.stderr)
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if out.returncode != 0:
-            rows.append({"system": system, "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"})
-            continue
-        data = json.loads(out.stdout.strip().splitlines()[-1])
-        runs = data["runs"]
-        row = {"system": system, "peak_rss_mb": data["peak_rss_mb"], "n_runs": len(runs)}
-        for key in ("ttft_ms", "prefill_tok_s", "decode_tok_s", "controller_ms_per_token"):
-            if key in runs[0]:
-                row[key] = statistics.median(r[key] for r in runs)
-        row["weight_gbs"] = row["decode_tok_s"] * weight_bytes / 1e9
-        rows.append(row)
-    reference = next((r for r in rows if r["system"] == "onnxruntime-genai" and "decode_tok_s" in r), None)
+    passed = without_option(sys.argv[1:], "--precision")  # each worker gets its own
+    for precision in precisions:
+        weight_bytes = decode_weight_bytes(args.checkpoint, precision)
+        for system in args.systems.split(","):
+            if precision != "fp32" and system not in QUANTIZED_SYSTEMS:
+                continue
+            cmd = [sys.executable, __file__, "--worker", system, "--precision", precision, *passed]
+            print(f"[bench] {system} {precision} ...", file=sys.stderr)
+            out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if out.returncode != 0:
+                rows.append({"system": system, "precision": precision,
+                             "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"})
+                continue
+            data = json.loads(out.stdout.strip().splitlines()[-1])
+            runs = data["runs"]
+            row = {"system": system, "precision": precision, "peak_rss_mb": data["peak_rss_mb"], "n_runs": len(runs),
+                   "decode_weight_bytes": weight_bytes, "decode_runs_tok_s": [r["decode_tok_s"] for r in runs]}
+            for key in ("ttft_ms", "prefill_tok_s", "decode_tok_s", "controller_ms_per_token"):
+                if key in runs[0]:
+                    row[key] = statistics.median(r[key] for r in runs)
+            row["weight_gbs"] = row["decode_tok_s"] * weight_bytes / 1e9
+            rows.append(row)
     result = {"command": "python " + " ".join([os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
-              "machine": {"cpus": os.cpu_count(), "threads": args.threads, "read_bandwidth_gbs": bandwidth},
+              "machine": {"cpu": cpu_model(), "l3_cache": last_level_cache(), "cpus": os.cpu_count(),
+                          "threads": args.threads, "read_bandwidth_gbs": bandwidth},
               "workload": {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens, "repeats": args.repeats,
-                           "checkpoint": args.checkpoint.name, "decode_weight_bytes": weight_bytes},
+                           "checkpoint": args.checkpoint.name, "block_size": BLOCK_SIZE, "buckets": list(BUCKETS)},
               "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(render(result, reference))
+    print(render(result))
 
 
-def render(result: dict[str, Any], reference: dict[str, Any] | None) -> str:
+def render(result: dict[str, Any]) -> str:
     m, w = result["machine"], result["workload"]
     lines = [f"`{result['command']}`", "",
-             f"{w['checkpoint']}: {w['decode_weight_bytes'] / 1e6:.0f} MB of fp32 weights read per decoded token; prompt "
-             f"{w['prompt_tokens']} tokens, {w['new_tokens']} new tokens, median of {w['repeats']} runs after a warm-up; "
-             f"{m['threads']} threads on {m['cpus']} CPUs; measured read bandwidth {m['read_bandwidth_gbs']:.1f} GB/s.", "",
-             "| system | decode tok/s | vs GenAI | weight traffic GB/s (% of bandwidth) | prefill tok/s | TTFT ms | "
-             "peak RSS MB | controller ms/token |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in result["rows"]:
+             f"{m['cpu']} (L3 {m['l3_cache']}), {m['threads']} threads on {m['cpus']} CPUs; measured read bandwidth "
+             f"{m['read_bandwidth_gbs']:.1f} GB/s. {w['checkpoint']}: prompt {w['prompt_tokens']} tokens, "
+             f"{w['new_tokens']} new tokens, median of {w['repeats']} runs after a warm-up; int8/int4 in blocks of "
+             f"{w['block_size']}; omni-edge KV buckets {w.get('buckets', '?')}.", "",
+             "| precision | system | decode tok/s | vs GenAI | vs own fp32 | weight MB/token | weight traffic GB/s "
+             "(% of bandwidth) | prefill tok/s | TTFT ms | peak RSS MB | controller ms/token |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = result["rows"]
+    ok = [r for r in rows if "error" not in r]
+    for r in rows:
         if "error" in r:
-            lines.append(f"| {r['system']} | failed: {r['error']} | | | | | | |")
+            lines.append(f"| {r['precision']} | {r['system']} | failed: {r['error']} | | | | | | | | |")
             continue
-        ratio = f"{r['decode_tok_s'] / reference['decode_tok_s']:.2f}x" if reference else "-"
+        genai = next((g for g in ok if g["system"] == "onnxruntime-genai" and g["precision"] == r["precision"]), None)
+        fp32 = next((g for g in ok if g["system"] == r["system"] and g["precision"] == "fp32"), None)
+        vs_genai = f"{r['decode_tok_s'] / genai['decode_tok_s']:.2f}x" if genai else "-"
+        vs_fp32 = f"{r['decode_tok_s'] / fp32['decode_tok_s']:.2f}x" if fp32 else "-"
         ctrl = f"{r['controller_ms_per_token']:.3f}" if "controller_ms_per_token" in r else "-"
-        lines.append(f"| {r['system']} | {r['decode_tok_s']:.2f} | {ratio} | {r['weight_gbs']:.1f} "
+        lines.append(f"| {r['precision']} | {r['system']} | {r['decode_tok_s']:.2f} | {vs_genai} | {vs_fp32} | "
+                     f"{r['decode_weight_bytes'] / 1e6:.0f} | {r['weight_gbs']:.1f} "
                      f"({100 * r['weight_gbs'] / m['read_bandwidth_gbs']:.0f}%) | {r['prefill_tok_s']:.1f} | "
                      f"{r['ttft_ms']:.0f} | {r['peak_rss_mb']:.0f} | {ctrl} |")
     return "\n".join(lines)
