@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from omni_edge.files import write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("omni-edge onnxruntime", "omni-edge executorch", "onnxruntime-genai", "transformers eager")
 PRECISIONS = ("fp32", "int8", "int4")
@@ -308,7 +310,7 @@ def main() -> None:
                            "checkpoint": args.checkpoint.name, "block_size": BLOCK_SIZE, "buckets": list(BUCKETS)},
               "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_text_atomic(args.out, json.dumps(result, indent=1) + "\n")
     print(render(result))
 
 

@@ -123,10 +123,13 @@ def quantize_linears(module: Any, bits: int, block_size: int) -> int:
     from torchao.quantization.granularity import PerAxis, PerGroup
     from torchao.utils import unwrap_tensor_subclass
 
-    chosen = [m for m in module.modules() if isinstance(m, torch.nn.Linear) and m.in_features % block_size == 0]
+    def chosen(m: Any, fqn: str = "") -> bool:
+        return isinstance(m, torch.nn.Linear) and m.in_features % block_size == 0
+
+    count = sum(1 for m in module.modules() if chosen(m))
     config = Int8DynamicActivationIntxWeightConfig(weight_dtype=getattr(torch, f"int{bits}"),
                                                    weight_granularity=PerGroup(block_size) if bits == 4 else PerAxis(0))
     with torch.no_grad():
-        quantize_(module, config, filter_fn=lambda m, fqn: any(m is c for c in chosen))
+        quantize_(module, config, filter_fn=chosen)
         unwrap_tensor_subclass(module)
-    return len(chosen)
+    return count

@@ -238,6 +238,12 @@ def mse_channel_scales(weight: np.ndarray, bits: int, axis: int) -> np.ndarray:
     return scales
 
 
+def widened(lo: float, hi: float, widen: float) -> tuple[float, float]:
+    """A calibrated range `widen` times as wide around its centre, and always holding 0."""
+    center, half = (lo + hi) / 2, max((hi - lo) / 2, 1e-6) * widen
+    return min(lo, center - half, 0.0), max(hi, center + half, 0.0)
+
+
 def quantize_graph(fp32: Path, out: Path, samples: list[list[np.ndarray]], precision: Precision,
                    widen: float = RANGE_WIDENING, exclude_nodes: Sequence[str] = (),
                    fixed_ranges: dict[str, tuple[float, float]] | None = None) -> None:
@@ -266,8 +272,8 @@ def quantize_graph(fp32: Path, out: Path, samples: list[list[np.ndarray]], preci
     for name, (lo, hi) in ranges.items():
         if name in weights or name in overrides:
             continue
-        center, half = (lo + hi) / 2, max((hi - lo) / 2, 1e-6) * widen
-        overrides[name] = [{"rmin": np.float32(min(lo, center - half, 0.0)), "rmax": np.float32(max(hi, center + half, 0.0))}]
+        rmin, rmax = widened(lo, hi, widen)
+        overrides[name] = [{"rmin": np.float32(rmin), "rmax": np.float32(rmax)}]
     for name, (lo, hi) in (fixed_ranges or {}).items():
         overrides[name] = [{"rmin": np.float32(lo), "rmax": np.float32(hi)}]
     config = get_qnn_qdq_config(str(fp32), _Reader(names, samples), activation_type=QuantType.QUInt16,
@@ -292,9 +298,7 @@ def kv_ranges(samples: dict[str, list[list[np.ndarray]]], input_names: Sequence[
                       for sample in runs]
             lo = min(float(v.min()) for v in values)
             hi = max(float(v.max()) for v in values)
-            center, half = (lo + hi) / 2, max((hi - lo) / 2, 1e-6) * widen
-            bounds = (min(lo, center - half, 0.0), max(hi, center + half, 0.0))
-            ranges[f"past_{kind}_{layer}"] = ranges[f"new_{kind}_{layer}"] = bounds
+            ranges[f"past_{kind}_{layer}"] = ranges[f"new_{kind}_{layer}"] = widened(lo, hi, widen)
     return ranges
 
 
