@@ -151,15 +151,20 @@ def _rss_mb() -> float:
 
 
 def test_a_slow_listener_holds_the_thinker_back_and_memory_bounded(small_chunk_plan: Path) -> None:
-    """A consumer 10x slower than real time: the vocoder waits for its credit, the talker for the
+    """A consumer 4x slower than real time: the vocoder waits for its credit, the talker for the
     vocoder, the thinker for the talker and the caller (every edge, the hidden-state one
     included, is a credited stream), so the text never runs more than the streams' credit ahead
-    of the audio the consumer has taken, and memory stays where a full-speed run leaves it."""
+    of the audio the consumer has taken, and memory stays where a full-speed run leaves it.
+
+    The bound holds only while the talker still takes hidden states: once it has made its last
+    frame the thinker is free to finish. Downstream of the talker at most 15 frames wait (pcm
+    edge 2 chunks of 4, the vocoder's chunk in hand 4, codes edge 2, the talker's frame 1), so
+    only chunks taken with more than 15 frames still to make are checked."""
     import threading
     import time
 
     session = OmniSession.open(small_chunk_plan, threads=2)
-    tokens, frames = 48, 12
+    tokens, frames, in_flight, slowdown = 48, 32, 15, 4
 
     def peak_rss(run: Any) -> tuple[float, Any]:
         peak, stop = [_rss_mb()], threading.Event()
@@ -188,8 +193,9 @@ def test_a_slow_listener_holds_the_thinker_back_and_memory_bounded(small_chunk_p
 
     def on_audio(event: dict[str, Any], pcm: Any) -> bool:
         if event["kind"] == "pcm":
-            lead.append(len(text_seen) - event["frames_final"])  # tokens the thinker made beyond the audio taken
-            time.sleep(10 * event["n_samples"] / 24000)
+            if event["frames_final"] + in_flight < frames:  # the talker cannot have finished yet
+                lead.append(len(text_seen) - event["frames_final"])  # tokens made beyond the audio taken
+            time.sleep(slowdown * event["n_samples"] / 24000)
         return True
 
     slow_peak, result = peak_rss(lambda: session.run(PROMPT, max_new_tokens=tokens, ignore_stop_tokens=True,
@@ -198,7 +204,8 @@ def test_a_slow_listener_holds_the_thinker_back_and_memory_bounded(small_chunk_p
     # At most: the hidden-state edge (2) and the talker's frame in hand, the codes edge (2) and
     # the vocoder's unfinished chunk (4), the pcm edge (2 chunks of 4 frames), the thinker's
     # token in hand, and the first chunk's frame: about 20. At full speed the thinker makes all
-    # 48 tokens within the first chunk's playback time.
-    assert max(lead) <= 20, lead
+    # 48 tokens within the first chunk's playback time (a lead of 43 at the second chunk).
+    assert len(lead) >= 3 and max(lead) <= 20, lead
     assert slow_peak - normal_peak < 64, (normal_peak, slow_peak)
-    print(f"peak RSS {normal_peak:.0f} MB at full speed, {slow_peak:.0f} MB 10x slower; most tokens ahead {max(lead)}")
+    print(f"peak RSS {normal_peak:.0f} MB at full speed, {slow_peak:.0f} MB {slowdown}x slower; "
+          f"tokens ahead at each checked chunk {lead}")
