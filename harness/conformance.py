@@ -1,6 +1,6 @@
 """Contract conformance: run JSON fixtures against the Python reference and the native controller.
 
-A fixture in the CONTRACT.md format (`protocol_version`, `required_features`, `stream_limits`,
+A fixture in the CONTRACT.md format (`contract_fixture_version` 2, `protocol_version`, `required_features`, `stream_limits`,
 `request`, `events`, `reject_event_overrides`) runs as CONTRACT.md describes. omni-edge adds
 optional sections, each a list of cases with expected outcomes:
 
@@ -40,6 +40,8 @@ from omni_edge.contracts.manifest import MANIFEST_NAME, load_json_text, sha256_f
 CORE_KEYS = {"protocol_version", "required_features", "stream_limits", "request", "events", "reject_event_overrides"}
 SECTION_KEYS = {"scenarios", "controller_scenarios", "decode_cases", "negotiation_cases", "manifest_cases"}
 INFO_KEYS = {"description", "$comment"}
+VERSION_KEY = "contract_fixture_version"
+SUPPORTED_FIXTURE_VERSIONS = (2,)  # CONTRACT.md's fixture format, protocol v2
 OK_OUTCOMES = {"ok", "accepted", "backpressure", "retired", "qualified", "not_qualified"}
 
 
@@ -116,7 +118,13 @@ class FixtureRun:
         if not isinstance(self.data, dict):
             self.check("fixture", False, "a fixture is a JSON object")
             return self.checks
-        unknown = set(self.data) - CORE_KEYS - SECTION_KEYS - INFO_KEYS
+        version = self.data.get(VERSION_KEY)
+        supported = ", ".join(map(str, SUPPORTED_FIXTURE_VERSIONS))
+        if type(version) is not int or version not in SUPPORTED_FIXTURE_VERSIONS:
+            found = "is missing" if version is None else f"is {json.dumps(version)}"
+            self.check("fixture", False, f"{VERSION_KEY} {found}: this runner reads fixture version {supported}")
+            return self.checks  # another format's sections cannot be read by this one's rules
+        unknown = set(self.data) - CORE_KEYS - SECTION_KEYS - INFO_KEYS - {VERSION_KEY}
         if unknown:
             self.check("fixture", False, f"unknown sections: {', '.join(sorted(unknown))}")
         sections: list[tuple[str, Callable[..., None], Any]] = [("core", lambda _: self._core(), None)]

@@ -30,7 +30,8 @@ def _bare_fixture() -> dict[str, Any]:
                "buffers": [{"object_id": f"c{i}", "owner": "talker", "generation": "1", "dtype": "int16", "shape": [16],
                             "nbytes": 32}],
                "payload_nbytes": 32, "input_watermark": i, "release_token": f"u-{i}", "terminal": i == 9} for i in range(1, 10)]
-    return {"protocol_version": 2, "required_features": ["credit-ack"], "stream_limits": {"max_events": 2, "max_bytes": 64},
+    return {"contract_fixture_version": 2, "protocol_version": 2, "required_features": ["credit-ack"],
+            "stream_limits": {"max_events": 2, "max_bytes": 64},
             "request": req, "events": events,
             "reject_event_overrides": [{"epoch": 10}, {"seq": 9}, {"release_token": ""}, {"stage_id": 3},
                                        {"payload_nbytes": 65}, {"worker_generation": "gen-a"}]}
@@ -66,6 +67,19 @@ def test_wrong_expectations_make_the_runner_fail(tmp_path: Path, mutation: Any) 
     path = tmp_path / "wrong.json"
     path.write_text(json.dumps(fixture))
     assert main(["conformance", str(path), "--quiet"]) == 1
+
+
+@pytest.mark.parametrize("version", [3, 1, "2", 2.0, True, None])
+def test_a_fixture_of_another_version_is_refused_naming_the_supported_one(tmp_path: Path, impl: Any,
+                                                                         version: Any) -> None:
+    fixture = _bare_fixture()
+    fixture["contract_fixture_version"] = version
+    if version is None:
+        del fixture["contract_fixture_version"]
+    checks = FixtureRun(impl, "other.json", fixture).run()
+    assert [(c.name, c.ok) for c in checks] == [("fixture", False)]  # nothing else is read by v2's rules
+    found = "is missing" if version is None else f"is {json.dumps(version)}"
+    assert checks[0].detail == f"contract_fixture_version {found}: this runner reads fixture version 2"
 
 
 def test_unreadable_fixture_fails(tmp_path: Path) -> None:
