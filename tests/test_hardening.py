@@ -102,6 +102,34 @@ def test_only_files_the_manifest_hashes_are_loaded(tiny_artifact: Path, tmp_path
     assert outside.returncode == 1 and "is not beside the index" in outside.stderr, outside.stderr
 
 
+def test_verify_takes_what_export_wrote(tiny_artifact: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The export directory (every component and plan), a plan, a component; a changed byte fails
+    the plans that name its component only; a plan naming a directory outside its own is refused."""
+    from omni_edge.cli import main
+
+    artifact = _copy(tiny_artifact, tmp_path)
+    assert main(["verify", str(artifact)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("re-checked: qualified (thinker-") == 4 and "NOT" not in out, out  # 2 components x 2 impls
+    assert f"{artifact / 'plan.pte.json'}: every component qualified (thinker-pte)" in out
+    assert main(["verify", str(artifact / "plan.onnx.json")]) == 0
+    assert "thinker-pte" not in capsys.readouterr().out
+    pte = artifact / "thinker-pte" / "model.pte"
+    data = bytearray(pte.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    pte.write_bytes(bytes(data))
+    assert main(["verify", str(artifact)]) == 1
+    out = capsys.readouterr().out
+    assert "REFUSED hash_mismatch" in out and f"{artifact / 'plan.pte.json'}: NOT qualified: thinker-pte" in out
+    assert f"{artifact / 'plan.onnx.json'}: every component qualified" in out, out
+    escape = artifact / "plan.escape.json"
+    escape.write_text(json.dumps({"stages": [{"artifact": "../" + tmp_path.name}]}))
+    assert main(["verify", str(escape)]) == 1
+    assert "outside the plan's directory" in capsys.readouterr().out
+    assert main(["verify", str(tmp_path / "none")]) == 1
+
+
 def _run_both(python_args: list[str], native_args: list[str]) -> list[subprocess.CompletedProcess[str]]:
     return [subprocess.run([str(CLI), *python_args], capture_output=True, text=True, timeout=300),
             subprocess.run([str(CLI.parent / "omni-edge-run"), *native_args], capture_output=True, text=True, timeout=300)]

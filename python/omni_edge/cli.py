@@ -39,26 +39,39 @@ def _conformance(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from omni_edge import implementations
     from omni_edge.contracts import ContractError
+    from omni_edge.harness.verify_targets import VerifyTargetError, resolve
 
     if (args.artifact / "bundle.json").is_file():
         return _verify_bundle(args.artifact)
-    code = 0
-    for name in ["python", "native"] if args.impl == "both" else [args.impl]:
-        try:
-            verified = implementations.get(name).read_manifest(args.artifact)
-        except ContractError as exc:
-            print(f"[{name}] {args.artifact}: REFUSED {exc.code}: {exc.message}")
-            code = 1
-            continue
-        art = verified.manifest.artifact
-        status = "qualified" if verified.qualified else "NOT qualified"
-        extra = f"; not in the manifest: {', '.join(verified.extra_files)}" if verified.extra_files else ""
-        print(f"[{name}] {args.artifact}: {len(verified.manifest.files)} files re-hashed, "
-              f"reports re-checked: {status} ({verified.manifest.component}, {art.precision}, {art.shape_bucket}){extra}")
-        if args.json:
-            print(json.dumps(verified.manifest.to_dict(), indent=2))
-        code |= 0 if verified.qualified else 1
-    return code
+    try:
+        targets = resolve(args.artifact)
+    except VerifyTargetError as exc:
+        print(f"{exc}")
+        return 1
+    qualified: dict[Path, bool] = {}
+    for component in targets.components:
+        shown = args.artifact if targets.components == [args.artifact] else component
+        qualified[component] = True
+        for name in ["python", "native"] if args.impl == "both" else [args.impl]:
+            try:
+                verified = implementations.get(name).read_manifest(component)
+            except ContractError as exc:
+                print(f"[{name}] {shown}: REFUSED {exc.code}: {exc.message}")
+                qualified[component] = False
+                continue
+            art = verified.manifest.artifact
+            status = "qualified" if verified.qualified else "NOT qualified"
+            extra = f"; not in the manifest: {', '.join(verified.extra_files)}" if verified.extra_files else ""
+            print(f"[{name}] {shown}: {len(verified.manifest.files)} files re-hashed, reports re-checked: {status} "
+                  f"({verified.manifest.component}, {art.precision}, {art.shape_bucket}){extra}")
+            if args.json:
+                print(json.dumps(verified.manifest.to_dict(), indent=2))
+            qualified[component] &= verified.qualified
+    for plan in targets.plans:
+        bad = [c.name for c in plan.components if not qualified[c]]
+        names = ", ".join(c.name for c in plan.components)
+        print(f"{plan.plan}: {'every component qualified' if not bad else 'NOT qualified: ' + ', '.join(bad)} ({names})")
+    return 0 if all(qualified.values()) else 1
 
 
 def _verify_bundle(root: Path) -> int:
@@ -474,8 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print failed checks only")
     p.set_defaults(func=_conformance)
 
-    p = sub.add_parser("verify", help="re-hash an artifact directory (or a device bundle) and re-check its reports")
-    p.add_argument("artifact", type=Path, help="an artifact directory, or a bundle directory (with bundle.json)")
+    p = sub.add_parser("verify", help="re-hash artifacts and re-check their reports: what export or bundle wrote")
+    p.add_argument("artifact", type=Path, help="a component directory, a plan, an export directory (every component "
+                                               "and plan in it) or a bundle directory (with bundle.json)")
     p.add_argument("--impl", choices=["python", "native", "both"], default="both")
     p.add_argument("--json", action="store_true", help="also print the manifest")
     p.set_defaults(func=_verify)
