@@ -100,9 +100,20 @@ def _make_checkpoint(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quietly(args: argparse.Namespace, log: Path, step: Any) -> int:
+    """Runs `step()` with third-party warnings and native logs in `log` (on screen with --verbose)."""
+    from omni_edge.console import third_party_to_log
+
+    with third_party_to_log(log, verbose=args.verbose):
+        status: int = step()
+    if not args.verbose and log.is_file() and log.stat().st_size:
+        print(f"third-party warnings and logs: {log} (--verbose shows them here)", file=sys.stderr)
+    return status
+
+
 def _export_tts(args: argparse.Namespace) -> int:
     from omni_edge.export.qwen3_tts import StreamShape, Voice
-    from omni_edge.export.tts import TtsExportOptions, export_tts
+    from omni_edge.export.tts import TtsExportOptions
 
     if min(args.first_chunk, args.chunk, args.prefill_chunk, args.left_context) < 1:
         # left context >= 1: a chunk's last samples are released from the next chunk's window
@@ -117,6 +128,16 @@ def _export_tts(args: argparse.Namespace) -> int:
                             validation_frames=args.validation_frames,
                             formats=formats,
                             voice=Voice(args.speaker, args.language, args.instruct, args.stream_text))
+    return _quietly(args, _log_beside(args.out), lambda: _export_tts_with(args, opts))
+
+
+def _log_beside(out: Path) -> Path:
+    return out.parent / f"{out.name}.export.log"
+
+
+def _export_tts_with(args: argparse.Namespace, opts: Any) -> int:
+    from omni_edge.export.tts import export_tts
+
     try:
         if args.target == "qnn-htp":
             from omni_edge.export.tts_qnn import export_tts_qnn
@@ -156,7 +177,7 @@ def _int_list(text: str) -> tuple[int, ...]:
 
 
 def _export_llm(args: argparse.Namespace) -> int:
-    from omni_edge.export.llm import LlmExportOptions, export_llm
+    from omni_edge.export.llm import LlmExportOptions
 
     formats = ("onnx", "pte") if args.format == "both" else (args.format,)
     opts = LlmExportOptions(formats=formats, prefill_chunk=args.prefill_chunk, buckets=args.buckets, kv=args.kv,
@@ -164,6 +185,12 @@ def _export_llm(args: argparse.Namespace) -> int:
                             target=args.target, precision=args.precision, block_size=args.block_size,
                             socs=tuple(args.soc.split(",")), share_weights=args.share_weights,
                             keep_qdq=args.keep_qdq)
+    return _quietly(args, _log_beside(args.out), lambda: _export_llm_with(args, opts))
+
+
+def _export_llm_with(args: argparse.Namespace, opts: Any) -> int:
+    from omni_edge.export.llm import export_llm
+
     try:
         plans = export_llm(args.checkpoint, args.out, opts)
     except ValueError as exc:
@@ -436,6 +463,10 @@ def _speak(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    return _quietly(args, args.workdir / "demo.log", lambda: _demo_steps(args))
+
+
+def _demo_steps(args: argparse.Namespace) -> int:
     from omni_edge.export.checkpoints import make_checkpoint, make_tts_checkpoint
     from omni_edge.export.llm import LlmExportOptions, export_llm
     from omni_edge.export.tts import TtsExportOptions, export_tts
@@ -530,6 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="qnn-htp: also write a twin whose prefill and decode graphs share weights in one context (HTP v73+)")
     e.add_argument("--keep-qdq", action="store_true",
                    help="qnn-htp: keep the quantized source graphs in qdq/ (for `omni-edge aihub compile`)")
+    e.add_argument("--verbose", action="store_true",
+                   help="also show third-party warnings and native logs (default: in OUT.export.log beside OUT)")
     e.set_defaults(func=_export_llm)
 
     e = export_sub.add_parser("tts", help="a Qwen3-TTS-shaped speech model: talker, code predictor, vocoder")
@@ -557,6 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-validate", action="store_true")
     e.add_argument("--validation-frames", type=int, default=48, help="frames spoken to validate the artifact")
     e.add_argument("--threads", type=int, default=0)
+    e.add_argument("--verbose", action="store_true",
+                   help="also show third-party warnings and native logs (default: in OUT.export.log beside OUT)")
     e.set_defaults(func=_export_tts)
 
     e = export_sub.add_parser("omni", help="join a thinker plan and a speech plan into one omni plan (thinker -> talker -> vocoder)")
@@ -622,6 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-speech", action="store_true", help="only the text reply, not its speech")
     p.add_argument("--prompt", default="What does a context manager do in Python?")
     p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--verbose", action="store_true", help="also show third-party warnings and native logs "
+                                                          "(default: in WORKDIR/demo.log)")
     p.set_defaults(func=_demo)
     return parser
 
