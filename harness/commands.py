@@ -19,6 +19,15 @@ def _positive(text: str) -> int:
     return value
 
 
+def _duration(text: str) -> float:
+    from omni_edge.harness.sustained import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _counts(text: str) -> list[int]:
     return [_positive(v) for v in text.split(",")]
 
@@ -126,22 +135,37 @@ def _bundle(args: argparse.Namespace) -> int:
 
 def _profile(args: argparse.Namespace) -> int:
     from omni_edge.harness.deploy import deploy
-    from omni_edge.harness.profile import WORKLOADS, run_profile
+    from omni_edge.harness.profile import run_profile
+    from omni_edge.harness.profile_kinds import SPEECH, WORKLOADS, plan_kind
     from tqdm import tqdm
 
     try:
+        kind = plan_kind(args.plan)
         device = _open(args)
         d = deploy(device, args.plan.parent, plan_name=args.plan.name, name=args.name, runtime=_runtime(args, device))
-        with tqdm(total=1 + len(args.concurrency), unit="group", file=sys.stderr) as bar:
-            report = run_profile(d, WORKLOADS[args.workload], args.out, runs=args.runs, warmup=args.warmup,
-                                 concurrency=args.concurrency, threads=args.threads, progress=bar)
+        groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None)
+        with tqdm(total=groups, unit="group", file=sys.stderr) as bar:
+            report = run_profile(d, WORKLOADS[kind][args.workload], args.out, kind=kind, runs=args.runs,
+                                 warmup=args.warmup, concurrency=args.concurrency, threads=args.threads,
+                                 prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, progress=bar)
     except (DeviceError, OSError, ValueError) as exc:
         print(f"omni-edge profile: {exc}", file=sys.stderr)
         return 1
     g = report["groups"][f"concurrency-{args.concurrency[0]}"]["metrics"]
-    print(f"{args.out}/report.json: TTFT p50 {g['ttft_ms']['p50']:.1f} ms, decode p50 "
-          f"{g['decode_tok_s']['p50']:.1f} tok/s (n={g['ttft_ms']['n']}); report.md and "
-          f"{', '.join(report['plots'])}", file=sys.stderr)
+    first = "first_pcm_ms" if kind == SPEECH else "ttft_ms"
+    line = f"{args.out}/report.json ({kind}): {first.replace('_ms', '')} p50 {g[first]['p50']:.1f} ms (n={g[first]['n']})"
+    if kind != "text":
+        stop = report["speech"]["interruption"]["metrics"]["stop_to_terminal_ms"]
+        line += (f", RTF p50 {g['rtf']['p50']:.3f}, underruns p95 {g['underruns']['p95']:.0f}, "
+                 f"stop -> end p50 {stop['p50'] or 0:.1f} ms")
+    if kind != SPEECH:
+        line += f", decode p50 {g['decode_tok_s']['p50']:.1f} tok/s"
+    if report["sustained"]:
+        s = report["sustained"]
+        drift = s["last_over_first"][s["throughput_metric"]]
+        line += (f"; sustained {s['duration_s']:.0f} s: {s['requests']} requests, last/first quarter "
+                 f"{s['throughput_metric']} {drift or 0:.3f}, RSS slope {s['rss_mb']['slope_mb_per_min'] or 0:.2f} MB/min")
+    print(f"{line}; report.md and {', '.join(report['plots'])}", file=sys.stderr)
     return 0
 
 
@@ -202,7 +226,6 @@ def _matrix(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     from omni_edge.harness.matrix import DEFAULT_STORE, EXECUTIONS
-    from omni_edge.harness.profile import WORKLOADS
 
     p = sub.add_parser("devices", help="list reachable devices (host + ADB) with their facts, one JSON line each")
     p.add_argument("--adb-host", default="127.0.0.1")
@@ -237,13 +260,19 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("profile", help="deploy, then measure startup, requests and memory (report.json/.md + plots)")
     _device_args(p)
     p.add_argument("--plan", type=Path, required=True)
-    p.add_argument("--workload", choices=sorted(WORKLOADS), default="short")
+    p.add_argument("--workload", choices=["short", "medium", "long"], default="short",
+                   help="per plan kind (text, speech, omni): harness/profile_kinds.py")
     p.add_argument("--runs", type=_positive, default=20,
                    help="measured requests per group (fewer than 20 is reported as below the protocol)")
     p.add_argument("--warmup", type=int, default=1, help="discarded requests per process")
     p.add_argument("--concurrency", type=_counts, default=[1],
                    help="concurrent processes per group, e.g. 1,2,4")
     p.add_argument("--threads", type=int, default=0, help="intra-op threads per process (0: all cores)")
+    p.add_argument("--prebuffer-ms", type=int, default=None,
+                   help="speech/omni: audio queued before playback starts (default: the controller's 200 ms)")
+    p.add_argument("--duration", type=_duration, default=None,
+                   help="also a sustained run of this length (30m, 2m, 45s): requests back to back, RSS and the "
+                        "device's sensors (CPU clocks, thermal zones, battery) sampled every 2 s, a trend plot")
     p.add_argument("--out", type=Path, default=Path("work/profile"))
     runtime_args(p)
     p.set_defaults(func=_profile)

@@ -6,7 +6,10 @@ Groups, in order, each with warm-up runs that are discarded:
                  first output (spawn to first token). The first launch after the push is
                  reported as "cold", the rest as "warm restart" (the OS file cache is warm).
   concurrency C  C processes at once, each repeating the workload on its loaded session, until
-                 at least RUNS measured requests: TTFT, token intervals, decode rate, total.
+                 at least RUNS measured requests: TTFT, token intervals, decode rate, total; for
+                 speech and omni plans also the speech dimensions (harness/profile_kinds.py).
+  interruption   speech and omni: RUNS processes, each cancelled (SIGTERM, as a user's stop) at a
+                 random moment after its first PCM: cancel -> terminal line and -> last PCM.
 Memory of every process is sampled while it runs (RSS and, where the OS reports it, PSS):
 loading peak (until the session line) vs steady (during measured requests), and compared with
 the admission ledger's prediction. Every raw sample, stdout/stderr log and generated text is
@@ -15,12 +18,13 @@ kept under OUT/raw; report.json has p50/p95 and n per metric; report.md and PNG 
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
+import random
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,24 +32,20 @@ from typing import Any
 from omni_edge.files import write_text_atomic
 from omni_edge.harness.deploy import Deployment, verify_on_target
 from omni_edge.harness.devices.base import DeviceError, MemorySample
-
-_PARAGRAPH = ("The module provides a small set of tools for working with text, files and numbers. "
-              "Each function documents its arguments, what it returns and which errors it raises. ")
-
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    prompt: str
-    max_new_tokens: int
-
+from omni_edge.harness.profile_kinds import (
+    SPEECH,
+    TERMINAL_KINDS,
+    TEXT,
+    Workload,
+    is_first_output,
+    metric_names,
+    request_row,
+    run_argv,
+    streams_of,
+)
 
 MIN_RUNS = 20  # measured requests per group the protocol asks for; fewer is reported as not met
-WORKLOADS = {
-    "short": Workload("short", "The module provides", 32),
-    "medium": Workload("medium", _PARAGRAPH * 3 + "In short,", 96),
-    "long": Workload("long", _PARAGRAPH * 8 + "To summarize,", 160),
-}
+DEFAULT_PREBUFFER_MS = 200  # the controller's (pipeline/request.h) when a request names none
 
 
 @dataclass
@@ -65,17 +65,19 @@ class ProcessRun:
     def session(self) -> tuple[float, dict[str, Any]] | None:
         return next(((t, e) for t, e in self.lines if e.get("kind") == "session"), None)
 
-    def requests(self) -> list[list[tuple[float, dict[str, Any]]]]:
-        """Lines split per request (each ends with a terminal event)."""
+    def requests(self, n_streams: int = 1) -> list[list[tuple[float, dict[str, Any]]]]:
+        """Lines split per request (each ends once every stream had its terminal event)."""
         out: list[list[tuple[float, dict[str, Any]]]] = []
         current: list[tuple[float, dict[str, Any]]] = []
+        ended = 0
         for t, e in self.lines:
             if e.get("kind") == "session":
                 continue
             current.append((t, e))
-            if e.get("kind") in ("done", "cancelled", "error"):
+            ended += e.get("kind") in TERMINAL_KINDS
+            if ended == n_streams:
                 out.append(current)
-                current = []
+                current, ended = [], 0
         return out
 
 
@@ -92,40 +94,59 @@ def summarize(values: list[float]) -> dict[str, float | int | None]:
 
 
 class Profiler:
-    def __init__(self, deployment: Deployment, workload: Workload, out: Path, *, runs: int = 20, warmup: int = 1,
-                 threads: int = 0, sample_interval: float = 0.05, timeout: float = 900.0) -> None:
+    def __init__(self, deployment: Deployment, workload: Workload, out: Path, *, kind: str = TEXT, runs: int = 20,
+                 warmup: int = 1, threads: int = 0, prebuffer_ms: int | None = None, sample_interval: float = 0.05,
+                 timeout: float = 900.0) -> None:
         if runs < 1 or warmup < 0:
             raise ValueError("--runs must be at least 1 and --warmup at least 0")
-        self.d, self.workload, self.out = deployment, workload, out
+        self.d, self.workload, self.out, self.kind = deployment, workload, out, kind
+        self.n_streams, self.prebuffer_ms = len(streams_of(kind)), prebuffer_ms
         self.runs, self.warmup, self.threads = runs, warmup, threads
         self.sample_interval, self.timeout = sample_interval, timeout
         self.processes: list[ProcessRun] = []
         (out / "raw" / "logs").mkdir(parents=True, exist_ok=True)
 
-    def _argv(self, repeat: int, max_new_tokens: int, info: bool = False) -> list[str]:
-        argv = [self.d.binary, "--plan", self.d.plan, "--prompt", self.workload.prompt, "--json", "--profile",
-                "--max-new-tokens", str(max_new_tokens), "--ignore-stop-tokens", "--repeat", str(repeat)]
+    def _argv(self, group: str, index: int, repeat: int, workload: Workload, info: bool = False) -> list[str]:
+        wav = f"{self.d.root}/out-{group}-{index:03d}.wav"  # one per process: concurrent ones do not share it
+        argv = [*run_argv(self.kind, self.d.binary, self.d.plan, workload, wav), "--repeat", str(repeat)]
         if self.threads:
             argv += ["--threads", str(self.threads)]
+        if self.kind != TEXT and self.prebuffer_ms is not None:
+            argv += ["--prebuffer-ms", str(self.prebuffer_ms)]
         return argv + (["--info"] if info else [])
 
-    def launch(self, group: str, index: int, repeat: int, max_new_tokens: int, info: bool = False) -> ProcessRun:
+    def launch(self, group: str, index: int, repeat: int, workload: Workload, info: bool = False,
+               stop_after_first_output_s: float | None = None, stop_after_spawn_s: float | None = None,
+               sample_interval: float | None = None, on_sample: Callable[[float], None] | None = None) -> ProcessRun:
+        """One process. With `stop_after_first_output_s` (or `stop_after_spawn_s`) it is stopped
+        (SIGTERM, a user's stop) that long after its first output (or its start), the stop's time
+        kept as a "stop" line. Memory is sampled every `sample_interval` s, and `on_sample(t)`
+        is called after each sample (the sustained run reads the device's sensors there)."""
         run = ProcessRun(group, index)
         stop = threading.Event()
         pid_box: list[int] = []
+        interval = self.sample_interval if sample_interval is None else sample_interval
 
         def sample() -> None:
             while not stop.is_set():
                 if pid_box:
+                    t = time.perf_counter() - run.spawn_t
                     try:
                         m = self.d.device.memory(pid_box[0])
                     except (DeviceError, OSError) as exc:  # keep the run; say why its memory trace ends
                         run.memory_error = str(exc)
                         return
                     if m is not None:
-                        run.memory.append(MemorySample(t=time.perf_counter() - run.spawn_t, rss_kb=m.rss_kb,
-                                                       pss_kb=m.pss_kb))
-                stop.wait(self.sample_interval)
+                        run.memory.append(MemorySample(t=t, rss_kb=m.rss_kb, pss_kb=m.pss_kb))
+                    if on_sample is not None:
+                        on_sample(t)
+                stop.wait(interval)
+
+        stopper: list[threading.Timer] = []
+
+        def stop_now() -> None:
+            run.lines.append((time.perf_counter() - run.spawn_t, {"kind": "stop"}))
+            self.d.device.kill(pid_box[0])
 
         def on_line(line: str) -> None:
             t = time.perf_counter() - run.spawn_t
@@ -134,21 +155,35 @@ class Profiler:
             except ValueError:
                 event = {"kind": "unparsed", "text": line}
             run.lines.append((t, event if isinstance(event, dict) else {"kind": "unparsed", "text": line}))
+            if stop_after_first_output_s is not None and not stopper and is_first_output(run.lines[-1][1]):
+                stopper.append(threading.Timer(stop_after_first_output_s, stop_now))
+                stopper[0].start()
+
+        def started(pid: int) -> None:
+            pid_box.append(pid)
+            if stop_after_spawn_s is not None:
+                stopper.append(threading.Timer(stop_after_spawn_s, stop_now))
+                stopper[-1].start()
 
         sampler = threading.Thread(target=sample, daemon=True)
         run.spawn_t = time.perf_counter()
         sampler.start()
-        result = self.d.device.stream(self._argv(repeat, max_new_tokens, info), on_line, timeout=self.timeout,
-                                      env=self.d.env, on_start=pid_box.append)
+        timeout = self.timeout + (stop_after_spawn_s or 0.0)
+        result = self.d.device.stream(self._argv(group, index, repeat, workload, info), on_line,
+                                      timeout=timeout, env=self.d.env, on_start=started)
         stop.set()
         sampler.join()
+        for timer in stopper:
+            timer.cancel()
+            timer.join()
         run.returncode, run.stderr, run.timed_out = result.returncode, result.stderr, result.timed_out
         stem = self.out / "raw" / "logs" / f"{group}-{index:03d}"
         stem.with_suffix(".stdout.jsonl").write_text(  # arrival times kept: intervals can be recomputed
             "".join(json.dumps({"t_s": round(t, 6), "event": e}) + "\n" for t, e in run.lines))
         stem.with_suffix(".stderr.txt").write_text(run.stderr)
         self.processes.append(run)
-        if run.returncode != 0:
+        stopped = any(e.get("kind") == "stop" for _, e in run.lines)
+        if run.returncode != 0 and not (stopped and run.returncode == 128 + 15):  # 143: ended by the stop
             raise DeviceError(f"{self.d.device.serial}: omni-edge-run exited {run.returncode}"
                               f"{' (timed out)' if run.timed_out else ''}: {run.stderr.strip()[-800:]}")
         return run
@@ -156,11 +191,12 @@ class Profiler:
     # ---- groups ------------------------------------------------------------------------------
 
     def startup(self) -> dict[str, Any]:
-        launches = [self.launch("startup", i, 1, 4, info=(i == 0)) for i in range(self.warmup + self.runs)]
+        first_only = Workload("startup", self.workload.prompt, 4, 4)  # one short request per launch
+        launches = [self.launch("startup", i, 1, first_only, info=(i == 0)) for i in range(self.warmup + self.runs)]
         rows: list[dict[str, Any]] = []
         for i, run in enumerate(launches):
             session = run.session()
-            first = next((t for t, e in run.lines if e.get("kind") == "token"), None)
+            first = next((t for t, e in run.lines if is_first_output(e)), None)
             if session is None or first is None:
                 raise DeviceError(f"startup run {i}: no session line or no token in the output")
             t_session, s = session
@@ -179,7 +215,7 @@ class Profiler:
 
         def worker(i: int) -> None:
             try:
-                results[i] = self.launch(group, i, per_process, self.workload.max_new_tokens)
+                results[i] = self.launch(group, i, per_process, self.workload)
             except BaseException as exc:
                 results[i] = exc
 
@@ -192,32 +228,58 @@ class Profiler:
             if isinstance(r, BaseException):
                 raise r
         rows: list[dict[str, Any]] = []
-        intervals_all: list[float] = []
-        timelines: list[dict[str, Any]] = []
         steady_rss: list[float] = []
         for run in results:
             assert isinstance(run, ProcessRun)
             session = run.session()
             start = session[0] if session else 0.0
-            for k, request in enumerate(run.requests()):
-                done_t, done = request[-1]
-                token_ts = [t for t, e in request if e.get("kind") == "token"]
-                if k >= self.warmup and done.get("kind") == "done":
-                    intervals = [(b - a) * 1000 for a, b in itertools.pairwise(token_ts)]
-                    intervals_all += intervals
-                    timelines.append({"process": run.index, "request": k, "intervals_ms": intervals})
-                    rows.append({"process": run.index, "request": k, "ttft_ms": done.get("ttft_ms"),
-                                 "total_ms": done.get("total_ms"), "decode_tok_s": done.get("decode_tok_s"),
-                                 "prefill_tok_s": done.get("prefill_tok_s"), "n_prompt_tokens": done.get("n_prompt_tokens"),
-                                 "n_generated_tokens": done.get("n_generated_tokens"),
-                                 "wall_ms": (done_t - start) * 1000, "peak_rss_mb": done.get("peak_rss_mb")})
+            for k, request in enumerate(run.requests(self.n_streams)):
+                done_t = request[-1][0]
+                row = request_row(self.kind, request, start) if k >= self.warmup else None
+                if row is not None:
+                    rows.append({"process": run.index, "request": k} | row)
                     steady_rss += [m.rss_kb / 1024 for m in run.memory if start <= m.t <= done_t]
                 start = done_t
-        metrics = {k: summarize([float(r[k]) for r in rows if r[k] is not None])
-                   for k in ("ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s", "wall_ms")}
-        metrics["token_interval_ms"] = summarize(intervals_all)
+        metrics = {k: summarize([float(r[k]) for r in rows if r.get(k) is not None]) for k in metric_names(self.kind)}
+        if self.kind != SPEECH:
+            metrics["token_interval_ms"] = summarize([v for r in rows for v in r["token_intervals_ms"]])
+        if self.kind != TEXT:
+            metrics["chunk_gap_ms"] = summarize([v for r in rows for v in r["chunk_gaps_ms"]])
         metrics["steady_rss_mb"] = summarize(steady_rss)
-        return {"concurrency": c, "requests": len(rows), "metrics": metrics, "rows": rows, "timelines": timelines}
+        timelines = [{"process": r["process"], "request": r["request"], "intervals_ms": r.get("token_intervals_ms", []),
+                      "pcm_arrivals": r.get("pcm_arrivals", []), "playback_start_ms": r.get("playback_start_ms")}
+                     for r in rows]
+        flat = [{k: v for k, v in r.items() if k not in ("token_intervals_ms", "chunk_gaps_ms", "pcm_arrivals")}
+                for r in rows]
+        return {"concurrency": c, "requests": len(rows), "metrics": metrics, "rows": flat, "timelines": timelines}
+
+    def interruption(self, within_ms: float, seed: int = 0) -> dict[str, Any]:
+        """Stop each of RUNS processes at a random moment within `within_ms` after its first output
+        (the caller passes most of a measured request's length); the protocol's interruption
+        latency is the stop to the last PCM and to the terminal line."""
+        rng = random.Random(seed)
+        rows: list[dict[str, Any]] = []
+        for i in range(self.runs):
+            delay = rng.uniform(0.0, within_ms / 1000)
+            run = self.launch("interruption", i, 1, self.workload, stop_after_first_output_s=delay)
+            stop_t = next((t for t, e in run.lines if e.get("kind") == "stop"), None)
+            terminals = [(t, e) for t, e in run.lines if e.get("kind") in TERMINAL_KINDS]
+            pcm = [t for t, e in run.lines if e.get("kind") == "pcm"]
+            row: dict[str, Any] = {"run": i, "delay_ms": delay * 1000, "stopped": stop_t is not None,
+                                   "endings": sorted({str(e.get("kind")) for _, e in terminals}),
+                                   "returncode": run.returncode}
+            if stop_t is not None and terminals:
+                row["stop_to_terminal_ms"] = (max(t for t, _ in terminals) - stop_t) * 1000
+                row["stop_to_last_pcm_ms"] = max(0.0, (pcm[-1] - stop_t) * 1000) if pcm else None
+                row["pcm_after_stop"] = sum(t > stop_t for t in pcm)
+            rows.append(row)
+        stopped = [r for r in rows if r["stopped"] and "stop_to_terminal_ms" in r]
+        return {"runs": len(rows), "stopped": len(stopped), "stop_within_ms": within_ms,
+                "finished_before_the_stop": sum(not r["stopped"] for r in rows),
+                "one_terminal_per_stream": all(len(r["endings"]) >= 1 for r in rows),
+                "metrics": {k: summarize([float(r[k]) for r in stopped if r.get(k) is not None])
+                            for k in ("stop_to_terminal_ms", "stop_to_last_pcm_ms", "pcm_after_stop")},
+                "rows": rows}
 
     def memory(self) -> dict[str, Any]:
         loading, steady, pss = [], [], []
@@ -244,8 +306,9 @@ def _placement(stderr: str) -> list[dict[str, Any]]:
     return []
 
 
-def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: int = 20, warmup: int = 1,
-                concurrency: list[int] | None = None, threads: int = 0, progress: Any = None) -> dict[str, Any]:
+def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: str = TEXT, runs: int = 20,
+                warmup: int = 1, concurrency: list[int] | None = None, threads: int = 0, prebuffer_ms: int | None = None,
+                duration_s: float | None = None, progress: Any = None) -> dict[str, Any]:
     """The whole protocol; writes OUT/report.json, OUT/report.md, OUT/*.png and OUT/raw/."""
     if runs < 1 or warmup < 0 or any(c < 1 for c in (concurrency or [1])):
         raise ValueError(f"runs >= 1, warmup >= 0 and concurrency >= 1 (got {runs}, {warmup}, {concurrency})")
@@ -254,16 +317,30 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: 
     verified = verify_on_target(deployment)
     # Verification just read every artifact byte: evict it, or the "cold" start is a warm one.
     cold_cache = deployment.device.drop_page_cache()
-    profiler = Profiler(deployment, workload, out, runs=runs, warmup=warmup, threads=threads)
+    profiler = Profiler(deployment, workload, out, kind=kind, runs=runs, warmup=warmup, threads=threads,
+                        prebuffer_ms=prebuffer_ms)
     steps = [("startup", profiler.startup)] + [(f"concurrency-{c}", lambda c=c: profiler.concurrency(c))
                                                for c in (concurrency or [1])]
     groups: dict[str, Any] = {}
+
+    def interrupt() -> dict[str, Any]:  # within 80% of a measured request: most stops land mid-speech
+        wall = groups[steps[1][0]]["metrics"]["wall_ms"]["p50"] or 1000.0
+        return profiler.interruption(0.8 * wall)
+
+    if kind != TEXT:
+        steps.append(("interruption", interrupt))
+    if duration_s is not None:
+        from omni_edge.harness.sustained import run_sustained
+
+        steps.append(("sustained", lambda: run_sustained(profiler, duration_s)))
     for name, step in steps:
         if progress is not None:
             progress.set_description(f"profile: {name}")
         groups[name] = step()
         if progress is not None:
             progress.update(1)
+    interruption = groups.pop("interruption", None)
+    sustained = groups.pop("sustained", None)
     memory = profiler.memory()
     memory["sampling_errors"] = sorted({r.memory_error for r in profiler.processes if r.memory_error})
     ledger = groups["startup"]["cold"].get("ledger") or {}
@@ -276,8 +353,10 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: 
         "device": facts.to_dict(),
         "deployment": deployment.to_dict(),
         "verified_on_target": [{"component": v["manifest"]["component"], "qualified": v["qualified"]} for v in verified],
+        "kind": kind,
         "workload": {"name": workload.name, "prompt_chars": len(workload.prompt),
-                     "max_new_tokens": workload.max_new_tokens, "runs": runs, "warmup": warmup},
+                     "max_new_tokens": workload.max_new_tokens if kind != SPEECH else None,
+                     "max_frames": workload.max_frames if kind != TEXT else None, "runs": runs, "warmup": warmup},
         "protocol": {"measured_per_group": runs, "minimum": MIN_RUNS, "met": runs >= MIN_RUNS,
                      "cold_start_page_cache": "dropped" if cold_cache else "warm (could not drop it: needs root)"},
         "placement": groups["startup"]["placement"],
@@ -287,19 +366,26 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, runs: 
         "memory": memory,
         "ledger": {"predicted_mb": predicted / (1 << 20) if predicted else None, "measured_peak_rss_mb": measured,
                    "measured_over_predicted": (measured / (predicted / (1 << 20))) if predicted and measured else None},
-        "speech": None,  # the plan has no speech stage; filled when it does
+        "speech": None if interruption is None else {
+            "prebuffer_ms": prebuffer_ms if prebuffer_ms is not None else DEFAULT_PREBUFFER_MS,
+            "clock": "first PCM, playback start, underruns (deficits), RTF and tail are the controller's playback "
+                     "clock under the prebuffer; chunk gaps and the arrival plot are the harness's reading of the pipe",
+            "interruption": {k: v for k, v in interruption.items() if k != "rows"}},
+        "sustained": None if sustained is None else sustained["summary"],
         "raw": "raw/",
     }
     (out / "raw" / "samples.json").write_text(json.dumps({
         "startup_rows": groups["startup"]["rows"],
         "groups": {k: {"rows": v["rows"], "timelines": v["timelines"]} for k, v in groups.items() if k != "startup"},
+        "interruption_rows": interruption["rows"] if interruption else [],
+        "sustained": sustained["series"] if sustained else None,
         "memory": [{"group": r.group, "process": r.index, "samples": [[m.t, m.rss_kb, m.pss_kb] for m in r.memory]}
                    for r in profiler.processes],
     }) + "\n")
     outputs = out / "raw" / "outputs.txt"
     outputs.write_text("".join(
         f"[{r.group} #{r.index} request {k}] " + "".join(str(e.get("text", "")) for _, e in req if e.get("kind") == "token")
-        + "\n" for r in profiler.processes for k, req in enumerate(r.requests())))
+        + "\n" for r in profiler.processes for k, req in enumerate(r.requests(profiler.n_streams))))
     write_text_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     from omni_edge.harness.report import write_markdown, write_plots
 

@@ -39,9 +39,10 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     axes[0].boxplot([[r[k] for r in startup] for k in keys], tick_labels=["process start", "load", "first output"])
     axes[0].set_title(f"startup (warm restarts, n={len(startup)})")
     axes[0].set_ylabel("ms")
-    for ax, metric in zip(axes[1:], ("ttft_ms", "total_ms"), strict=True):
+    first = "first_pcm_ms" if report.get("kind") == "speech" else "ttft_ms"
+    for ax, metric in zip(axes[1:], (first, "total_ms"), strict=True):
         names = list(samples["groups"])
-        data = [[r[metric] for r in samples["groups"][g]["rows"] if r[metric] is not None] for g in names]
+        data = [[r[metric] for r in samples["groups"][g]["rows"] if r.get(metric) is not None] for g in names]
         ax.boxplot(data, tick_labels=[f"{g.split('-')[-1]}× (n={len(d)})" for g, d in zip(names, data, strict=True)])
         ax.set_title(metric.replace("_ms", "").upper() + " by concurrency")
         ax.set_xlabel("concurrent processes")
@@ -49,17 +50,24 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     fig.suptitle(title)
     files.append(_save(plt, fig, out, "latency.png"))
 
-    # Token-interval timeline: inter-token gaps along each request.
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    for g, data in samples["groups"].items():
-        for tl in data["timelines"][:4]:
-            ax.plot(range(1, len(tl["intervals_ms"]) + 1), tl["intervals_ms"], lw=1, alpha=0.8,
-                    label=f"{g} p{tl['process']} r{tl['request']}")
-    ax.set_xlabel("token index")
-    ax.set_ylabel("interval since previous token (ms, at the harness)")
-    ax.set_title(f"token intervals · {title}")
-    ax.legend(fontsize=7, ncol=2)
-    files.append(_save(plt, fig, out, "token_intervals.png"))
+    if report.get("kind") != "speech":  # token-interval timeline: inter-token gaps along each request
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        for g, data in samples["groups"].items():
+            for tl in data["timelines"][:4]:
+                ax.plot(range(1, len(tl["intervals_ms"]) + 1), tl["intervals_ms"], lw=1, alpha=0.8,
+                        label=f"{g} p{tl['process']} r{tl['request']}")
+        ax.set_xlabel("token index")
+        ax.set_ylabel("interval since previous token (ms, at the harness)")
+        ax.set_title(f"token intervals · {title}")
+        ax.legend(fontsize=7, ncol=2)
+        files.append(_save(plt, fig, out, "token_intervals.png"))
+    if report.get("speech"):
+        files.append(_pcm_arrivals(plt, report, samples, out, title))
+    if samples.get("sustained"):
+        from omni_edge.harness.sustained import plot_sustained
+
+        files.append(_save(plt, plot_sustained(plt, {"summary": report["sustained"], "series": samples["sustained"]},
+                                               title), out, "sustained.png"))
 
     # Memory over time per process, with the ledger's prediction as a line.
     fig, ax = plt.subplots(figsize=(10, 4.5))
@@ -79,6 +87,73 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     return files
 
 
+def _pcm_arrivals(plt: Any, report: dict[str, Any], samples: dict[str, Any], out: Path, title: str) -> str:
+    """Audio delivered against the playback clock: while a request's step line stays above its
+    playback line the speaker has sound queued; where it dips below, playback stalls."""
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    shown = [(g, tl) for g, data in samples["groups"].items() for tl in data["timelines"][:2] if tl["pcm_arrivals"]]
+    for i, (g, tl) in enumerate(shown[:4]):
+        color = colors[i % len(colors)]
+        t = [0.0] + [a[0] for a in tl["pcm_arrivals"]]
+        delivered = [0.0] + [a[1] for a in tl["pcm_arrivals"]]
+        ax.step(t, delivered, where="post", color=color, lw=1.2, label=f"delivered · {g} p{tl['process']} r{tl['request']}")
+        start = tl.get("playback_start_ms")
+        if start is not None:  # the controller's clock; the harness's arrivals trail it by the pipe
+            ax.plot([start, start + delivered[-1]], [0.0, delivered[-1]], color=color, ls="--", lw=1,
+                    label=f"played from {start:.0f} ms")
+    ax.set_xlabel("ms since the request started (at the harness)")
+    ax.set_ylabel("audio (ms)")
+    ax.set_title(f"PCM arrival vs playback clock (prebuffer {report['speech']['prebuffer_ms']} ms) · {title}")
+    ax.legend(fontsize=7, ncol=2)
+    return _save(plt, fig, out, "pcm_arrival.png")
+
+
+def _speech_lines(report: dict[str, Any]) -> list[str]:
+    speech = report.get("speech")
+    if not speech:
+        return []
+    stop = speech["interruption"]
+    m = stop["metrics"]
+    return [
+        "",
+        "## Speech",
+        "",
+        f"- prebuffer {speech['prebuffer_ms']} ms; {speech['clock']}.",
+        f"- interruption: {stop['stopped']} of {stop['runs']} requests stopped (SIGTERM) at a random moment within "
+        f"{stop['stop_within_ms']:.0f} ms of their first output ({stop['finished_before_the_stop']} finished first): "
+        f"stop -> terminal line p50 "
+        f"{_fmt(m['stop_to_terminal_ms']['p50'])} ms (p95 {_fmt(m['stop_to_terminal_ms']['p95'])}), stop -> last PCM "
+        f"p50 {_fmt(m['stop_to_last_pcm_ms']['p50'])} ms, PCM chunks after the stop p95 "
+        f"{_fmt(m['pcm_after_stop']['p95'], 0)}.",
+    ]
+
+
+def _sustained_lines(report: dict[str, Any]) -> list[str]:
+    s = report.get("sustained")
+    if not s:
+        return []
+    lat, thr = s["latency_metric"], s["throughput_metric"]
+    first, last, ratio = s["first_quarter"], s["last_quarter"], s["last_over_first"]
+    return [
+        "",
+        "## Sustained",
+        "",
+        f"{s['requests']} requests back to back in {s['duration_s']:.0f} s, sampled every {s['interval_s']:.0f} s "
+        f"({s['sensor_samples']} sensor samples).",
+        "",
+        "| metric | first quarter | last quarter | last / first |",
+        "|---|---|---|---|",
+        *[f"| {k} | {_fmt(first[k], 2)} | {_fmt(last[k], 2)} | {_fmt(ratio[k], 3)} |" for k in (lat, thr, "wall_ms")],
+        "",
+        f"- RSS {_fmt(s['rss_mb']['first'])} -> {_fmt(s['rss_mb']['last'])} MB (max {_fmt(s['rss_mb']['max'])}, "
+        f"slope {_fmt(s['rss_mb']['slope_mb_per_min'], 3)} MB/min); mean CPU clock {_fmt(s['cpu_mhz']['first'], 0)} -> "
+        f"{_fmt(s['cpu_mhz']['last'], 0)} MHz (min {_fmt(s['cpu_mhz']['min'], 0)}); hottest zone "
+        f"{_fmt(s['max_temperature_c'])} °C",
+        *[f"- {k}: {v}" for k, v in s["covers"].items()],
+    ]
+
+
 def write_markdown(report: dict[str, Any], path: Path) -> None:
     d, w = report["device"], report["workload"]
     lines = [
@@ -90,7 +165,8 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
         "- artifacts verified on the target: "
         + ", ".join(f"{v['component']} ({'qualified' if v['qualified'] else 'NOT qualified'})"
                     for v in report["verified_on_target"]),
-        f"- workload: {w['prompt_chars']} prompt chars, {w['max_new_tokens']} new tokens, "
+        f"- workload ({report.get('kind', 'text')} plan): {w['prompt_chars']} prompt chars, "
+        f"{_fmt(w['max_new_tokens'])} new tokens, {_fmt(w.get('max_frames'))} frames at most, "
         f"{w['warmup']} warm-up + {w['runs']} measured runs per group",
         f"- pushed: {report['deployment']['files_sent']} files sent ({report['deployment']['bytes_sent']} bytes), "
         f"{report['deployment']['files_skipped']} unchanged files skipped",
@@ -124,6 +200,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
     for g, data in report["groups"].items():
         for k, v in data["metrics"].items():
             lines.append(f"| {g} | {k} | {_fmt(v['p50'], 2)} | {_fmt(v['p95'], 2)} | {v['n']} |")
+    lines += _speech_lines(report) + _sustained_lines(report)
     mem, led = report["memory"], report["ledger"]
     lines += [
         "",

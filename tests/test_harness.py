@@ -14,8 +14,8 @@ from omni_edge import _native
 from omni_edge.contracts import ContractError
 from omni_edge.harness import ledger, matrix
 from omni_edge.harness.catalog import FAMILIES, ROUTES
+from profile_checks import PNG, check_speech_profile
 
-PNG = b"\x89PNG\r\n\x1a\n"
 RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
 
 
@@ -70,10 +70,29 @@ def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: 
 
     out = tmp_path / "profile"
     done = cli("profile", "--device", "host", "--workdir", workdir, "--plan", str(tiny_artifact / "plan.json"),
-               "--workload", "short", "--runs", "20", "--warmup", "1", "--concurrency", "1,2", "--out", str(out))
+               "--workload", "short", "--runs", "20", "--warmup", "1", "--concurrency", "1,2", "--duration", "4s",
+               "--out", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     report = _check_profile(out, 20, ["concurrency-1", "concurrency-2"])
     assert report["device"]["kind"] == "host" and report["deployment"]["files_sent"] == 0
+    # The sustained run: requests back to back for 4 s, RSS and sensors every 2 s, said what they cover.
+    sustained, series = report["sustained"], json.loads((out / "raw" / "samples.json").read_text())["sustained"]
+    assert sustained["duration_s"] == 4 and sustained["requests"] == len(series["requests"]) >= 10
+    assert 1 <= sustained["sensor_samples"] == len(series["sensors"]) <= 3 and series["memory"]
+    assert all(0 < r["t_s"] <= 4 + 60 and r["decode_tok_s"] > 0 for r in series["requests"])
+    assert sustained["last_over_first"]["decode_tok_s"] > 0
+    assert "never the NPU's" in sustained["covers"]["battery"] or sustained["covers"]["battery"].startswith("no battery")
+    assert "sustained.png" in report["plots"] and "## Sustained" in (out / "report.md").read_text()
+
+
+def test_a_speech_plan_is_profiled_with_the_speech_dimensions(tts_artifact: Path, tmp_path: Path) -> None:
+    out = tmp_path / "profile"
+    done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan", str(tts_artifact),
+               "--runs", "20", "--warmup", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = check_speech_profile(out, "speech", 20)
+    assert "ttft_ms" not in report["groups"]["concurrency-1"]["metrics"]
+    assert "(speech): first_pcm p50" in done.stderr
 
 
 def test_adb_push_and_profile_through_the_adb_protocol(tiny_artifact: Path, tmp_path: Path) -> None:
@@ -176,6 +195,9 @@ def test_bad_numbers_and_bad_plans_are_clear_errors(tiny_artifact: Path, tmp_pat
                  ["profile", "--device", "host", "--plan", plan, "--runs", "0"]):
         r = cli(*args)
         assert r.returncode == 2 and "must be at least 1" in r.stderr and "Traceback" not in r.stderr, args
+    for duration in ("0m", "-5s", "ten minutes", "3d"):
+        r = cli("profile", "--device", "host", "--plan", plan, "--duration", duration)
+        assert r.returncode == 2 and "a duration is a positive number with s, m or h" in r.stderr, (duration, r.stderr)
 
 
 @pytest.mark.parametrize("impl", ["native", "python"])
@@ -279,3 +301,26 @@ def test_qualified_needs_the_routes_own_device_and_passing_quality(tiny_artifact
     ran_badly = {**json.loads(path.read_text()), "_id": "x", "quality": {"qualified": False}}
     cell = matrix.cell_status(matrix.route("galaxy-s25"), matrix.family("spark"), [ran_badly])
     assert cell.status == "blocked" and cell.detail.startswith("quality:")
+
+
+def test_sensor_readings_of_a_phone_are_parsed_with_their_units() -> None:
+    from omni_edge.harness.sensors import coverage, parse_sensors, sensor_script
+
+    script, marker = sensor_script()
+    assert marker in script and "dumpsys battery" in script and "scaling_cur_freq" in script
+    text = "\n".join([
+        f"{marker}cpufreq", "cpu0/cpufreq/scaling_cur_freq 1785600", "cpu7/cpufreq/scaling_cur_freq 3302400",
+        f"{marker}cpuinfo",
+        f"{marker}thermal", "thermal_zone0 41200 cpu-0-0", "thermal_zone1 38500 gpu", "thermal_zone2 39000 gpu",
+        f"{marker}power", "battery -412000 4012000",
+        f"{marker}battery", "Current Battery Service state:", "  level: 87", "  voltage: 4011", "  temperature: 301",
+    ])
+    s = parse_sensors(text, marker, 2.0)
+    assert s.cpu_source == "cpufreq" and s.cpu_mhz == {"cpu0": 1785.6, "cpu7": 3302.4}
+    assert s.thermal_c == {"cpu-0-0": 41.2, "gpu": 38.5, "gpu (thermal_zone2)": 39.0}
+    assert s.battery == {"current_ma": -412.0, "voltage_v": 4.012, "level": 87.0, "temperature_c": 30.1}
+    covers = coverage([s])
+    assert "never the NPU's" in covers["battery"] and covers["cpu_mhz"].startswith("each CPU's current clock")
+    vm = parse_sensors(f"{marker}cpufreq\n{marker}cpuinfo\ncpu MHz\t\t: 2600.000\n", marker, 0.0)
+    assert vm.cpu_source == "cpuinfo" and vm.cpu_mhz == {"cpu0": 2600.0} and not vm.thermal_c and not vm.battery
+    assert parse_sensors("garbage\n", marker, 0.0).to_dict()["cpu_mhz"] == {}

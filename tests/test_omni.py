@@ -17,6 +17,7 @@ from numeric import assert_codes, assert_greedy
 from omni_edge.export.omni import thinker_reference, write_omni_plan
 from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
 from omni_edge.runtime import OmniSession
+from profile_checks import check_speech_profile
 
 PROMPT = "The stage controller"
 RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
@@ -209,3 +210,17 @@ def test_a_slow_listener_holds_the_thinker_back_and_memory_bounded(small_chunk_p
     assert slow_peak - normal_peak < 64, (normal_peak, slow_peak)
     print(f"peak RSS {normal_peak:.0f} MB at full speed, {slow_peak:.0f} MB {slowdown}x slower; "
           f"tokens ahead at each checked chunk {lead}")
+
+
+def test_an_omni_plan_is_profiled_with_both_streams_and_the_handoff(omni_plan: Path, tmp_path: Path) -> None:
+    out = tmp_path / "profile"
+    done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan", str(omni_plan),
+               "--runs", "20", "--warmup", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = check_speech_profile(out, "omni", 20)
+    metrics = report["groups"]["concurrency-1"]["metrics"]
+    for name in ("ttft_ms", "decode_tok_s", "token_interval_ms", "handoff_ms"):
+        assert metrics[name]["n"] >= 20 and metrics[name]["p50"] is not None, (name, metrics[name])
+    # The first PCM needs the thinker's first hidden state: it never comes before the first token.
+    assert metrics["handoff_ms"]["min"] > 0
+    assert "token_intervals.png" in report["plots"]

@@ -8,7 +8,7 @@
 //                 [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...
 //                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
 //                 [--memory-pools auto|off|JSON] [--repeat N] [--profile] [--speak OUT.wav [--max-frames N]]
-//   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] ...
+//   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] [--profile] ...
 //
 // One session API for every plan (text, speech, omni). Text streams to stdout; with --json every
 // event is one JSON line (the last of each stream "done", "cancelled" or "error" with
@@ -47,11 +47,11 @@ const char* const kUsage =
     "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
     "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n"
     "                     [--memory-pools auto|off|JSON] [--repeat N] [--profile]\n"
-    "                     [--speak OUT.wav [--max-frames N]]   (an omni plan: also speak the reply)\n"
+    "                     [--speak OUT.wav [--max-frames N] [--prebuffer-ms MS]]   (an omni plan: also speak)\n"
     "       omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json]\n"
     "                     [--max-frames N] [--prebuffer-ms MS] [--temperature T] [--top-k K] [--top-p P]\n"
     "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
-    "                     [--info] [--repeat N]\n";
+    "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n";
 
 int Usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "omni-edge-run: %s\n", why);
@@ -126,6 +126,9 @@ bool CommonFlag(omni_edge::tools::ArgReader& args, const std::string& a, Invocat
   else if (a == "--json") in->out.json = true;
   else if (a == "--info") in->info = true;
   else if (a == "--repeat") in->repeat = int(args.Whole("--repeat", 1, 1e6));
+  else if (a == "--profile") in->profile = true;
+  else if (a == "--prebuffer-ms") in->request.prebuffer_ms = double(args.Whole("--prebuffer-ms", 0, 60000));
+  else if (a == "--memory-pools") in->pools = args.Value("--memory-pools");
   else return false;
   return true;
 }
@@ -197,8 +200,6 @@ int Run(int argc, char** argv, int first) {
     else if (omni_edge::tools::ReadSamplingFlag(args, a, &in.request.sampling)) continue;
     else if (a == "--stop") in.stops.emplace_back(args.Value("--stop"));
     else if (a == "--ignore-stop-tokens") in.request.ignore_stop_tokens = 1;
-    else if (a == "--profile") in.profile = true;
-    else if (a == "--memory-pools") in.pools = args.Value("--memory-pools");
     else if (a == "--speak") in.out.wav_path = args.Value("--speak"), in.out.tag_streams = true;
     else return Usage(("unknown argument '" + a + "'").c_str());
   }
@@ -220,7 +221,6 @@ int Speak(int argc, char** argv, int first) {
       if (!omni_edge::tools::ParseIds(args.Value("--text-ids"), &in.ids)) return Usage("speak: --text-ids takes comma-separated token ids");
       in.have_prompt = true;
     } else if (a == "--out") in.out.wav_path = args.Value("--out");
-    else if (a == "--prebuffer-ms") in.request.prebuffer_ms = double(args.Whole("--prebuffer-ms", 0, 60000));
     else if (omni_edge::tools::ReadSamplingFlag(args, a, &in.request.speech_sampling)) continue;
     else return Usage(("speak: unknown argument '" + a + "'").c_str());
   }

@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omni_edge.contracts.manifest import sha256_file
+from omni_edge.harness.sensors import SensorSample, parse_sensors, sensor_script
 
 
 class DeviceError(RuntimeError):
@@ -153,6 +154,15 @@ class Device(ABC):
     @abstractmethod
     def facts(self) -> DeviceFacts:
         """SoC, RAM, OS/build, ABI, HTP arch, battery/thermal state, runtime versions."""
+
+    def sensors(self, t: float) -> SensorSample:
+        """CPU clocks, thermal zones and battery readings now (harness/sensors.py); `t` stamps them."""
+        script, marker = sensor_script()
+        try:
+            done = self.shell(["sh", "-c", script], timeout=15.0)
+        except DeviceError:
+            return SensorSample(t=t)
+        return parse_sensors(done.stdout, marker, t)
 
     def drop_page_cache(self) -> bool:
         """Evict file pages so the next start reads artifacts from storage (a cold start);

@@ -1,0 +1,136 @@
+"""What the profiling protocol measures per plan kind: text, speech, omni (text + speech).
+
+The kind follows from the plan's final outputs. A speech request's audio stream is `pcm` lines
+then one terminal line whose fields come from the controller's own playback clock (started when
+the declared prebuffer is queued): first playable PCM, playback start, deficits (underruns) and
+their duration, RTF, the tail after the input ended, the talker's time per frame and the vocoder's
+time. The harness adds what only the reader sees: the arrival gaps between chunks at the pipe,
+and the audio delivered against the playback clock along the request (the plot).
+An omni request has both streams; its handoff is the thinker's first token to the first PCM.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TEXT, SPEECH, OMNI = "text", "speech", "omni"
+
+_PARAGRAPH = ("The module provides a small set of tools for working with text, files and numbers. "
+              "Each function documents its arguments, what it returns and which errors it raises. ")
+_SPOKEN = ("Good morning. The train to the coast leaves at nine from platform four, and the next one an hour "
+           "later. Tickets are sold at the counter and on board. ")
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    prompt: str           # the prompt (text, omni) or the text to speak (speech)
+    max_new_tokens: int   # text and omni
+    max_frames: int = 0   # speech and omni: frames spoken at most (0: the plan's limit)
+
+
+WORKLOADS: dict[str, dict[str, Workload]] = {
+    TEXT: {"short": Workload("short", "The module provides", 32),
+           "medium": Workload("medium", _PARAGRAPH * 3 + "In short,", 96),
+           "long": Workload("long", _PARAGRAPH * 8 + "To summarize,", 160)},
+    SPEECH: {"short": Workload("short", "Good morning.", 0, 24),
+             "medium": Workload("medium", _SPOKEN, 0, 64),
+             "long": Workload("long", _SPOKEN * 3, 0, 160)},
+    OMNI: {"short": Workload("short", "Say good morning.", 16, 24),
+           "medium": Workload("medium", _PARAGRAPH + "Say it in a sentence.", 48, 64),
+           "long": Workload("long", _PARAGRAPH * 3 + "Say it in a few sentences.", 96, 160)},
+}
+
+# The audio terminal's fields the report summarizes (the controller's clock), and the text's.
+SPEECH_FIELDS = ("first_pcm_ms", "playback_start_ms", "rtf", "underruns", "underrun_ms", "tail_ms", "total_ms",
+                 "audio_ms", "talker_ms_per_frame", "vocoder_ms")
+TEXT_FIELDS = ("ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s", "n_prompt_tokens", "n_generated_tokens",
+               "peak_rss_mb")
+TERMINAL_KINDS = ("done", "cancelled", "error")
+
+
+def plan_kind(plan_path: Path) -> str:
+    """text, speech or omni, from the final outputs a plan's stages declare."""
+    try:
+        stages = json.loads(plan_path.read_text())["stages"]
+        finals = {s.get("final_output_type") for s in stages if s.get("final_output")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{plan_path}: not a readable plan ({exc})") from None
+    if "audio" in finals:
+        return OMNI if "text" in finals else SPEECH
+    return TEXT
+
+
+def streams_of(kind: str) -> tuple[str, ...]:
+    return {TEXT: ("text",), SPEECH: ("audio",), OMNI: ("text", "audio")}[kind]
+
+
+def stream_of(event: dict[str, Any], kind: str) -> str:
+    """The stream a line belongs to: omni lines carry it, the others have one stream."""
+    return str(event.get("stream", streams_of(kind)[0]))
+
+
+def run_argv(kind: str, binary: str, plan: str, workload: Workload, wav: str) -> list[str]:
+    """omni-edge-run's command line for one workload of this kind (without --repeat/--threads)."""
+    if kind == SPEECH:
+        argv = [binary, "speak", "--plan", plan, "--text", workload.prompt, "--out", wav]
+    else:
+        argv = [binary, "--plan", plan, "--prompt", workload.prompt, "--max-new-tokens", str(workload.max_new_tokens),
+                "--ignore-stop-tokens"]
+        if kind == OMNI:
+            argv += ["--speak", wav]
+    if kind != TEXT and workload.max_frames:
+        argv += ["--max-frames", str(workload.max_frames)]
+    return [*argv, "--json", "--profile"]
+
+
+def is_first_output(event: dict[str, Any]) -> bool:
+    return event.get("kind") in ("token", "pcm")
+
+
+def request_row(kind: str, lines: list[tuple[float, dict[str, Any]]], start: float) -> dict[str, Any] | None:
+    """One request's measured row, or None unless every stream finished ("done")."""
+    terminals = {stream_of(e, kind): e for _, e in lines if e.get("kind") in TERMINAL_KINDS}
+    if any(terminals.get(s, {}).get("kind") != "done" for s in streams_of(kind)):
+        return None
+    done_t = max(t for t, e in lines if e.get("kind") in TERMINAL_KINDS)
+    row: dict[str, Any] = {"wall_ms": (done_t - start) * 1000}
+    if "text" in terminals:
+        row |= {k: terminals["text"].get(k) for k in TEXT_FIELDS}
+        tokens = [t for t, e in lines if e.get("kind") == "token"]
+        row["token_intervals_ms"] = [(b - a) * 1000 for a, b in itertools.pairwise(tokens)]
+    if "audio" in terminals:
+        audio = terminals["audio"]
+        row |= {f"audio_{k}" if k == "total_ms" else k: audio.get(k) for k in SPEECH_FIELDS}
+        pcm = [(t, e) for t, e in lines if e.get("kind") == "pcm"]
+        rate = float(audio.get("sample_rate") or 1)
+        row["chunk_gaps_ms"] = [(b - a) * 1000 for (a, _), (b, _) in itertools.pairwise(pcm)]
+        # Audio delivered (ms) against the harness's clock (ms since the request started).
+        delivered, arrivals = 0.0, []
+        for t, e in pcm:
+            delivered += 1000.0 * float(e.get("n_samples", 0)) / rate
+            arrivals.append([round((t - start) * 1000, 3), round(delivered, 3)])
+        row["pcm_arrivals"] = arrivals
+        if "text" in terminals and audio.get("first_pcm_ms") is not None and row.get("ttft_ms") is not None:
+            row["handoff_ms"] = float(audio["first_pcm_ms"]) - float(row["ttft_ms"])
+    if "total_ms" not in row:
+        row["total_ms"] = row.get("audio_total_ms")
+    return row
+
+
+def metric_names(kind: str) -> list[str]:
+    names = ["wall_ms"]
+    if kind != SPEECH:
+        names += ["ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s"]
+    if kind != TEXT:
+        names += ["first_pcm_ms", "playback_start_ms", "rtf", "underruns", "underrun_ms", "tail_ms",
+                  "talker_ms_per_frame", "vocoder_ms"]
+    if kind == SPEECH:
+        names += ["audio_total_ms"]
+    if kind == OMNI:
+        names += ["handoff_ms"]
+    return names
