@@ -72,13 +72,14 @@ Result<std::shared_ptr<EventStream>> StageController::Begin(const StageRequest& 
                                                            "' is not stage " + std::to_string(request.stage_id) +
                                                            "'s '" + identity->second.worker_generation + "'");
   }
-  RequestKey key{request.request_id, request.stage_id, request.epoch, request.worker_generation};
-  if (used_.count(key) != 0) return Status::Error("duplicate_request", "request " + request.request_id + " was used before");
+  if (used_.Contains(request.request_id, request.stage_id, request.epoch, request.worker_generation)) {
+    return Status::Error("duplicate_request", "request " + request.request_id + " was used before");
+  }
   if (request.state && !LiveLocked(request.stage_id, *request.state)) {
     return Status::Error("state_not_live", "the continuation state is unknown, different or retired");
   }
   auto stream = std::make_shared<EventStream>(request, limits);
-  used_.insert(key);
+  used_.Insert(request.request_id, request.stage_id, request.epoch, request.worker_generation);
   active_ = Active{request, stream, request.state, false};
   return stream;
 }

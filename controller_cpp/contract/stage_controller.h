@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "contract/event_stream.h"
 #include "contract/types.h"
+#include "contract/used_requests.h"
 
 namespace omni_edge::contract {
 
@@ -50,7 +51,6 @@ class StageController {
  private:
   using StateKey = std::pair<int64_t, std::string>;      // (stage, state_id)
   using HandleKey = std::pair<int64_t, std::string>;     // (stage, every field of the handle)
-  using RequestKey = std::tuple<std::string, int64_t, int64_t, std::string>;
   struct Active {
     StageRequest request;
     std::shared_ptr<EventStream> stream;
@@ -70,7 +70,7 @@ class StageController {
   const std::map<int64_t, BackendIdentity> identities_;
   mutable std::mutex mu_;
   std::optional<Active> active_;
-  std::set<RequestKey> used_;
+  UsedRequests used_;  // bounded for counted ids (contract/used_requests.h)
   // A handle names one state at one epoch: cancel retires that handle, and the backend may
   // later bind the same state to the next epoch with a new handle.
   std::map<StateKey, StateHandle> live_;
