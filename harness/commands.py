@@ -143,11 +143,12 @@ def _profile(args: argparse.Namespace) -> int:
         kind = plan_kind(args.plan)
         device = _open(args)
         d = deploy(device, args.plan.parent, plan_name=args.plan.name, name=args.name, runtime=_runtime(args, device))
-        groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None)
+        groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None) + args.trace
         with tqdm(total=groups, unit="group", file=sys.stderr) as bar:
             report = run_profile(d, WORKLOADS[kind][args.workload], args.out, kind=kind, runs=args.runs,
                                  warmup=args.warmup, concurrency=args.concurrency, threads=args.threads,
-                                 prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, progress=bar)
+                                 prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, trace=args.trace,
+                                 progress=bar)
     except (DeviceError, OSError, ValueError) as exc:
         print(f"omni-edge profile: {exc}", file=sys.stderr)
         return 1
@@ -165,6 +166,8 @@ def _profile(args: argparse.Namespace) -> int:
         drift = s["last_over_first"][s["throughput_metric"]]
         line += (f"; sustained {s['duration_s']:.0f} s: {s['requests']} requests, last/first quarter "
                  f"{s['throughput_metric']} {drift or 0:.3f}, RSS slope {s['rss_mb']['slope_mb_per_min'] or 0:.2f} MB/min")
+    if report["trace"]:
+        line += f"; trace {args.out}/trace.json ({report['trace']['graph_runs']} graph runs)"
     print(f"{line}; report.md and {', '.join(report['plots'])}", file=sys.stderr)
     return 0
 
@@ -273,6 +276,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--duration", type=_duration, default=None,
                    help="also a sustained run of this length (30m, 2m, 45s): requests back to back, RSS and the "
                         "device's sensors (CPU clocks, thermal zones, battery) sampled every 2 s, a trend plot")
+    p.add_argument("--trace", action="store_true",
+                   help="also one traced request: OUT/trace.json (Chrome trace JSON; open it in ui.perfetto.dev), "
+                        "reported apart from the untraced groups")
     p.add_argument("--out", type=Path, default=Path("work/profile"))
     runtime_args(p)
     p.set_defaults(func=_profile)

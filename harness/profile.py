@@ -106,9 +106,12 @@ class Profiler:
         self.processes: list[ProcessRun] = []
         (out / "raw" / "logs").mkdir(parents=True, exist_ok=True)
 
-    def _argv(self, group: str, index: int, repeat: int, workload: Workload, info: bool = False) -> list[str]:
+    def _argv(self, group: str, index: int, repeat: int, workload: Workload, info: bool = False,
+              trace: str | None = None) -> list[str]:
         wav = f"{self.d.root}/out-{group}-{index:03d}.wav"  # one per process: concurrent ones do not share it
         argv = [*run_argv(self.kind, self.d.binary, self.d.plan, workload, wav), "--repeat", str(repeat)]
+        if trace is not None:
+            argv += ["--trace", trace]
         if self.threads:
             argv += ["--threads", str(self.threads)]
         if self.kind != TEXT and self.prebuffer_ms is not None:
@@ -117,7 +120,8 @@ class Profiler:
 
     def launch(self, group: str, index: int, repeat: int, workload: Workload, info: bool = False,
                stop_after_first_output_s: float | None = None, stop_after_spawn_s: float | None = None,
-               sample_interval: float | None = None, on_sample: Callable[[float], None] | None = None) -> ProcessRun:
+               sample_interval: float | None = None, on_sample: Callable[[float], None] | None = None,
+               trace: str | None = None) -> ProcessRun:
         """One process. With `stop_after_first_output_s` (or `stop_after_spawn_s`) it is stopped
         (SIGTERM, a user's stop) that long after its first output (or its start), the stop's time
         kept as a "stop" line. Memory is sampled every `sample_interval` s, and `on_sample(t)`
@@ -169,7 +173,7 @@ class Profiler:
         run.spawn_t = time.perf_counter()
         sampler.start()
         timeout = self.timeout + (stop_after_spawn_s or 0.0)
-        result = self.d.device.stream(self._argv(group, index, repeat, workload, info), on_line,
+        result = self.d.device.stream(self._argv(group, index, repeat, workload, info, trace), on_line,
                                       timeout=timeout, env=self.d.env, on_start=started)
         stop.set()
         sampler.join()
@@ -253,6 +257,28 @@ class Profiler:
                 for r in rows]
         return {"concurrency": c, "requests": len(rows), "metrics": metrics, "rows": flat, "timelines": timelines}
 
+    def traced(self) -> dict[str, Any]:
+        """One more process, its last request traced (the warm-up before it is not): the trace
+        comes back as OUT/trace.json. Its timings are the traced run's own and are reported apart:
+        the measured groups above ran untraced."""
+        remote = f"{self.d.root}/trace.json"
+        run = self.launch("traced", 0, self.warmup + 1, self.workload, trace=remote)
+        local = self.out / "trace.json"
+        self.d.device.pull(remote, local)
+        events = json.loads(local.read_text())["traceEvents"]
+        spans = [e for e in events if e.get("ph") == "X"]
+        graphs = [e for e in spans if e.get("cat") == "graph"]
+        by_device: dict[str, float] = {}
+        for e in graphs:
+            device = str(e["args"].get("device", "?"))
+            by_device[device] = by_device.get(device, 0.0) + float(e["dur"]) / 1000
+        request = next((e for e in spans if e.get("cat") == "session" and e["name"] == "request"), None)
+        return {"file": "trace.json", "events": len(events), "graph_runs": len(graphs),
+                "graph_ms_by_device": by_device, "request_ms": float(request["dur"]) / 1000 if request else None,
+                "threads": sorted(e["args"]["name"] for e in events if e.get("name") == "thread_name"),
+                "wait_ms": sum(float(e["dur"]) for e in spans if e.get("cat") == "queue") / 1000,
+                "returncode": run.returncode}
+
     def interruption(self, within_ms: float, seed: int = 0) -> dict[str, Any]:
         """Stop each of RUNS processes at a random moment within `within_ms` after its first output
         (the caller passes most of a measured request's length); the protocol's interruption
@@ -308,7 +334,7 @@ def _placement(stderr: str) -> list[dict[str, Any]]:
 
 def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: str = TEXT, runs: int = 20,
                 warmup: int = 1, concurrency: list[int] | None = None, threads: int = 0, prebuffer_ms: int | None = None,
-                duration_s: float | None = None, progress: Any = None) -> dict[str, Any]:
+                duration_s: float | None = None, trace: bool = False, progress: Any = None) -> dict[str, Any]:
     """The whole protocol; writes OUT/report.json, OUT/report.md, OUT/*.png and OUT/raw/."""
     if runs < 1 or warmup < 0 or any(c < 1 for c in (concurrency or [1])):
         raise ValueError(f"runs >= 1, warmup >= 0 and concurrency >= 1 (got {runs}, {warmup}, {concurrency})")
@@ -329,6 +355,8 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
 
     if kind != TEXT:
         steps.append(("interruption", interrupt))
+    if trace:
+        steps.append(("traced", profiler.traced))
     if duration_s is not None:
         from omni_edge.harness.sustained import run_sustained
 
@@ -341,6 +369,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
             progress.update(1)
     interruption = groups.pop("interruption", None)
     sustained = groups.pop("sustained", None)
+    traced = groups.pop("traced", None)
     memory = profiler.memory()
     memory["sampling_errors"] = sorted({r.memory_error for r in profiler.processes if r.memory_error})
     ledger = groups["startup"]["cold"].get("ledger") or {}
@@ -372,6 +401,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
                      "clock under the prebuffer; chunk gaps and the arrival plot are the harness's reading of the pipe",
             "interruption": {k: v for k, v in interruption.items() if k != "rows"}},
         "sustained": None if sustained is None else sustained["summary"],
+        "trace": traced,  # a separate traced run: none of the groups' timings above were traced
         "raw": "raw/",
     }
     (out / "raw" / "samples.json").write_text(json.dumps({

@@ -154,6 +154,21 @@ def _sustained_lines(report: dict[str, Any]) -> list[str]:
     ]
 
 
+def _trace_lines(report: dict[str, Any]) -> list[str]:
+    t = report.get("trace")
+    if not t:
+        return []
+    devices = ", ".join(f"{d} {ms:.1f} ms" for d, ms in t["graph_ms_by_device"].items())
+    return [
+        "",
+        "## Trace",
+        "",
+        f"[{t['file']}]({t['file']}) (open it in ui.perfetto.dev): one request traced in a separate process, "
+        f"{_fmt(t['request_ms'])} ms, {t['graph_runs']} graph runs ({devices}), {t['wait_ms']:.1f} ms waiting on "
+        f"queues and credit, threads {', '.join(t['threads'])}. Traced timings are not part of the tables above.",
+    ]
+
+
 def write_markdown(report: dict[str, Any], path: Path) -> None:
     d, w = report["device"], report["workload"]
     lines = [
@@ -200,7 +215,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
     for g, data in report["groups"].items():
         for k, v in data["metrics"].items():
             lines.append(f"| {g} | {k} | {_fmt(v['p50'], 2)} | {_fmt(v['p95'], 2)} | {v['n']} |")
-    lines += _speech_lines(report) + _sustained_lines(report)
+    lines += _speech_lines(report) + _sustained_lines(report) + _trace_lines(report)
     mem, led = report["memory"], report["ledger"]
     lines += [
         "",

@@ -32,3 +32,34 @@ def check_speech_profile(out: Path, kind: str, runs: int) -> dict:
     md = (out / "report.md").read_text()
     assert "## Speech" in md and "| concurrency-1 | first_pcm_ms |" in md
     return report
+
+
+def check_chrome_trace(path: Path) -> dict:
+    """The Chrome trace event format as Perfetto's JSON importer reads it: an object with a
+    traceEvents list of complete ("X": name, cat, ts and dur in microseconds, pid, tid, args) and
+    metadata ("M": process_name / thread_name) events; every thread with spans is named, and the
+    spans of one thread nest (a slice track cannot hold partly overlapping slices)."""
+    data = json.loads(path.read_text())
+    assert isinstance(data, dict) and isinstance(data["traceEvents"], list) and data["displayTimeUnit"] == "ms"
+    named: set[int] = set()
+    per_thread: dict[int, list[tuple[float, float, str]]] = {}
+    for e in data["traceEvents"]:
+        assert isinstance(e["name"], str) and e["name"] and type(e["pid"]) is int and type(e["tid"]) is int, e
+        assert e["ph"] in ("X", "M"), e
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name") and isinstance(e["args"]["name"], str), e
+            if e["name"] == "thread_name":
+                named.add(e["tid"])
+            continue
+        assert isinstance(e["cat"], str) and isinstance(e["args"], dict), e
+        assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["ts"] >= 0 <= e["dur"], e
+        per_thread.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
+    assert per_thread and set(per_thread) <= named, (set(per_thread), named)
+    for tid, spans in per_thread.items():
+        stack: list[tuple[float, float, str]] = []
+        for start, end, name in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1][1] <= start + 1e-3:
+                stack.pop()
+            assert not stack or end <= stack[-1][1] + 1e-3, (tid, name, start, end, stack[-1])
+            stack.append((start, end, name))
+    return data

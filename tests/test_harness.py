@@ -14,12 +14,12 @@ from omni_edge import _native
 from omni_edge.contracts import ContractError
 from omni_edge.harness import ledger, matrix
 from omni_edge.harness.catalog import FAMILIES, ROUTES
-from profile_checks import PNG, check_speech_profile
+from profile_checks import PNG, check_chrome_trace, check_speech_profile
 
 RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
 
 
-def _check_profile(out: Path, runs: int, groups: list[str]) -> dict:
+def _check_profile(out: Path, runs: int, groups: list[str], extra_launches: int = 0) -> dict:
     report = json.loads((out / "report.json").read_text())
     assert report["verified_on_target"] == [{"component": "thinker-onnx", "qualified": True}]
     assert report["startup"]["warm_restart"]["load_ms"]["n"] == runs
@@ -41,7 +41,7 @@ def _check_profile(out: Path, runs: int, groups: list[str]) -> dict:
         assert (out / plot).read_bytes()[:8] == PNG and (out / plot).stat().st_size > 10_000
     md = (out / "report.md").read_text()
     assert "| concurrency-1 | ttft_ms |" in md and "![memory.png](memory.png)" in md
-    launches = 1 + runs + sum(int(g.split("-")[1]) for g in groups)
+    launches = 1 + runs + sum(int(g.split("-")[1]) for g in groups) + extra_launches
     assert len(list((out / "raw" / "logs").glob("*.stdout.jsonl"))) == launches
     samples = json.loads((out / "raw" / "samples.json").read_text())
     assert len(samples["startup_rows"]) == 1 + runs
@@ -71,9 +71,9 @@ def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: 
     out = tmp_path / "profile"
     done = cli("profile", "--device", "host", "--workdir", workdir, "--plan", str(tiny_artifact / "plan.json"),
                "--workload", "short", "--runs", "20", "--warmup", "1", "--concurrency", "1,2", "--duration", "4s",
-               "--out", str(out))
+               "--trace", "--out", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
-    report = _check_profile(out, 20, ["concurrency-1", "concurrency-2"])
+    report = _check_profile(out, 20, ["concurrency-1", "concurrency-2"], extra_launches=2)  # sustained, traced
     assert report["device"]["kind"] == "host" and report["deployment"]["files_sent"] == 0
     # The sustained run: requests back to back for 4 s, RSS and sensors every 2 s, said what they cover.
     sustained, series = report["sustained"], json.loads((out / "raw" / "samples.json").read_text())["sustained"]
@@ -83,6 +83,11 @@ def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: 
     assert sustained["last_over_first"]["decode_tok_s"] > 0
     assert "never the NPU's" in sustained["covers"]["battery"] or sustained["covers"]["battery"].startswith("no battery")
     assert "sustained.png" in report["plots"] and "## Sustained" in (out / "report.md").read_text()
+    # The traced request: a separate process, its trace pulled back and readable by Perfetto.
+    check_chrome_trace(out / "trace.json")
+    traced = report["trace"]
+    assert traced["file"] == "trace.json" and traced["graph_runs"] >= 32 and set(traced["graph_ms_by_device"]) == {"cpu"}
+    assert traced["threads"] == ["caller", "stage 0 thinker"] and "## Trace" in (out / "report.md").read_text()
 
 
 def test_a_speech_plan_is_profiled_with_the_speech_dimensions(tts_artifact: Path, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from numeric import assert_codes, assert_greedy
 from omni_edge.export.omni import thinker_reference, write_omni_plan
 from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
 from omni_edge.runtime import OmniSession
-from profile_checks import check_speech_profile
+from profile_checks import check_chrome_trace, check_speech_profile
 
 PROMPT = "The stage controller"
 RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
@@ -224,3 +224,30 @@ def test_an_omni_plan_is_profiled_with_both_streams_and_the_handoff(omni_plan: P
     # The first PCM needs the thinker's first hidden state: it never comes before the first token.
     assert metrics["handoff_ms"]["min"] > 0
     assert "token_intervals.png" in report["plots"]
+
+
+def test_a_traced_omni_request_shows_every_stage_and_graph_in_a_perfetto_readable_trace(omni_plan: Path,
+                                                                                       tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    run = [str(RUN), "--plan", str(omni_plan), "--prompt", PROMPT, "--max-new-tokens", "6",
+           "--ignore-stop-tokens", "--speak", str(tmp_path / "reply.wav"), "--max-frames", "8", "--trace", str(trace),
+           "--repeat", "2"]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = check_chrome_trace(trace)["traceEvents"]
+    threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {"caller", "stage 0 thinker", "stage 1 talker"} <= threads and len(threads) == 4, threads
+    requests = [e for e in events if e["name"] == "request"]
+    assert len(requests) == 1  # the trace holds the last request of the two
+    graphs = [e for e in events if e.get("cat") == "graph"]
+    assert {e["args"]["device"] for e in graphs} == {"cpu"} and {"embed_chunk", "lm_head"} <= {e["name"] for e in graphs}
+    assert all(e["args"]["engine"] == "CPUExecutionProvider" and e["args"]["bytes_in"] == 0 for e in graphs
+               if e["args"]["backend"] == "onnxruntime")
+    waits = [e for e in events if e["name"].startswith("wait input from stage ")]
+    assert waits and all(e["cat"] == "queue" for e in waits)
+    # Every graph run and wait lies inside the one request.
+    end = requests[0]["ts"] + requests[0]["dur"]
+    assert all(requests[0]["ts"] <= e["ts"] and e["ts"] + e["dur"] <= end + 1 for e in graphs + waits)
+    refused = subprocess.run([*run[:-4], "--trace", str(tmp_path / "absent" / "trace.json")], capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 1 and "cannot write the trace" in refused.stderr

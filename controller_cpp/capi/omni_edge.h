@@ -139,6 +139,12 @@ OE_API OeError* oe_session_reset(OeSession* session);
 /* {"plan", "epoch", "streams": {"text": {...}, "audio": {"sample_rate", "pcm_dtype", ...}},
  *  "placements": [...], "stages": [{"stage_id", "family", "state", "last_request": {...}}]} */
 OE_API OeError* oe_session_info(OeSession* session, char** out_json);
+/* Tracing (off by default): while enabled, each request replaces the session's trace with its own.
+ * The trace is Chrome trace event JSON (load it in ui.perfetto.dev): stage threads, worker steps,
+ * graph runs with their device, engine and bytes copied, input waits, emits, the listener.
+ * Not thread-safe against a running request: enable before submitting, read after it returned. */
+OE_API OeError* oe_session_trace(OeSession* session, int enable);
+OE_API OeError* oe_session_trace_json(OeSession* session, char** out_json);
 
 /* ---- Deprecated in 0.3.0, removed in 0.4.0: per-kind wrappers over the session above --- */
 

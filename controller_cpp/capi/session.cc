@@ -144,4 +144,20 @@ OeError* oe_session_info(OeSession* session, char** out_json) {
   });
 }
 
+OeError* oe_session_trace(OeSession* session, int enable) {
+  return Guard([&]() -> Status {
+    if (session == nullptr) return Status::Error("invalid_argument", "session is required");
+    session->session->Trace(enable != 0);
+    return Status::Ok();
+  });
+}
+
+OeError* oe_session_trace_json(OeSession* session, char** out_json) {
+  return Guard([&]() -> Status {
+    if (session == nullptr || out_json == nullptr) return Status::Error("invalid_argument", "session and out_json are required");
+    *out_json = CopyString(session->session->TraceJson().dump());
+    return Status::Ok();
+  });
+}
+
 }  // extern "C"

@@ -203,6 +203,7 @@ Status Session::OpenStages(const SessionOptions& options, const FamilyRegistry& 
     StageRunner::Identity identity{session_id_, manifest.artifact.checkpoint_id + "/" + manifest.component, backend,
                                    backend + "-" + instance};
     runners_.push_back(std::make_unique<StageRunner>(copy, std::move(worker), identity));
+    runners_.back()->set_trace(&backends_.trace());
   }
   return Status::Ok();
 }
@@ -221,6 +222,12 @@ Result<Json> Session::Submit(const Request& request, const Listener& listener) {
   OE_RETURN_IF_ERROR(Validate(request));
   for (auto& r : runners_) OE_RETURN_IF_ERROR(r->Check(request));
   for (auto& r : runners_) OE_RETURN_IF_ERROR(r->Settle(request));
+  trace::Recorder& trace = backends_.trace();
+  if (trace.enabled()) {  // the trace holds the last request
+    trace.Clear();
+    trace.NameThread("caller");
+  }
+  trace::Span traced(&trace, "request", "session", Json{{"epoch", epoch_.load()}});
   started_ = Clock::now();
   {
     std::lock_guard<std::mutex> lock(flight_mu_);
@@ -399,6 +406,8 @@ Json Session::AudioFields(const Stream& f, Json fields, double now) const {
 
 bool Session::Call(const Listener& listener, const SessionEvent& event) {
   if (!listener_error_.empty()) return false;
+  std::optional<trace::Span> span;  // the consumer's time with the event
+  if (backends_.trace().enabled()) span.emplace(&backends_.trace(), "listener " + event.json.value("kind", ""), "session");
   try {
     return listener(event);
   } catch (const std::exception& e) {
@@ -541,5 +550,9 @@ Result<std::vector<int32_t>> Session::Tokenize(const std::string& text) const {
   }
   return Status::Error("no_tokenizer", "no entry stage of this plan reads text");
 }
+
+void Session::Trace(bool on) { backends_.trace().Enable(on); }
+
+Json Session::TraceJson() const { return backends_.trace().ToJson(); }
 
 }  // namespace omni_edge::pipeline

@@ -74,6 +74,10 @@ class Session {
   Result<std::vector<int32_t>> Tokenize(const std::string& text) const;
   // The budget this session reserved (its plan's, for one session).
   const PlanBudget& budget() const { return budget_; }
+  // Tracing: while on, each request replaces the trace with its own (stage threads, worker
+  // steps, graph runs with their device and bytes copied, input waits, emits, the listener).
+  void Trace(bool on);
+  Json TraceJson() const;  // Chrome trace event format (Perfetto, chrome://tracing)
   // The credit books of every stream of the last request (all zero once it ended cleanly).
   std::vector<contract::StreamCounters> LastStreamCounters() const;
 

@@ -74,7 +74,12 @@ class StageRunner::Context final : public StepContext {
 
 std::optional<Input> StageRunner::Context::Next(size_t i) {
   if (i >= inputs_.size() || input_done_[i]) return std::nullopt;
+  std::optional<trace::Span> wait;
+  if (trace::Recorder* t = runner_.tracing()) {
+    wait.emplace(t, "wait input from stage " + std::to_string(runner_.stage_.input_sources.at(i)), "queue");
+  }
   auto delivered = inputs_[i]->Receive();
+  wait.reset();
   if (!delivered) {  // fenced before its terminal event
     input_done_[i] = true;
     Stop(Ending::kCancelled, "");
@@ -104,6 +109,8 @@ Result<bool> StageRunner::Context::Emit(Output out) {
   const std::string& generation = runner_.active_->request_id;
   AddFields(out.fields, owner, generation, &ev, &data);
   for (auto& p : out.payloads) OE_RETURN_IF_ERROR(AddPayload(std::move(p), owner, generation, &ev, &data));
+  std::optional<trace::Span> send;  // includes waiting for the consumers' credit
+  if (trace::Recorder* t = runner_.tracing()) send.emplace(t, "emit " + ev.kind, "queue");
   return Send(std::move(ev), std::move(data));
 }
 
@@ -245,7 +252,9 @@ void StageRunner::Start(const Request& request, std::vector<std::shared_ptr<cont
   thread_ = std::thread([this, &request, inputs = std::move(inputs), feeds_stages, started,
                          on_end = std::move(on_end)]() mutable {
     Context ctx(*this, request, std::move(inputs), feeds_stages, started);
+    if (trace::Recorder* t = tracing()) t->NameThread("stage " + std::to_string(stage_.stage_id) + " " + stage_.model_stage);
     try {
+      trace::Span whole(tracing(), stage_.model_stage, "stage", Json{{"stage_id", stage_.stage_id}});
       Run(ctx);
     } catch (const std::exception& e) {  // nothing inside should throw; if it does, the stage fails
       ending_ = Ending::kError;
@@ -273,6 +282,7 @@ void StageRunner::Run(Context& ctx) {
   std::string reason;
   while (failed.ok() && reason.empty() && !ctx.stop && !ctx.retired) {
     if (cancel_) break;
+    trace::Span span(tracing(), "step", "stage");
     auto step = worker_->Step(ctx);
     if (!step.ok()) failed = step.status();
     else reason = step->finished;

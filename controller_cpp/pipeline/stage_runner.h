@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/trace.h"
 #include "contract/stage_controller.h"
 #include "pipeline/stage_worker.h"
 #include "runtime/plan.h"
@@ -41,6 +42,9 @@ class StageRunner {
   ~StageRunner();
 
   const StagePlan& stage() const { return stage_; }
+  // Where the stage's spans go (the session's trace), set before the first request.
+  void set_trace(trace::Recorder* trace) { trace_ = trace; }
+  trace::Recorder* tracing() const { return trace_ != nullptr && trace_->enabled() ? trace_ : nullptr; }
   StageWorker& worker() { return *worker_; }
   const StageWorker& worker() const { return *worker_; }
 
@@ -99,6 +103,7 @@ class StageRunner {
   bool propagated_ = false;
   std::atomic<bool> cancel_{false};
   std::thread thread_;
+  trace::Recorder* trace_ = nullptr;
 };
 
 }  // namespace omni_edge::pipeline

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "base/trace.h"
 #include "runtime/graph.h"
 #include "runtime/plan.h"
 
@@ -19,8 +20,12 @@ class BackendPool {
   // the pool opens no other file (GraphSpec::verified_files). Empty: no artifact (validation).
   void AddVerified(const std::set<std::string>& files) { verified_.insert(files.begin(), files.end()); }
   const std::set<std::string>& verified() const { return verified_; }
+  // The session's trace: every graph loaded through the pool records its runs there.
+  trace::Recorder& trace() { return trace_; }
+  const trace::Recorder& trace() const { return trace_; }
 
  private:
+  trace::Recorder trace_;  // declared first: it outlives the backends and their graphs
   std::map<std::string, std::unique_ptr<Backend>> backends_;
   std::set<std::string> verified_;
 };

@@ -13,7 +13,8 @@
 // One session API for every plan (text, speech, omni). Text streams to stdout; with --json every
 // event is one JSON line (the last of each stream "done", "cancelled" or "error" with
 // finish_reason and metrics; an omni plan's lines carry "stream"); audio goes into the WAV.
-// Ctrl-C (or SIGTERM/SIGHUP), even while loading, ends each stream with one "cancelled" line and
+// --trace FILE writes the last request's trace (Chrome trace event JSON: stages, graph runs per
+// device, waits) atomically. Ctrl-C (or SIGTERM/SIGHUP), even while loading, ends each stream with one "cancelled" line and
 // exit code 128 + the signal, the audio streamed so far in the WAV (tools/run_session.h).
 // Before loading, the plan's memory budget is reserved against this machine's available
 // memory (--memory-pools auto) and refused with the numbers if it does not fit. --profile
@@ -51,7 +52,8 @@ const char* const kUsage =
     "       omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json]\n"
     "                     [--max-frames N] [--prebuffer-ms MS] [--temperature T] [--top-k K] [--top-p P]\n"
     "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
-    "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n";
+    "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n"
+    "       (run and speak: --trace FILE writes the last request's trace, Chrome trace JSON for ui.perfetto.dev)\n";
 
 int Usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "omni-edge-run: %s\n", why);
@@ -105,12 +107,32 @@ std::string ReadPrompt(const std::string& path, std::string* out) {
   return "";
 }
 
+// The session's trace of its last request, written beside the target and renamed into place.
+bool WriteTrace(OeSession* session, const std::string& path) {
+  char* json = nullptr;
+  if (OeError* error = oe_session_trace_json(session, &json)) {
+    Fail(error);
+    return false;
+  }
+  std::string temporary;
+  std::FILE* file = omni_edge::platform::CreateFileBeside(path, &temporary);
+  bool ok = file != nullptr && std::fputs(json, file) >= 0 && omni_edge::platform::SyncFile(file);
+  oe_string_free(json);
+  if (file != nullptr) ok = std::fclose(file) == 0 && ok;
+  ok = ok && omni_edge::platform::MoveIntoPlace(temporary, path);
+  if (!ok) {
+    if (!temporary.empty()) omni_edge::platform::RemoveFile(temporary);
+    std::fprintf(stderr, "omni-edge-run: cannot write the trace to %s\n", path.c_str());
+  }
+  return ok;
+}
+
 // What `run` and `speak` read from the command line.
 struct Invocation {
   OeSessionConfig config;
   OeRequest request;
   omni_edge::tools::Output out;
-  std::string plan, prompt, system_prompt, pools = "off";
+  std::string plan, prompt, system_prompt, pools = "off", trace_path;
   std::vector<std::string> stops;
   std::vector<int32_t> ids;
   bool have_prompt = false, info = false, profile = false;
@@ -127,6 +149,7 @@ bool CommonFlag(omni_edge::tools::ArgReader& args, const std::string& a, Invocat
   else if (a == "--info") in->info = true;
   else if (a == "--repeat") in->repeat = int(args.Whole("--repeat", 1, 1e6));
   else if (a == "--profile") in->profile = true;
+  else if (a == "--trace") in->trace_path = args.Value("--trace");
   else if (a == "--prebuffer-ms") in->request.prebuffer_ms = double(args.Whole("--prebuffer-ms", 0, 60000));
   else if (a == "--memory-pools") in->pools = args.Value("--memory-pools");
   else return false;
@@ -171,7 +194,11 @@ int Execute(Invocation& in) {
     if (OeError* error = oe_session_info(session, &json)) rc = Fail(error);
     else std::fprintf(stderr, "%s\n", json), oe_string_free(json);
   }
+  if (rc == 0 && !in.trace_path.empty()) {
+    if (OeError* error = oe_session_trace(session, 1)) rc = Fail(error);
+  }
   if (rc == 0) rc = omni_edge::tools::RunRequests(session, in.request, in.out, in.repeat);
+  if (!in.trace_path.empty() && !WriteTrace(session, in.trace_path) && rc == 0) rc = 1;
   oe_session_close(session);
   oe_ledger_free(ledger);
   return rc;
