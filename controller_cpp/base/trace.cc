@@ -65,7 +65,7 @@ Span::Span(Recorder* recorder, std::string name, const char* category, Json args
       name_(std::move(name)),
       category_(category),
       args_(std::move(args)),
-      start_(Clock::now()) {}
+      start_(recorder_ != nullptr ? Clock::now() : Clock::time_point()) {}
 
 Span::~Span() {
   if (recorder_ != nullptr) recorder_->Complete(name_, category_, start_, Clock::now(), std::move(args_));
