@@ -143,12 +143,12 @@ def _profile(args: argparse.Namespace) -> int:
         kind = plan_kind(args.plan)
         device = _open(args)
         d = deploy(device, args.plan.parent, plan_name=args.plan.name, name=args.name, runtime=_runtime(args, device))
-        groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None) + args.trace
+        groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None) + args.trace + args.reliability
         with tqdm(total=groups, unit="group", file=sys.stderr) as bar:
             report = run_profile(d, WORKLOADS[kind][args.workload], args.out, kind=kind, runs=args.runs,
                                  warmup=args.warmup, concurrency=args.concurrency, threads=args.threads,
                                  prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, trace=args.trace,
-                                 progress=bar)
+                                 reliability=args.reliability, progress=bar)
     except (DeviceError, OSError, ValueError) as exc:
         print(f"omni-edge profile: {exc}", file=sys.stderr)
         return 1
@@ -166,10 +166,13 @@ def _profile(args: argparse.Namespace) -> int:
         drift = s["last_over_first"][s["throughput_metric"]]
         line += (f"; sustained {s['duration_s']:.0f} s: {s['requests']} requests, last/first quarter "
                  f"{s['throughput_metric']} {drift or 0:.3f}, RSS slope {s['rss_mb']['slope_mb_per_min'] or 0:.2f} MB/min")
+    if report["reliability"]:
+        r = report["reliability"]
+        line += "; reliability " + ", ".join(f"{k} {'pass' if v['passed'] else 'FAIL'}" for k, v in r["scenarios"].items())
     if report["trace"]:
         line += f"; trace {args.out}/trace.json ({report['trace']['graph_runs']} graph runs)"
     print(f"{line}; report.md and {', '.join(report['plots'])}", file=sys.stderr)
-    return 0
+    return 0 if not report["reliability"] or report["reliability"]["passed"] else 1
 
 
 def _budget(args: argparse.Namespace) -> int:
@@ -279,6 +282,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--trace", action="store_true",
                    help="also one traced request: OUT/trace.json (Chrome trace JSON; open it in ui.perfetto.dev), "
                         "reported apart from the untraced groups")
+    p.add_argument("--reliability", action="store_true",
+                   help="also the protocol's reliability scenarios: slow consumer, cancel storm, 100 repeated "
+                        "sessions, a killed worker (pass/fail with evidence)")
     p.add_argument("--out", type=Path, default=Path("work/profile"))
     runtime_args(p)
     p.set_defaults(func=_profile)

@@ -62,6 +62,10 @@ class ProcessRun:
     timed_out: bool = False
     memory_error: str = ""
 
+    def outputs(self) -> list[dict[str, Any]]:
+        """The process's own lines (not the harness's "stop" mark)."""
+        return [e for _, e in self.lines if e.get("kind") != "stop"]
+
     def session(self) -> tuple[float, dict[str, Any]] | None:
         return next(((t, e) for t, e in self.lines if e.get("kind") == "session"), None)
 
@@ -71,7 +75,7 @@ class ProcessRun:
         current: list[tuple[float, dict[str, Any]]] = []
         ended = 0
         for t, e in self.lines:
-            if e.get("kind") == "session":
+            if e.get("kind") in ("session", "session_closed"):
                 continue
             current.append((t, e))
             ended += e.get("kind") in TERMINAL_KINDS
@@ -121,7 +125,8 @@ class Profiler:
     def launch(self, group: str, index: int, repeat: int, workload: Workload, info: bool = False,
                stop_after_first_output_s: float | None = None, stop_after_spawn_s: float | None = None,
                sample_interval: float | None = None, on_sample: Callable[[float], None] | None = None,
-               trace: str | None = None) -> ProcessRun:
+               trace: str | None = None, extra: tuple[str, ...] = (), hard_stop: bool = False,
+               expect_failure: bool = False) -> ProcessRun:
         """One process. With `stop_after_first_output_s` (or `stop_after_spawn_s`) it is stopped
         (SIGTERM, a user's stop) that long after its first output (or its start), the stop's time
         kept as a "stop" line. Memory is sampled every `sample_interval` s, and `on_sample(t)`
@@ -150,7 +155,7 @@ class Profiler:
 
         def stop_now() -> None:
             run.lines.append((time.perf_counter() - run.spawn_t, {"kind": "stop"}))
-            self.d.device.kill(pid_box[0])
+            self.d.device.kill(pid_box[0], hard=hard_stop)
 
         def on_line(line: str) -> None:
             t = time.perf_counter() - run.spawn_t
@@ -173,7 +178,7 @@ class Profiler:
         run.spawn_t = time.perf_counter()
         sampler.start()
         timeout = self.timeout + (stop_after_spawn_s or 0.0)
-        result = self.d.device.stream(self._argv(group, index, repeat, workload, info, trace), on_line,
+        result = self.d.device.stream([*self._argv(group, index, repeat, workload, info, trace), *extra], on_line,
                                       timeout=timeout, env=self.d.env, on_start=started)
         stop.set()
         sampler.join()
@@ -187,7 +192,9 @@ class Profiler:
         stem.with_suffix(".stderr.txt").write_text(run.stderr)
         self.processes.append(run)
         stopped = any(e.get("kind") == "stop" for _, e in run.lines)
-        if run.returncode != 0 and not (stopped and run.returncode == 128 + 15):  # 143: ended by the stop
+        # 143: ended by the stop; -15: the stop came before main() installed its handler (nothing ran)
+        ended_by_stop = stopped and (run.returncode == 128 + 15 or (run.returncode == -15 and not run.outputs()))
+        if run.returncode != 0 and not ended_by_stop and not expect_failure:
             raise DeviceError(f"{self.d.device.serial}: omni-edge-run exited {run.returncode}"
                               f"{' (timed out)' if run.timed_out else ''}: {run.stderr.strip()[-800:]}")
         return run
@@ -334,7 +341,8 @@ def _placement(stderr: str) -> list[dict[str, Any]]:
 
 def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: str = TEXT, runs: int = 20,
                 warmup: int = 1, concurrency: list[int] | None = None, threads: int = 0, prebuffer_ms: int | None = None,
-                duration_s: float | None = None, trace: bool = False, progress: Any = None) -> dict[str, Any]:
+                duration_s: float | None = None, trace: bool = False, reliability: bool = False,
+                progress: Any = None) -> dict[str, Any]:
     """The whole protocol; writes OUT/report.json, OUT/report.md, OUT/*.png and OUT/raw/."""
     if runs < 1 or warmup < 0 or any(c < 1 for c in (concurrency or [1])):
         raise ValueError(f"runs >= 1, warmup >= 0 and concurrency >= 1 (got {runs}, {warmup}, {concurrency})")
@@ -357,6 +365,10 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
         steps.append(("interruption", interrupt))
     if trace:
         steps.append(("traced", profiler.traced))
+    if reliability:
+        from omni_edge.harness.reliability import run_reliability
+
+        steps.append(("reliability", lambda: run_reliability(profiler)))
     if duration_s is not None:
         from omni_edge.harness.sustained import run_sustained
 
@@ -370,6 +382,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
     interruption = groups.pop("interruption", None)
     sustained = groups.pop("sustained", None)
     traced = groups.pop("traced", None)
+    reliable = groups.pop("reliability", None)
     memory = profiler.memory()
     memory["sampling_errors"] = sorted({r.memory_error for r in profiler.processes if r.memory_error})
     ledger = groups["startup"]["cold"].get("ledger") or {}
@@ -402,6 +415,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
             "interruption": {k: v for k, v in interruption.items() if k != "rows"}},
         "sustained": None if sustained is None else sustained["summary"],
         "trace": traced,  # a separate traced run: none of the groups' timings above were traced
+        "reliability": reliable,
         "raw": "raw/",
     }
     (out / "raw" / "samples.json").write_text(json.dumps({

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,19 @@ def _trace_lines(report: dict[str, Any]) -> list[str]:
     ]
 
 
+def _reliability_lines(report: dict[str, Any]) -> list[str]:
+    r = report.get("reliability")
+    if not r:
+        return []
+    rows = []
+    for name, sc in r["scenarios"].items():
+        shown = {k: v for k, v in sc.items() if k not in ("passed", "faults")}
+        faults = "; ".join(sc.get("faults") or []) or "–"
+        rows.append(f"| {name} | {'pass' if sc['passed'] else '**FAIL**'} | `{json.dumps(shown)}` | {faults} |")
+    return ["", "## Reliability", "", "| scenario | result | evidence | faults |", "|---|---|---|---|", *rows,
+            *[f"- not run here: {k}: {v}" for k, v in r["not_run_here"].items()]]
+
+
 def write_markdown(report: dict[str, Any], path: Path) -> None:
     d, w = report["device"], report["workload"]
     lines = [
@@ -215,7 +229,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
     for g, data in report["groups"].items():
         for k, v in data["metrics"].items():
             lines.append(f"| {g} | {k} | {_fmt(v['p50'], 2)} | {_fmt(v['p95'], 2)} | {v['n']} |")
-    lines += _speech_lines(report) + _sustained_lines(report) + _trace_lines(report)
+    lines += _speech_lines(report) + _sustained_lines(report) + _trace_lines(report) + _reliability_lines(report)
     mem, led = report["memory"], report["ledger"]
     lines += [
         "",

@@ -71,9 +71,10 @@ def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: 
     out = tmp_path / "profile"
     done = cli("profile", "--device", "host", "--workdir", workdir, "--plan", str(tiny_artifact / "plan.json"),
                "--workload", "short", "--runs", "20", "--warmup", "1", "--concurrency", "1,2", "--duration", "4s",
-               "--trace", "--out", str(out))
+               "--trace", "--reliability", "--out", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
-    report = _check_profile(out, 20, ["concurrency-1", "concurrency-2"], extra_launches=2)  # sustained, traced
+    # + sustained, traced, and the reliability scenarios' 2 + 20 + 1 + 2 launches
+    report = _check_profile(out, 20, ["concurrency-1", "concurrency-2"], extra_launches=2 + 25)
     assert report["device"]["kind"] == "host" and report["deployment"]["files_sent"] == 0
     # The sustained run: requests back to back for 4 s, RSS and sensors every 2 s, said what they cover.
     sustained, series = report["sustained"], json.loads((out / "raw" / "samples.json").read_text())["sustained"]
@@ -88,6 +89,16 @@ def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: 
     traced = report["trace"]
     assert traced["file"] == "trace.json" and traced["graph_runs"] >= 32 and set(traced["graph_ms_by_device"]) == {"cpu"}
     assert traced["threads"] == ["caller", "stage 0 thinker"] and "## Trace" in (out / "report.md").read_text()
+    # Reliability: every scenario passed, with the evidence that says why.
+    r = report["reliability"]
+    assert r["passed"], json.dumps(r, indent=1)
+    sc = r["scenarios"]
+    assert sc["slow_consumer"]["n_generated_tokens"] == {"normal": 32, "slow": 32} and not sc["slow_consumer"]["faults"]
+    assert sc["cancel_storm"]["runs"] == 20 and sc["cancel_storm"]["endings"].get("cancelled", 0) >= 5
+    assert sc["repeated_sessions"]["sessions"] == 100 and sc["repeated_sessions"]["measured"] == "heap_in_use_mb"
+    assert sc["killed_worker"]["returncode"] == -9 and sc["killed_worker"]["next_launch_done"]
+    assert sc["killed_worker"]["terminal_reported"]["text"]["reason"] == "worker_killed"
+    assert "## Reliability" in (out / "report.md").read_text()
 
 
 def test_a_speech_plan_is_profiled_with_the_speech_dimensions(tts_artifact: Path, tmp_path: Path) -> None:
@@ -329,3 +340,24 @@ def test_sensor_readings_of_a_phone_are_parsed_with_their_units() -> None:
     vm = parse_sensors(f"{marker}cpufreq\n{marker}cpuinfo\ncpu MHz\t\t: 2600.000\n", marker, 0.0)
     assert vm.cpu_source == "cpuinfo" and vm.cpu_mhz == {"cpu0": 2600.0} and not vm.thermal_c and not vm.battery
     assert parse_sensors("garbage\n", marker, 0.0).to_dict()["cpu_mhz"] == {}
+
+
+def test_stream_faults_name_what_breaks_the_output_contract() -> None:
+    from omni_edge.harness.profile import ProcessRun
+    from omni_edge.harness.reliability import stream_faults
+
+    def run(*events: dict) -> ProcessRun:
+        r = ProcessRun("g", 0)
+        r.lines = [(0.1 * i, e) for i, e in enumerate(events)]
+        return r
+
+    token = {"kind": "token", "seq": 1}
+    assert stream_faults(run(token, {"kind": "token", "seq": 2}, {"kind": "done", "seq": 3}), "text") == []
+    assert stream_faults(run({"kind": "stop"}, {"kind": "cancelled", "seq": 0}), "text") == []
+    assert stream_faults(run(token, token, {"kind": "done", "seq": 2}), "text") == [
+        "text: seq 1 after 1 (stale or duplicate)"]
+    assert stream_faults(run(token, {"kind": "done", "seq": 2}, {"kind": "token", "seq": 3}), "text") == [
+        "text: token after its terminal line"]
+    assert stream_faults(run(token), "text") == ["text: 0 terminal lines"]
+    omni = run({"stream": "text", "kind": "done", "seq": 1}, {"stream": "audio", "kind": "pcm", "seq": 1})
+    assert stream_faults(omni, "omni") == ["audio: 0 terminal lines"]

@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "base/platform/process_stats.h"
 #include "capi/capi_internal.h"
 #include "capi/session_bridge.h"
 #include "contract/types.h"
@@ -96,7 +97,8 @@ OeError* oe_session_open(const OeSessionConfig* config, OeSession** out_session)
 
 void oe_session_close(OeSession* session) {
   try {
-    std::unique_ptr<OeSession> owned(session);
+    { std::unique_ptr<OeSession> owned(session); }
+    if (session != nullptr) omni_edge::ReturnFreeHeapPages();  // a closed session's memory goes back to the OS
   } catch (...) {  // nothing crosses the boundary
   }
 }

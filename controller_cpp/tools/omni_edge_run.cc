@@ -30,6 +30,7 @@
 
 #include "base/json_fields.h"
 #include "base/platform/os.h"
+#include "base/platform/process_stats.h"
 #include "base/unicode/unicode.h"
 #include "capi/omni_edge.h"
 #include "tools/args.h"
@@ -53,6 +54,8 @@ const char* const kUsage =
     "                     [--max-frames N] [--prebuffer-ms MS] [--temperature T] [--top-k K] [--top-p P]\n"
     "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n"
+    "       (run and speak: --sessions N opens, runs and closes N sessions in turn; --consumer-delay-ms MS\n"
+    "        waits after each event, a slow consumer)\n"
     "       (run and speak: --trace FILE writes the last request's trace, Chrome trace JSON for ui.perfetto.dev)\n";
 
 int Usage(const char* why) {
@@ -136,7 +139,7 @@ struct Invocation {
   std::vector<std::string> stops;
   std::vector<int32_t> ids;
   bool have_prompt = false, info = false, profile = false;
-  int repeat = 1;
+  int repeat = 1, sessions = 1;
 };
 
 // The flags both subcommands share; true if `a` was one.
@@ -150,44 +153,35 @@ bool CommonFlag(omni_edge::tools::ArgReader& args, const std::string& a, Invocat
   else if (a == "--repeat") in->repeat = int(args.Whole("--repeat", 1, 1e6));
   else if (a == "--profile") in->profile = true;
   else if (a == "--trace") in->trace_path = args.Value("--trace");
+  else if (a == "--sessions") in->sessions = int(args.Whole("--sessions", 1, 100000));
+  else if (a == "--consumer-delay-ms") in->out.consumer_delay_ms = int(args.Whole("--consumer-delay-ms", 0, 60000));
   else if (a == "--prebuffer-ms") in->request.prebuffer_ms = double(args.Whole("--prebuffer-ms", 0, 60000));
   else if (a == "--memory-pools") in->pools = args.Value("--memory-pools");
   else return false;
   return true;
 }
 
-int Execute(Invocation& in) {
-  in.config.plan_path = in.plan.c_str();
-  in.request.prompt = in.prompt.c_str();
-  in.request.system_prompt = in.system_prompt.empty() ? nullptr : in.system_prompt.c_str();
-  in.request.prompt_ids = in.ids.empty() ? nullptr : in.ids.data();
-  in.request.n_prompt_ids = int(in.ids.size());
-  std::vector<const char*> stop_ptrs;
-  for (const auto& s : in.stops) stop_ptrs.push_back(s.c_str());
-  in.request.stop_strings = stop_ptrs.data();
-  in.request.n_stop_strings = int(stop_ptrs.size());
+// With --profile --json: a line when session `index` is open (its load time, RSS, the ledger's
+// books), and one when it closed (RSS after), so repeated sessions show any growth.
+void PrintSessionLine(const Invocation& in, OeLedger* ledger, int index, double load_ms) {
+  if (!in.profile || !in.out.json) return;
+  char* snapshot = nullptr;
+  std::string reserved = "null";
+  if (ledger != nullptr && oe_ledger_snapshot(ledger, &snapshot) == nullptr) {
+    reserved = snapshot;
+    oe_string_free(snapshot);
+  }
+  std::printf("{\"kind\":\"session\",\"session\":%d,\"pid\":%d,\"load_ms\":%.3f,\"rss_mb\":%.3f,\"ledger\":%s}\n", index,
+              omni_edge::platform::ProcessId(), load_ms, omni_edge::CurrentRssMb(), reserved.c_str());
+  std::fflush(stdout);
+}
+
+// Opens the plan's session, runs the requests, closes it; the exit code.
+int RunSession(Invocation& in, OeLedger* ledger, int index) {
   const auto start = std::chrono::steady_clock::now();
-  OeLedger* ledger = nullptr;
-  if (in.pools != "off") {
-    if (OeError* error = oe_ledger_create(in.pools == "auto" ? nullptr : in.pools.c_str(), &ledger)) return omni_edge::tools::FailBeforeRun(error, in.out);
-    in.config.ledger = ledger;
-  }
   OeSession* session = nullptr;
-  if (OeError* error = oe_session_open(&in.config, &session)) {
-    oe_ledger_free(ledger);
-    return omni_edge::tools::FailBeforeRun(error, in.out);
-  }
-  if (in.profile && in.out.json) {
-    char* snapshot = nullptr;
-    std::string reserved = "null";
-    if (ledger != nullptr && oe_ledger_snapshot(ledger, &snapshot) == nullptr) {
-      reserved = snapshot;
-      oe_string_free(snapshot);
-    }
-    const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    std::printf("{\"kind\":\"session\",\"pid\":%d,\"load_ms\":%.3f,\"ledger\":%s}\n", omni_edge::platform::ProcessId(), load_ms, reserved.c_str());
-    std::fflush(stdout);
-  }
+  if (OeError* error = oe_session_open(&in.config, &session)) return omni_edge::tools::FailBeforeRun(error, in.out);
+  PrintSessionLine(in, ledger, index, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   int rc = 0;
   if (in.info) {
     char* json = nullptr;
@@ -200,6 +194,31 @@ int Execute(Invocation& in) {
   if (rc == 0) rc = omni_edge::tools::RunRequests(session, in.request, in.out, in.repeat);
   if (!in.trace_path.empty() && !WriteTrace(session, in.trace_path) && rc == 0) rc = 1;
   oe_session_close(session);
+  if (in.profile && in.out.json && in.sessions > 1) {
+    std::printf("{\"kind\":\"session_closed\",\"session\":%d,\"rss_mb\":%.3f,\"heap_in_use_mb\":%.3f}\n", index,
+                omni_edge::CurrentRssMb(), omni_edge::HeapInUseMb());
+    std::fflush(stdout);
+  }
+  return rc;
+}
+
+int Execute(Invocation& in) {
+  in.config.plan_path = in.plan.c_str();
+  in.request.prompt = in.prompt.c_str();
+  in.request.system_prompt = in.system_prompt.empty() ? nullptr : in.system_prompt.c_str();
+  in.request.prompt_ids = in.ids.empty() ? nullptr : in.ids.data();
+  in.request.n_prompt_ids = int(in.ids.size());
+  std::vector<const char*> stop_ptrs;
+  for (const auto& s : in.stops) stop_ptrs.push_back(s.c_str());
+  in.request.stop_strings = stop_ptrs.data();
+  in.request.n_stop_strings = int(stop_ptrs.size());
+  OeLedger* ledger = nullptr;
+  if (in.pools != "off") {
+    if (OeError* error = oe_ledger_create(in.pools == "auto" ? nullptr : in.pools.c_str(), &ledger)) return omni_edge::tools::FailBeforeRun(error, in.out);
+    in.config.ledger = ledger;
+  }
+  int rc = 0;  // --sessions N: open, run and close N sessions one after another (a leak shows)
+  for (int i = 0; i < in.sessions && rc == 0 && omni_edge::tools::CancelledBy() == 0; ++i) rc = RunSession(in, ledger, i);
   oe_ledger_free(ledger);
   return rc;
 }

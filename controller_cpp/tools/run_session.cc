@@ -1,9 +1,11 @@
 #include "tools/run_session.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/json_fields.h"
@@ -60,6 +62,9 @@ int OnEvent(const OeEvent* e, void* user_data) {
   if (e->terminal) {
     auto parsed = ParseJson(e->json, "terminal event");
     sink->terminals[stream] = parsed.ok() ? parsed.value() : Json{{"kind", "error"}};
+  }
+  if (sink->out->consumer_delay_ms > 0 && !e->terminal) {  // the controller's credit holds the producers back
+    std::this_thread::sleep_for(std::chrono::milliseconds(sink->out->consumer_delay_ms));
   }
   if (sink->out->json) {
     PrintJson(*sink->out, stream, e->json);

@@ -19,6 +19,7 @@ struct Output {
   bool json = false;         // every event as a JSON line
   bool tag_streams = false;  // lines carry "stream" (a plan with several final streams)
   std::string wav_path;      // audio events go here; empty: a plan's audio is an error
+  int consumer_delay_ms = 0; // a slow consumer: wait this long after each event (reliability runs)
 };
 
 // Cancels the running (or next) request on SIGINT, SIGTERM and SIGHUP, and turns a fault in

@@ -227,8 +227,8 @@ class AdbDevice(Device):
             part.unlink(missing_ok=True)
 
     # ---- processes -------------------------------------------------------------------------
-    def kill(self, pid: int) -> None:
-        done = self.shell(["kill", str(pid)], timeout=15)
+    def kill(self, pid: int, hard: bool = False) -> None:
+        done = self.shell(["kill", *(["-9"] if hard else []), str(pid)], timeout=15)
         if done.timed_out:
             raise DeviceError(f"kill {pid} on {self.serial} timed out")
         if done.returncode != 0 and "no such process" not in done.stderr.lower():

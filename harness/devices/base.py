@@ -144,8 +144,9 @@ class Device(ABC):
         """Copy one remote file to `local`."""
 
     @abstractmethod
-    def kill(self, pid: int) -> None:
-        """Stop a process started by `stream` (no error if it already ended)."""
+    def kill(self, pid: int, hard: bool = False) -> None:
+        """Stop a process started by `stream` (no error if it already ended): SIGTERM, the way a
+        user stops it (it ends its streams cleanly), or with `hard` SIGKILL (a crash or the OS)."""
 
     @abstractmethod
     def memory(self, pid: int) -> MemorySample | None:

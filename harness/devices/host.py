@@ -122,9 +122,9 @@ class HostDevice(Device):
         local.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(remote, local)
 
-    def kill(self, pid: int) -> None:
+    def kill(self, pid: int, hard: bool = False) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGTERM)
+            os.killpg(pid, signal.SIGKILL if hard else signal.SIGTERM)
 
     def memory(self, pid: int) -> MemorySample | None:
         return read_memory(pid, time.perf_counter())

@@ -1,5 +1,7 @@
 #include "base/platform/process_stats.h"
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,5 +49,25 @@ int64_t AvailableMemoryBytes(bool* wsl) {
   return kb < 0 ? -1 : int64_t(kb) * 1024;
 }
 double CurrentRssMb() { return StatusFieldMb("VmRSS:"); }
+
+double HeapInUseMb() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 m = mallinfo2();
+  return double(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
+#elif defined(__GLIBC__) || defined(__ANDROID__)
+  const struct mallinfo m = mallinfo();  // int fields: exact below 2 GiB
+  return double(size_t(unsigned(m.uordblks)) + size_t(unsigned(m.hblkhd))) / (1024.0 * 1024.0);
+#else
+  return -1;
+#endif
+}
+
+void ReturnFreeHeapPages() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#elif defined(__ANDROID__) && defined(M_PURGE)
+  mallopt(M_PURGE, 0);
+#endif
+}
 
 }  // namespace omni_edge

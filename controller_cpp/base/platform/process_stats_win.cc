@@ -1,6 +1,7 @@
 // Windows: the working set stands for RSS (what the OS keeps resident for the process).
 #include <windows.h>
 #include <psapi.h>
+#include <malloc.h>
 
 #include "base/platform/process_stats.h"
 
@@ -18,6 +19,10 @@ PROCESS_MEMORY_COUNTERS Counters() {
 
 double PeakRssMb() { return double(Counters().PeakWorkingSetSize) / (1024.0 * 1024.0); }
 double CurrentRssMb() { return double(Counters().WorkingSetSize) / (1024.0 * 1024.0); }
+
+double HeapInUseMb() { return -1; }  // the CRT heap has no cheap total: growth is read from RSS
+
+void ReturnFreeHeapPages() { _heapmin(); }
 
 int64_t AvailableMemoryBytes(bool* wsl) {
   *wsl = false;
