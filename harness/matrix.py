@@ -1,12 +1,20 @@
 """The qualification matrix: every device route × model family, with a status derived from
 stored qualification records and the admission ledger, never typed in by hand.
 
-Status of a cell, strongest first:
+A cell moves through the roadmap's progression, each step on evidence:
+  artifact-ready  an artifact of the family was exported for the route and its manifest verified
+  correct         its reference checks (numerical and task reports) passed on the execution the
+                  record names (the HTP emulator, the host, qemu-user, or the device), with a
+                  checkpoint of the family's real size: a scaled-down local checkpoint shows the
+                  artifact and the pipeline work, not that the family is correct, so such a cell
+                  stays artifact-ready (its label says "tiny checkpoint" and the execution)
+  executed        it ran on the route's own device (the profile's SoC and HTP match)
+  profiled        a profile of that run exists
+  qualified       functional qualification (correct on the device) and performance qualification
+                  (profiled with n >= 20 measured requests), two separate fields of the cell
+Or, before any of that:
   capacity-rejected  the ledger cannot reserve the family's budget in the route's pool (numbers given)
-  qualified          a record ran on the route's own device, quality passed, performance n >= 20
-  functional         a record ran with quality passed, but not (yet) qualified on the device
-                     (e.g. numerics on the HTP emulator, or too few measured runs)
-  blocked            every record failed: the failing layer and its reason
+  blocked            every record failed: the failing layer, its reason, the evidence, the next experiment
   not attempted      no record
 
 A record is a JSON file (schema omni-edge.qualification/1) made by `omni-edge matrix record`
@@ -32,7 +40,16 @@ from omni_edge.harness.ledger import AdmissionError, Ledger
 
 SCHEMA = "omni-edge.qualification/1"
 DEFAULT_STORE = Path(__file__).resolve().parent.parent / "artifacts" / "qualification"
-STATUSES = ("qualified", "functional", "capacity-rejected", "blocked", "not attempted")
+PROGRESSION = ("artifact-ready", "correct", "executed", "profiled", "qualified")
+STATUSES = (*reversed(PROGRESSION), "capacity-rejected", "blocked", "not attempted")
+FULL_SIZE = 0.25  # an artifact with less than this share of the family's weight bytes is a scaled-down checkpoint
+NEXT_EXPERIMENT = {
+    "quality": "compare the per-graph reports (reports/numerical.json) to find the graph that loses accuracy; "
+               "re-export at a wider precision (w8a16 -> a16w16 or fp16) to confirm it is quantization",
+    "admission": "a smaller precision or context bucket (omni-edge budget --plan shows what each costs)",
+}
+_NEXT_DEFAULT = "rerun the record's command with the log at full verbosity on the same device and runtime, " \
+                "then on the HTP emulator to split device/runtime faults from the artifact's"
 EXECUTIONS = ("device", "htp-emulator", "host", "qemu-user")
 
 
@@ -48,9 +65,15 @@ class Cell:
     detail: str
     records: tuple[str, ...]
     budget: dict[str, Any]
+    functional: bool = False     # correct on the route's device with a full-size checkpoint
+    performance: bool = False    # profiled on the device with n >= 20
+    checkpoint: dict[str, Any] | None = None
+    failure: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"route": self.route.key, "family": self.family.key, "status": self.status, "detail": self.detail,
+                "qualification": {"functional": self.functional, "performance": self.performance},
+                "checkpoint": self.checkpoint, "failure": self.failure,
                 "records": list(self.records), "budget": self.budget}
 
 
@@ -100,32 +123,69 @@ def _performance_n(record: dict[str, Any]) -> int:
     return min((int(g.get("requests", 0)) for g in perf.get("groups", {}).values()), default=0)
 
 
+def checkpoint_scale(f: Family, record: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoint behind a record and whether it is the family's size: from the artifact's
+    bytes against the family's weights (records made before bytes were kept: by its name)."""
+    art = record.get("artifact") or {}
+    family_bytes = f.footprint.parameters * f.footprint.bits_per_weight / 8
+    size = art.get("bytes")
+    if isinstance(size, int):
+        full, how = size >= FULL_SIZE * family_bytes, f"{size / 2**20:.1f} MiB of files vs the family's " \
+                                                       f"{family_bytes / 2**30:.2f} GiB of weights"
+    else:
+        name = str(art.get("checkpoint_id", ""))
+        full, how = not any(w in name for w in ("tiny", "small", "bench")), "judged by its name (no size recorded)"
+    return {"id": art.get("checkpoint_id"), "revision": art.get("checkpoint_revision"), "full_size": full, "why": how}
+
+
+_WHERE = {"htp-emulator": "emulated numerics: QNN HTP emulator", "host": "on the host", "qemu-user": "under qemu-user",
+          "device": "on the device"}
+
+
+def _stage(f: Family, x: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    """How far one record that ran takes the cell: (index in PROGRESSION, label, checkpoint)."""
+    ckpt = checkpoint_scale(f, x)
+    correct = bool(x["quality"].get("qualified")) and ckpt["full_size"]
+    tiny = "" if ckpt["full_size"] else f", tiny checkpoint {ckpt['id']}"
+    where = _WHERE.get(x["execution"], x["execution"])
+    if x["execution"] != "device":
+        return (1, f"correct ({where})", ckpt) if correct else (0, f"artifact-ready ({where}){tiny}", ckpt)
+    n = _performance_n(x)
+    serial = (x.get("device") or {}).get("serial", "the device")
+    if correct and n >= 20:
+        return 4, f"qualified on {serial}, n={n}", ckpt
+    stage = 3 if x.get("performance") else 2
+    return stage, f"{PROGRESSION[stage]} on {serial}" + (f", n={n}" if x.get("performance") else "") + tiny, ckpt
+
+
 def cell_status(r: Route, f: Family, records: list[dict[str, Any]]) -> Cell:
     fits, why, budget = admission(r, f)
     mine = [x for x in records if x["route"] == r.key and x["family"] == f.key]
     ids = tuple(x["_id"] for x in mine)
     if not fits:
-        return Cell(r, f, "capacity-rejected", why, ids, budget)
+        return Cell(r, f, "capacity-rejected", why, ids, budget,
+                    failure={"layer": "admission", "reason": why, "evidence": [], "next": NEXT_EXPERIMENT["admission"]})
     ran = [x for x in mine if x["outcome"].get("ran") and x["quality"].get("qualified")]
-    x = None
-    on_device = [x for x in ran if x["execution"] == "device" and _performance_n(x) >= 20]
-    if on_device:
-        return Cell(r, f, "qualified", f"on {on_device[0]['device'].get('serial', 'the device')}, "
-                    f"n={_performance_n(on_device[0])}", ids, budget)
     if ran:
-        x = ran[0]
-        where = {"htp-emulator": "numerics on the QNN HTP emulator, not yet on the device",
-                 "host": "on the host", "qemu-user": "under qemu-user"}.get(x["execution"], "on the device, too few runs")
-        art = x["artifact"]
-        return Cell(r, f, "functional", f"{art.get('component', '?')} of checkpoint {art.get('checkpoint_id', '?')}: "
-                    f"{where}", ids, budget)
+        best = max(((*_stage(f, x), x) for x in ran), key=lambda t: t[0])
+        stage, label, ckpt, x = best
+        on_device = [y for y in ran if y["execution"] == "device" and checkpoint_scale(f, y)["full_size"]]
+        return Cell(r, f, PROGRESSION[stage], f"{x['artifact'].get('component', '?')}: {label}", ids, budget,
+                    functional=bool(on_device),
+                    performance=any(_performance_n(y) >= 20 for y in on_device), checkpoint=ckpt)
     if mine:  # every record failed: to run, or its quality reports
         x = mine[0]
         o = x["outcome"]
+        evidence = [ev["path"] for ev in x["evidence"]]
         if o.get("ran"):
-            return Cell(r, f, "blocked", f"quality: {x['artifact'].get('component', '?')} ran but its validation "
-                        "reports did not pass", ids, budget)
-        return Cell(r, f, "blocked", f"{o.get('layer', '?')}: {o.get('reason', '?')}", ids, budget)
+            reason = f"{x['artifact'].get('component', '?')} ran but its validation reports did not pass"
+            failure = {"layer": "quality", "reason": reason, "evidence": evidence, "next": NEXT_EXPERIMENT["quality"]}
+            return Cell(r, f, "blocked", f"quality: {reason}", ids, budget, failure=failure,
+                        checkpoint=checkpoint_scale(f, x))
+        layer, reason = str(o.get("layer", "?")), str(o.get("reason", "?"))
+        failure = {"layer": layer, "reason": reason, "evidence": evidence,
+                   "next": str(o.get("next") or NEXT_EXPERIMENT.get(layer, _NEXT_DEFAULT))}
+        return Cell(r, f, "blocked", f"{layer}: {reason}", ids, budget, failure=failure)
     return Cell(r, f, "not attempted", "", ids, budget)
 
 
@@ -178,7 +238,9 @@ def record_from_artifact(store: Path, route_key: str, family_key: str, component
         "device": profile["device"] if profile else {"serial": execution, "htp_arch": qnn.get("htp_arch"),
                                                      "soc": qnn.get("soc")},
         "artifact": {"component": manifest["component"], "manifest_sha256": sha256_file(component / "manifest.json"),
-                     **{k: meta.get("artifact", {}).get(k) for k in ("checkpoint_id", "precision", "target_abi", "runtime")}},
+                     "bytes": sum((component / name).stat().st_size for name in manifest["files"]),
+                     **{k: meta.get("artifact", {}).get(k)
+                        for k in ("checkpoint_id", "checkpoint_revision", "precision", "target_abi", "runtime")}},
         "command": command,
         "placement": profile.get("placement") if profile else None,
         "quality": {"qualified": bool(verified["qualified"]),
@@ -227,10 +289,10 @@ def record_blocked(store: Path, route_key: str, family_key: str, layer: str, rea
 
 # ---- rendering ------------------------------------------------------------------------------
 
-_MARK = {"qualified": "QUALIFIED", "functional": "functional", "capacity-rejected": "capacity",
-         "blocked": "BLOCKED", "not attempted": "·"}
-_COLOR = {"qualified": "#2e7d32", "functional": "#9ccc65", "capacity-rejected": "#ef9a9a", "blocked": "#ffb74d",
-          "not attempted": "#eeeeee"}
+_MARK = {"qualified": "QUALIFIED", "profiled": "profiled", "executed": "executed", "correct": "correct",
+         "artifact-ready": "artifact", "capacity-rejected": "capacity", "blocked": "BLOCKED", "not attempted": "·"}
+_COLOR = {"qualified": "#2e7d32", "profiled": "#66bb6a", "executed": "#9ccc65", "correct": "#c5e1a5",
+          "artifact-ready": "#e6ee9c", "capacity-rejected": "#ef9a9a", "blocked": "#ffb74d", "not attempted": "#eeeeee"}
 
 
 def render_text(cells: list[Cell]) -> str:
@@ -248,17 +310,32 @@ def render_text(cells: list[Cell]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _evidence_html(c: Cell) -> str:
+    """What a person checks before trusting the cell: qualification fields, checkpoint, failure, records."""
+    parts = [f"functional: {'yes' if c.functional else 'no'} · performance: {'yes' if c.performance else 'no'}"]
+    if c.checkpoint:
+        scale = "full size" if c.checkpoint["full_size"] else "scaled-down"
+        parts.append(f"checkpoint {c.checkpoint['id']} ({c.checkpoint.get('revision')}), {scale}: {c.checkpoint['why']}")
+    if c.failure:
+        parts.append(f"failed at {c.failure['layer']}: {c.failure['reason']}; evidence: "
+                     f"{', '.join(c.failure['evidence']) or 'the ledger'}; next: {c.failure['next']}")
+    if c.records:
+        parts.append("records: " + ", ".join(c.records))
+    return "".join(f"<div class='e'>{html.escape(p)}</div>" for p in parts)
+
+
 def render_html(cells: list[Cell]) -> str:
     rows = []
     for r in ROUTES:
         tds = "".join(
             f'<td style="background:{_COLOR[c.status]}" title="{html.escape(c.detail)}">{html.escape(c.status)}'
-            f'<div class="d">{html.escape(c.detail[:160])}</div></td>'
+            f'<div class="d">{html.escape(c.detail[:160])}</div>'
+            f'{_evidence_html(c) if c.status != "not attempted" else ""}</td>'
             for c in cells if c.route.key == r.key)
         rows.append(f"<tr><th>{html.escape(r.name)}<div class='d'>{html.escape(r.hardware)} · "
                     f"{html.escape(r.soc)}</div></th>{tds}</tr>")
     head = "".join(f"<th>{html.escape(f.name)}<div class='d'>{html.escape(f.reference)}</div></th>" for f in FAMILIES)
     return ("<!doctype html><meta charset=utf-8><title>omni-edge qualification matrix</title>"
             "<style>body{font:13px sans-serif}td,th{border:1px solid #ccc;padding:4px;vertical-align:top;"
-            "max-width:220px}.d{font-size:10px;color:#333}</style>"
+            "max-width:220px}.d{font-size:10px;color:#333}.e{font-size:9px;color:#555;margin-top:2px}</style>"
             f"<table><tr><th>route</th>{head}</tr>{''.join(rows)}</table>")

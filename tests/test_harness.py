@@ -270,9 +270,18 @@ def test_matrix_statuses_come_from_records_and_evidence(tiny_artifact: Path, tmp
                   "--blocked-layer", "executorch-qnn", "--reason", "QNN ABI mismatch", "--log", str(log))
     assert blocked.returncode == 0, blocked.stderr
     cells = {(c["route"], c["family"]): c for c in json.loads(cli("matrix", "--json", "--store", str(tmp_path)).stdout)}
-    assert cells[("cpu-windows", "spark")]["status"] == "functional"  # ran, but no device performance record
-    assert cells[("x-elite", "qwen3-tts")]["status"] == "blocked"
-    assert cells[("x-elite", "qwen3-tts")]["detail"] == "executorch-qnn: QNN ABI mismatch"
+    # Ran on the host with a tiny local checkpoint: the artifact is ready, the family is not shown correct.
+    host = cells[("cpu-windows", "spark")]
+    assert host["status"] == "artifact-ready" and host["detail"].endswith("(on the host), tiny checkpoint qwen3-tiny"), host
+    assert host["checkpoint"]["full_size"] is False and "MiB of files vs the family's 0.59 GiB" in host["checkpoint"]["why"]
+    assert host["qualification"] == {"functional": False, "performance": False}
+    blocked = cells[("x-elite", "qwen3-tts")]
+    assert blocked["status"] == "blocked" and blocked["detail"] == "executorch-qnn: QNN ABI mismatch"
+    assert blocked["failure"]["layer"] == "executorch-qnn" and blocked["failure"]["evidence"][0].endswith("failure.log")
+    assert blocked["failure"]["next"]  # the next experiment is named
+    page = tmp_path / "m.html"
+    assert cli("matrix", "--html", str(page), "--store", str(tmp_path)).returncode == 0
+    assert "tiny checkpoint qwen3-tiny" in page.read_text() and "next: rerun the record" in page.read_text()
     # Evidence is hashed: editing it after the fact makes the store refuse to render.
     evidence = next((tmp_path / "evidence").rglob("failure.log"))
     evidence.write_text("edited\n")
@@ -309,8 +318,20 @@ def test_qualified_needs_the_routes_own_device_and_passing_quality(tiny_artifact
     assert not_qnn.returncode == 1 and "not a QNN artifact" in not_qnn.stderr
     cells = {(c["route"], c["family"]): c
              for c in json.loads(cli("matrix", "--json", "--store", str(tmp_path / "store")).stdout)}
-    assert cells[("galaxy-s25", "spark")]["status"] == "qualified"
-    assert cells[("galaxy-s25", "spark")]["detail"] == "on R3, n=20"
+    # On the route's own phone with n=20, but a tiny checkpoint: profiled, not qualified for the family.
+    s25 = cells[("galaxy-s25", "spark")]
+    assert s25["status"] == "profiled" and s25["detail"].endswith("profiled on R3, n=20, tiny checkpoint qwen3-tiny"), s25
+    assert s25["qualification"] == {"functional": False, "performance": False}
+    # The same record with the family's real size qualifies it: both fields, and the stage.
+    (record,) = (tmp_path / "store" / "records").glob("*.json")
+    full = {**json.loads(record.read_text()), "_id": "full"}
+    full["artifact"] = {**full["artifact"], "bytes": 700 << 20}
+    cell = matrix.cell_status(matrix.route("galaxy-s25"), matrix.family("spark"), [full])
+    assert cell.status == "qualified" and (cell.functional, cell.performance) == (True, True), cell
+    assert cell.detail.endswith("qualified on R3, n=20")
+    on_emulator = {**full, "execution": "htp-emulator"}
+    cell = matrix.cell_status(matrix.route("galaxy-s25"), matrix.family("spark"), [on_emulator])
+    assert cell.status == "correct" and "emulated numerics" in cell.detail and not cell.functional
 
     # A record that ran but whose quality reports failed blocks the cell at the quality layer.
     (path,) = (tmp_path / "store" / "records").glob("*.json")
