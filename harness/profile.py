@@ -280,10 +280,18 @@ class Profiler:
             device = str(e["args"].get("device", "?"))
             by_device[device] = by_device.get(device, 0.0) + float(e["dur"]) / 1000
         request = next((e for e in spans if e.get("cat") == "session" and e["name"] == "request"), None)
+        names = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        queueing: dict[str, dict[str, float]] = {}  # per stage: waiting for input, emitting (credit included)
+        for e in spans:
+            if e.get("cat") == "queue":
+                kind = "input_wait_ms" if e["name"].startswith("wait input") else "emit_ms"
+                stage = queueing.setdefault(names.get(e["tid"], str(e["tid"])), {"input_wait_ms": 0.0, "emit_ms": 0.0})
+                stage[kind] += float(e["dur"]) / 1000
         return {"file": "trace.json", "events": len(events), "graph_runs": len(graphs),
                 "graph_ms_by_device": by_device, "request_ms": float(request["dur"]) / 1000 if request else None,
                 "threads": sorted(e["args"]["name"] for e in events if e.get("name") == "thread_name"),
                 "wait_ms": sum(float(e["dur"]) for e in spans if e.get("cat") == "queue") / 1000,
+                "queueing_by_stage": queueing,
                 "returncode": run.returncode}
 
     def interruption(self, within_ms: float, seed: int = 0) -> dict[str, Any]:

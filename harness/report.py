@@ -167,6 +167,10 @@ def _trace_lines(report: dict[str, Any]) -> list[str]:
         f"[{t['file']}]({t['file']}) (open it in ui.perfetto.dev): one request traced in a separate process, "
         f"{_fmt(t['request_ms'])} ms, {t['graph_runs']} graph runs ({devices}), {t['wait_ms']:.1f} ms waiting on "
         f"queues and credit, threads {', '.join(t['threads'])}. Traced timings are not part of the tables above.",
+        "",
+        "| stage (traced request) | waiting for input (ms) | emitting, credit wait included (ms) |",
+        "|---|---|---|",
+        *[f"| {stage} | {q['input_wait_ms']:.1f} | {q['emit_ms']:.1f} |" for stage, q in t["queueing_by_stage"].items()],
     ]
 
 

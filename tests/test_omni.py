@@ -251,3 +251,10 @@ def test_a_traced_omni_request_shows_every_stage_and_graph_in_a_perfetto_readabl
     refused = subprocess.run([*run[:-4], "--trace", str(tmp_path / "absent" / "trace.json")], capture_output=True,
                              text=True, timeout=300)
     assert refused.returncode == 1 and "cannot write the trace" in refused.stderr
+
+
+def test_the_native_cli_prints_its_usage_on_help() -> None:
+    for flag in ("--help", "-h"):
+        done = subprocess.run([str(RUN), flag], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0 and done.stdout.startswith("usage: omni-edge-run") and done.stderr == ""
+        assert "--trace FILE" in done.stdout and "speak --plan PLAN" in done.stdout
