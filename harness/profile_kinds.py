@@ -76,8 +76,8 @@ def stream_of(event: dict[str, Any], kind: str) -> str:
 
 def run_argv(kind: str, binary: str, plan: str, workload: Workload, wav: str) -> list[str]:
     """omni-edge-run's command line for one workload of this kind (without --repeat/--threads)."""
-    if kind == SPEECH:
-        argv = [binary, "speak", "--plan", plan, "--text", workload.prompt, "--out", wav]
+    if kind == SPEECH:  # speak does not reserve by default; the profile compares RSS with the ledger's budget
+        argv = [binary, "speak", "--plan", plan, "--text", workload.prompt, "--out", wav, "--memory-pools", "auto"]
     else:
         argv = [binary, "--plan", plan, "--prompt", workload.prompt, "--max-new-tokens", str(workload.max_new_tokens),
                 "--ignore-stop-tokens"]
