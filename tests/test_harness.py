@@ -213,7 +213,7 @@ def test_bad_numbers_and_bad_plans_are_clear_errors(tiny_artifact: Path, tmp_pat
         r = cli(*args)
         assert r.returncode == 2 and "must be at least 1" in r.stderr and "Traceback" not in r.stderr, args
     for duration in ("0m", "-5s", "ten minutes", "3d"):
-        r = cli("profile", "--device", "host", "--plan", plan, "--duration", duration)
+        r = cli("profile", "--device", "host", "--plan", plan, f"--duration={duration}")
         assert r.returncode == 2 and "a duration is a positive number with s, m or h" in r.stderr, (duration, r.stderr)
 
 
