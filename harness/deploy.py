@@ -153,18 +153,16 @@ def _uses_npu(plan: dict[str, Any]) -> bool:
 def relocate_plan(plan_path: Path) -> tuple[str, dict[str, Path]]:
     """The plan with each stage's artifact rewritten to artifacts/NAME (JSON text), and
     artifacts/NAME -> the local artifact directory, for every artifact the plan names."""
+    from omni_edge.harness.verify_targets import VerifyTargetError, plan_components
+
     try:
-        plan = json.loads(plan_path.read_text())
-        stages = plan["stages"]
-        components = [(plan_path.parent / s["artifact"]).resolve() for s in stages]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DeviceError(f"{plan_path}: not a readable plan ({exc})") from exc
-    for c in components:
-        if not (c / "manifest.json").is_file():
-            raise DeviceError(f"{c}: the plan names this artifact but it has no manifest.json")
+        components = plan_components(plan_path)
+    except VerifyTargetError as exc:
+        raise DeviceError(str(exc)) from exc
+    plan = json.loads(plan_path.read_text())
     names = _remote_names(components)
-    for stage, component in zip(stages, components, strict=True):
-        stage["artifact"] = f"artifacts/{names[component]}"
+    for stage in plan["stages"]:
+        stage["artifact"] = f"artifacts/{names[(plan_path.parent / stage['artifact']).resolve()]}"
     return json.dumps(plan, indent=2) + "\n", {f"artifacts/{names[c]}": c for c in components}
 
 

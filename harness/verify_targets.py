@@ -1,7 +1,7 @@
 """What `omni-edge verify PATH` checks: PATH may be whatever the tools wrote.
 
 - a component directory (it holds manifest.json): that component;
-- a plan file: every component its stages name (each inside the plan's directory);
+- a plan file: every component its stages name (where the controller finds them);
 - an export directory (what `export` wrote: components and plan*.json beside them): every
   component in it and every plan, each plan's components named;
 - a device bundle (bundle.json): handled by the bundle verifier, not here.
@@ -33,20 +33,22 @@ class VerifyTargets:
 
 
 def plan_components(plan: Path) -> list[Path]:
-    """The component directories a plan's stages name, refused if one leaves the plan's directory."""
+    """The component directories a plan's stages name, in stage order, each once. As the
+    controller reads them: relative to the plan (an omni plan names its thinker's and talker's
+    components beside their own plans), each a directory holding a manifest, whose hashes are
+    what make it safe to load."""
     try:
         data = json.loads(plan.read_text(encoding="utf-8"))
         names = [stage["artifact"] for stage in data["stages"]]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise VerifyTargetError(f"{plan}: not a readable plan ({type(exc).__name__}: {exc})") from None
-    root = plan.parent.resolve()
     out: list[Path] = []
     for name in names:
         if not isinstance(name, str) or not name:
-            raise VerifyTargetError(f"{plan}: a stage's artifact must be a non-empty relative path")
-        component = (root / name).resolve()
-        if component != root and root not in component.parents:
-            raise VerifyTargetError(f"{plan}: artifact {name!r} is outside the plan's directory")
+            raise VerifyTargetError(f"{plan}: a stage's artifact must be a non-empty path")
+        component = (plan.parent / name).resolve()
+        if not (component / MANIFEST_NAME).is_file():
+            raise VerifyTargetError(f"{plan}: artifact {name!r} is not a component (no {MANIFEST_NAME} in {component})")
         if component not in out:
             out.append(component)
     return out

@@ -105,7 +105,7 @@ def test_only_files_the_manifest_hashes_are_loaded(tiny_artifact: Path, tmp_path
 def test_verify_takes_what_export_wrote(tiny_artifact: Path, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     """The export directory (every component and plan), a plan, a component; a changed byte fails
-    the plans that name its component only; a plan naming a directory outside its own is refused."""
+    the plans that name its component only; a plan naming a directory that is no component is refused."""
     from omni_edge.cli import main
 
     artifact = _copy(tiny_artifact, tmp_path)
@@ -123,10 +123,17 @@ def test_verify_takes_what_export_wrote(tiny_artifact: Path, tmp_path: Path,
     out = capsys.readouterr().out
     assert "REFUSED hash_mismatch" in out and f"{artifact / 'plan.pte.json'}: NOT qualified: thinker-pte" in out
     assert f"{artifact / 'plan.onnx.json'}: every component qualified" in out, out
+    # A plan names components where the controller finds them (an omni plan: beside other plans);
+    # a directory without a manifest is not one.
+    elsewhere = tmp_path / "omni" / "plan.json"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(json.dumps({"stages": [{"artifact": "../artifact/thinker-onnx"}]}))
+    assert main(["verify", str(elsewhere)]) == 0
+    assert f"{elsewhere}: every component qualified (thinker-onnx)" in capsys.readouterr().out
     escape = artifact / "plan.escape.json"
     escape.write_text(json.dumps({"stages": [{"artifact": "../" + tmp_path.name}]}))
     assert main(["verify", str(escape)]) == 1
-    assert "outside the plan's directory" in capsys.readouterr().out
+    assert "is not a component (no manifest.json" in capsys.readouterr().out
     assert main(["verify", str(tmp_path / "none")]) == 1
 
 

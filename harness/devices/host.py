@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from omni_edge.contracts.manifest import sha256_file
+from omni_edge.files import atomic_output
 from omni_edge.harness.devices.base import (
     Device,
     DeviceFacts,
@@ -119,8 +120,8 @@ class HostDevice(Device):
         tmp.replace(target)
 
     def pull(self, remote: str, local: Path) -> None:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(remote, local)
+        with atomic_output(local) as part:  # whole or not at all, as adb's pull
+            shutil.copy2(remote, part)
 
     def kill(self, pid: int, hard: bool = False) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
