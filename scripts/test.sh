@@ -11,6 +11,8 @@ export CC="${CC:-gcc}" CXX="${CXX:-g++}"
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 jobs=$(nproc)
 t0=$(date +%s)
+# Which machine ran this: a failure on another host is read against its CPU first.
+echo "host: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
 step() { printf '\n== [%ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
 
 step "rebuild the Python extension (picks up C++ changes)"
