@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -527,11 +527,20 @@ def decode_offline(model: Qwen3Tts, codes: torch.Tensor) -> torch.Tensor:
 @dataclass(frozen=True)
 class StreamShape:
     """Chunks of `chunk` frames (the first one `first` frames), each decoded with up to
-    `left_context` frames before it, in a window of fixed `window` frames (right-padded)."""
+    `left_context` frames before it, in a window of fixed `window` frames (right-padded).
+
+    `adaptive`: the controller's ChunkSchedule cuts chunks as the audio already sent allows
+    (each at most `growth` times the previous one, at most `chunk`), so the chunk boundaries
+    of a stream depend on the device's timing; the window graphs then cover every size on
+    the way (powers of two) and the exact reference of a stream is decoded from the
+    boundaries it reported (`frames_final` of its pcm events)."""
 
     first: int = 1
     chunk: int = 25
     left_context: int = 72
+    adaptive: bool = True
+    growth: float = 2.0
+    margin_ms: float = 40.0
 
     @property
     def window(self) -> int:
@@ -540,8 +549,18 @@ class StreamShape:
     @property
     def windows(self) -> tuple[int, ...]:
         """Window sizes to export: the full one, and one just big enough for the first chunk
-        (it has no context), so the first PCM does not wait for a full window's compute."""
-        return tuple(sorted({self.first + 1, self.window}))
+        (it has no context), so the first PCM does not wait for a full window's compute; an
+        adaptive schedule also gets the powers of two between, for the chunks it grows."""
+        sizes = {self.first + 1, self.window}
+        if self.adaptive:
+            sizes |= {1 << k for k in range(1, self.window.bit_length()) if self.first + 1 < 1 << k < self.window}
+        return tuple(sorted(sizes))
+
+    def schedule(self) -> dict[str, Any]:
+        """The plan's `vocoder.schedule` section."""
+        if not self.adaptive:
+            return {"policy": "fixed"}
+        return {"policy": "adaptive", "growth": self.growth, "margin_ms": self.margin_ms}
 
     def __post_init__(self) -> None:
         if min(self.first, self.chunk, self.left_context) < 1:
@@ -560,15 +579,24 @@ class StreamShape:
     def chunks(self, n_frames: int) -> list[tuple[int, int, bool]]:
         """(start, end, final) frame ranges in stream order, as a streaming vocoder meets them:
         each chunk as soon as its frames exist (the end of speech is not known yet), then, at the
-        end, the frames left over (possibly none) with the tail flushed."""
+        end, the frames left over (possibly none) with the tail flushed. Adaptive: the largest
+        chunks the schedule allows (what it cuts while the audio sent keeps well ahead)."""
         out: list[tuple[int, int, bool]] = []
-        start = 0
-        while n_frames - start >= (size := self.first if start == 0 else self.chunk):
+        start, size = 0, self.first
+        while n_frames - start >= size:
             out.append((start, start + size, False))
             start += size
+            size = min(self.chunk, max(1, int(self.growth * size))) if self.adaptive else self.chunk
         if n_frames > 0:
             out.append((start, n_frames, True))
         return out
+
+    @staticmethod
+    def chunks_ending(ends: Sequence[int]) -> list[tuple[int, int, bool]]:
+        """The (start, end, final) ranges of a stream whose chunks ended at `ends` (its pcm
+        events' `frames_final`, in order; the last one flushed the tail)."""
+        starts = [0, *ends[:-1]]
+        return [(s, e, i == len(ends) - 1) for i, (s, e) in enumerate(zip(starts, ends, strict=True))]
 
 
 @torch.no_grad()
@@ -586,6 +614,9 @@ def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, sh
     return wav[a:b]
 
 
-def decode_streaming(model: Qwen3Tts, codes: torch.Tensor, shape: StreamShape = StreamShape()) -> list[torch.Tensor]:
-    """The straightforward PyTorch streaming loop: one vocoder window per chunk."""
-    return [decode_window(model, codes, s, e, shape, final) for s, e, final in shape.chunks(codes.shape[0])]
+def decode_streaming(model: Qwen3Tts, codes: torch.Tensor, shape: StreamShape = StreamShape(),
+                     ends: Sequence[int] | None = None) -> list[torch.Tensor]:
+    """The straightforward PyTorch streaming loop: one vocoder window per chunk; the chunks
+    `shape` would cut, or the ones a stream reported (`ends`, see StreamShape.chunks_ending)."""
+    chunks = shape.chunks(codes.shape[0]) if ends is None else StreamShape.chunks_ending(ends)
+    return [decode_window(model, codes, s, e, shape, final) for s, e, final in chunks]

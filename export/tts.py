@@ -433,6 +433,19 @@ class GraphRunner:
                 hidden = self._run("predictor_embed_n1", {"input_ids": np.array([[row]], np.int64)})[0]
         return codes
 
+    @torch.no_grad()
+    def window_sqnr(self) -> dict[str, float]:
+        """Every vocoder window graph on random codes against PyTorch, so the windows a short
+        validation stream never reaches (an adaptive schedule's larger ones) are checked too."""
+        generator = torch.Generator().manual_seed(0)
+        out: dict[str, float] = {}
+        for w in self.opts.stream.windows:
+            codes = torch.randint(0, self.model.ids.codebook_size, (1, CODE_GROUPS, w), generator=generator)
+            ref = VocoderGraph(self.model, w).eval()(codes)[0, 0].numpy()
+            got = self._run(f"vocoder_w{w}", {"codes": codes.numpy()})[0][0, 0]
+            out[f"graph_sqnr_db.vocoder_w{w}"] = round(sqnr_db(ref, got), 2)
+        return out
+
     def pcm(self, codes: np.ndarray) -> list[np.ndarray]:
         """The streamed chunks of `codes`, each decoded in the smallest window it fits (as the
         controller picks it)."""
@@ -448,13 +461,14 @@ class GraphRunner:
 
 
 def _compare(model: Qwen3Tts, got: np.ndarray, ref: np.ndarray, agreement: Agreement, pcm: np.ndarray,
-             opts: TtsExportOptions) -> dict[str, float]:
+             opts: TtsExportOptions, ends: list[int] | None = None) -> dict[str, float]:
     """Codes `got` against the reference's `ref` (`agreement`: by the near-tie rule of
-    `comparison`); `pcm` (streamed from `got`) against the PyTorch streaming decode of the same
-    codes."""
+    `comparison`); `pcm` (streamed from `got`, in the chunks ending at `ends` or the ones the
+    stream shape cuts) against the PyTorch streaming decode of the same codes and chunks."""
     n = min(len(got), len(ref))
     agree = float((got[:n] == ref[:n]).all(axis=1).mean()) if n else 0.0
-    ref_pcm = torch.cat(decode_streaming(model, torch.from_numpy(got), opts.stream)).numpy() if len(got) else pcm
+    codes = torch.from_numpy(got)
+    ref_pcm = torch.cat(decode_streaming(model, codes, opts.stream, ends)).numpy() if len(got) else pcm
     err = pcm - ref_pcm if pcm.shape == ref_pcm.shape else np.full(1, np.inf, np.float32)
     return {"frames": float(len(got)), "reference_frames": float(len(ref)), "frame_agreement": agree,
             "codes_agree_to_near_tie": float(agreement.passed), "codes_verified": float(agreement.checked),
@@ -489,7 +503,7 @@ def validate_graphs(model: Qwen3Tts, directory: Path, files: dict[str, str], opt
     got = runner.codes(text_ids, opts.validation_frames)
     agreement, ref = _reference_codes(model, text_ids, got, opts.validation_frames)
     pcm = np.concatenate(runner.pcm(got)) if len(got) else np.zeros(0, np.float32)
-    return _compare(model, got, ref, agreement, pcm, opts)
+    return {**_compare(model, got, ref, agreement, pcm, opts), **runner.window_sqnr()}
 
 
 def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_ids: list[int],
@@ -503,14 +517,15 @@ def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_id
     utterance = session.speak(text_ids=text_ids, max_frames=opts.validation_frames, sampling=greedy)
     got = np.array(session.codes(), np.int64).reshape(-1, CODE_GROUPS)
     agreement, ref = _reference_codes(model, text_ids, got, opts.validation_frames, reference)
-    return _compare(model, got, ref, agreement, utterance.pcm, opts)
+    ends = [int(e["frames_final"]) for e in utterance.events if e["kind"] == "pcm"]  # where its schedule cut
+    return _compare(model, got, ref, agreement, utterance.pcm, opts, ends)
 
 
 # Limits of the fp32 graphs against PyTorch: the greedy codes are PyTorch's up to near ties
 # (`comparison`: equal until a near tie, then each code within the tie gap of PyTorch's best
 # along the run's own path); PCM equal to float32 rounding (measured 126 dB, max 3e-7 on the
 # tiny checkpoint).
-LIMITS = {"codes_agree_to_near_tie": 1.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4}
+LIMITS = {"codes_agree_to_near_tie": 1.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4, "graph_sqnr_db": 80.0}
 # Teacher-forced agreement with the reference codes: codebook 0 (the talker) and codebooks 1..15
 # (the code predictor), each predicted from the reference's codes before it.
 FORCED_AGREEMENTS = ("forced_codebook0_agreement", "forced_predictor_agreement")
@@ -609,7 +624,8 @@ def speech_plan(model: Qwen3Tts, component: str, files: dict[str, Any], opts: Tt
         "final_output": True, "final_output_type": "audio", "engine_output_type": "audio", "artifact": component,
         "vocoder": {"code_groups": CODE_GROUPS, "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
                     "tail_samples": model.tail_samples, "first_chunk": s.first, "chunk": s.chunk,
-                    "left_context": s.left_context, "windows": list(windows), "pcm_dtype": "float32"},
+                    "left_context": s.left_context, "windows": list(windows), "pcm_dtype": "float32",
+                    "schedule": s.schedule()},
         "graphs": {"vocoder": group({str(w): files[f"vocoder_w{w}"] for w in windows}, "vocoder")},
     }
     return {"plan_version": 1, "name": f"speech ({component})", "stages": [talker, vocoder],
@@ -640,7 +656,7 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
                        "samples_per_frame": SAMPLES_PER_FRAME, "sample_rate": SAMPLE_RATE,
                        "tail_samples": model.tail_samples, "mask_value": MASK_VALUE,
                        "stream": {"first": s.first, "chunk": s.chunk, "left_context": s.left_context,
-                                  "window": s.window, "windows": list(s.windows)}}
+                                  "window": s.window, "windows": list(s.windows), "schedule": s.schedule()}}
     results: list[tuple[Path, dict[str, float]]] = []
     for fmt in opts.formats:
         component = speech_component(out / f"speech-{fmt}", model, checkpoint)

@@ -45,7 +45,6 @@ from omni_edge.harness.profile_kinds import (
 )
 
 MIN_RUNS = 20  # measured requests per group the protocol asks for; fewer is reported as not met
-DEFAULT_PREBUFFER_MS = 200  # the controller's (pipeline/request.h) when a request names none
 
 
 @dataclass
@@ -336,6 +335,12 @@ class Profiler:
                 "pss_readable": bool(pss)}
 
 
+def _reported(groups: dict[str, Any], field: str) -> Any:
+    """A field the controller reported on the measured requests' audio terminals (the first seen)."""
+    return next((row[field] for group in groups.values() for row in group.get("rows", ())
+                 if isinstance(row, dict) and row.get(field) is not None), None)
+
+
 def _placement(stderr: str) -> list[dict[str, Any]]:
     """The placements of `omni-edge-run --info` (its session info, one JSON line on stderr)."""
     for line in stderr.splitlines():
@@ -417,7 +422,9 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
         "ledger": {"predicted_mb": predicted / (1 << 20) if predicted else None, "measured_peak_rss_mb": measured,
                    "measured_over_predicted": (measured / (predicted / (1 << 20))) if predicted and measured else None},
         "speech": None if interruption is None else {
-            "prebuffer_ms": prebuffer_ms if prebuffer_ms is not None else DEFAULT_PREBUFFER_MS,
+            # The request's, else the one the plan's chunk schedule gave (the controller reports it).
+            "prebuffer_ms": prebuffer_ms if prebuffer_ms is not None else _reported(groups, "prebuffer_ms"),
+            "chunk_schedule": _reported(groups, "chunk_schedule"),
             "clock": "first PCM, playback start, underruns (deficits), RTF and tail are the controller's playback "
                      "clock under the prebuffer; chunk gaps and the arrival plot are the harness's reading of the pipe",
             "interruption": {k: v for k, v in interruption.items() if k != "rows"}},

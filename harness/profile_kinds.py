@@ -46,8 +46,8 @@ WORKLOADS: dict[str, dict[str, Workload]] = {
 }
 
 # The audio terminal's fields the report summarizes (the controller's clock), and the text's.
-SPEECH_FIELDS = ("first_pcm_ms", "playback_start_ms", "rtf", "underruns", "underrun_ms", "tail_ms", "total_ms",
-                 "audio_ms", "talker_ms_per_frame", "vocoder_ms")
+SPEECH_FIELDS = ("first_pcm_ms", "playback_start_ms", "rtf", "underruns", "underrun_ms", "lead_min_ms", "tail_ms",
+                 "total_ms", "audio_ms", "talker_ms_per_frame", "vocoder_ms", "prebuffer_ms", "chunk_schedule")
 TEXT_FIELDS = ("ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s", "n_prompt_tokens", "n_generated_tokens",
                "peak_rss_mb")
 TERMINAL_KINDS = ("done", "cancelled", "error")
@@ -127,7 +127,7 @@ def metric_names(kind: str) -> list[str]:
     if kind != SPEECH:
         names += ["ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s"]
     if kind != TEXT:
-        names += ["first_pcm_ms", "playback_start_ms", "rtf", "underruns", "underrun_ms", "tail_ms",
+        names += ["first_pcm_ms", "playback_start_ms", "rtf", "underruns", "underrun_ms", "lead_min_ms", "tail_ms",
                   "talker_ms_per_frame", "vocoder_ms"]
     if kind == SPEECH:
         names += ["audio_total_ms"]

@@ -35,7 +35,8 @@ def native_arguments(args: argparse.Namespace, command: str) -> list[str]:
     if command == "speak":
         text_ids = ",".join(map(str, args.text_ids or ()))
         return out + (["--text-ids", text_ids] if text_ids else ["--text", args.text or ""]) + _flag(
-            "--max-frames", args.max_frames or None) + _flag("--prebuffer-ms", args.prebuffer_ms)
+            "--max-frames", args.max_frames or None) + _flag(
+            "--prebuffer-ms", int(args.prebuffer_ms) if args.prebuffer_ms >= 0 else None)  # -1: the plan's
     if args.prompt_ids:
         out += ["--prompt-ids", ",".join(map(str, args.prompt_ids))]
     else:  # the CLI read and checked a prompt file already: args.prompt holds its text

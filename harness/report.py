@@ -120,7 +120,7 @@ def _speech_lines(report: dict[str, Any]) -> list[str]:
         "",
         "## Speech",
         "",
-        f"- prebuffer {speech['prebuffer_ms']} ms; {speech['clock']}.",
+        f"- prebuffer {speech['prebuffer_ms']} ms, chunk schedule {speech.get('chunk_schedule') or 'fixed'}; {speech['clock']}.",
         f"- interruption: {stop['stopped']} of {stop['runs']} requests stopped (SIGTERM) at a random moment within "
         f"{stop['stop_within_ms']:.0f} ms of their first output ({stop['finished_before_the_stop']} finished first): "
         f"stop -> terminal line p50 "

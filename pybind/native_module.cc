@@ -251,7 +251,7 @@ NB_MODULE(_native, m) {
     if (!arrivals.empty()) clock.End(arrivals.back().first);
     const pipeline::PlaybackStats& s = clock.stats();
     return Json{{"first_pcm_ms", s.first_pcm_ms}, {"playback_start_ms", s.playback_start_ms}, {"underruns", s.underruns},
-                {"underrun_ms", s.underrun_ms}, {"max_gap_ms", s.max_gap_ms}, {"chunks", s.chunks},
+                {"underrun_ms", s.underrun_ms}, {"max_gap_ms", s.max_gap_ms}, {"lead_min_ms", s.lead_min_ms}, {"chunks", s.chunks},
                 {"samples", s.samples}}.dump();
   }, nb::arg("arrivals"), nb::arg("sample_rate"), nb::arg("prebuffer_ms"),
      "The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).");

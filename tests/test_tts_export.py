@@ -22,7 +22,12 @@ def test_speech_graphs_equal_the_reference_and_verify(tts_checkpoint: Path, tmp_
     assert task["codes_agree_to_near_tie"] == 1.0 and task["codes_verified"] == 48 * 16 and task["samples_exact"] == 1.0
     assert numerical["pcm_sqnr_db"] > 80 and numerical["pcm_max_abs_diff"] < 1e-4
     speech = json.loads((component / "manifest.json").read_text())["metadata"]["speech"]
-    assert speech["stream"] == {"first": 1, "chunk": 25, "left_context": 72, "window": 98, "windows": [2, 98]}
+    # The adaptive schedule (the default) has a window graph for every size its chunks grow through,
+    # each checked against PyTorch.
+    assert speech["stream"] == {"first": 1, "chunk": 25, "left_context": 72, "window": 98,
+                                "windows": [2, 4, 8, 16, 32, 64, 98],
+                                "schedule": {"policy": "adaptive", "growth": 2.0, "margin_ms": 40.0}}
+    assert all(numerical[f"graph_sqnr_db.vocoder_w{w}"] > 100 for w in speech["stream"]["windows"])
     assert speech["samples_per_frame"] == 1920 and speech["sample_rate"] == 24000 and speech["tail_samples"] > 0
     assert cli("verify", str(component)).returncode == 0
     (component / "vocoder_w98.onnx").write_bytes((component / "vocoder_w98.onnx").read_bytes() + b"\0")

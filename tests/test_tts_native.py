@@ -4,6 +4,7 @@ stream is exact (no lost, duplicated or reordered samples), cancellation is clea
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import threading
@@ -67,11 +68,19 @@ def test_streamed_pcm_is_exact_in_length_and_equals_the_reference(model: Qwen3Tt
     pcm_events = [e for e in utterance.events if e["kind"] == "pcm"]
     assert [e["first_sample"] for e in pcm_events] == list(np.cumsum([0] + [e["n_samples"] for e in pcm_events])[:-1])
     assert [e["seq"] for e in pcm_events] == sorted(e["seq"] for e in pcm_events)
-    assert [e["frames_final"] for e in pcm_events] == [s for _, s, _ in StreamShape().chunks(frames)]
-    assert utterance.events[-1]["kind"] == "done" and utterance.events[-1]["samples"] == pcm.shape[0]
+    # The adaptive schedule's chunks: the first alone, each at most twice the last and at most
+    # the largest; where it cut them depends on this host's timing, so the reference decodes
+    # the chunks the stream reported.
+    ends = [e["frames_final"] for e in pcm_events]
+    sizes = [b - a for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    done = utterance.events[-1]
+    assert sizes[0] == 1 and all(0 < n <= min(25, 2 * m) for m, n in itertools.pairwise(sizes[:-1])), sizes
+    assert done["chunk_schedule"] == "adaptive" and done["chunk_frames"] == [n for n in sizes if n > 0]
+    assert done["prebuffer_ms"] == 0 and done["playback_start_ms"] == done["first_pcm_ms"]
+    assert done["kind"] == "done" and done["samples"] == pcm.shape[0]
     # The same chunking in PyTorch: equal to float rounding (measured 126 dB).
     codes_t = torch.tensor(codes)
-    streamed_ref = torch.cat(decode_streaming(model, codes_t)).numpy()
+    streamed_ref = torch.cat(decode_streaming(model, codes_t, ends=ends)).numpy()
     assert_sqnr(streamed_ref, pcm, ROUNDING_SQNR_DB, "streamed PCM vs PyTorch")
     # Against one offline decode: equal to float rounding while the left context holds the whole
     # history, within the measured bound after.
@@ -173,6 +182,10 @@ def test_bad_speech_input_is_a_clear_error_and_the_session_survives(session: Spe
         ("codec_ids", lambda p: p["stages"][0]["talker"]["codec_ids"].update(eos=3)),
         ("predictor_head", lambda p: p["stages"][0]["graphs"].pop("predictor_head")),
         ("pcm_dtype", lambda p: p["stages"][1]["vocoder"].update(pcm_dtype="int8")),
+        ("schedule.policy", lambda p: p["stages"][1]["vocoder"].update(schedule={"policy": "eager"})),
+        ("schedule.growth", lambda p: p["stages"][1]["vocoder"]["schedule"].update(growth=0.5)),
+        ("schedule.margin_ms", lambda p: p["stages"][1]["vocoder"]["schedule"].update(margin_ms=-1)),
+        ("unknown field", lambda p: p["stages"][1]["vocoder"].update(schedule={"policy": "fixed", "growth": 2})),
         ("one model section", lambda p: p["stages"][1].update(llm={})),
         ("reads the codes of one talker stage", lambda p: p["stages"][1].update(input_sources=[])),
     ]
@@ -188,18 +201,40 @@ def test_bad_speech_input_is_a_clear_error_and_the_session_survives(session: Spe
         assert expected in err.value.message, err.value.message
 
 
-def test_int16_pcm_events_match_the_float_stream(tts_artifact: Path, tmp_path: Path,
-                                                  spoken: tuple[Utterance, list[list[int]]]) -> None:
+def _plan_with_vocoder(tts_artifact: Path, out: Path, **vocoder: Any) -> Path:
     plan = json.loads(tts_artifact.read_text())
-    plan["stages"][1]["vocoder"]["pcm_dtype"] = "int16"
+    plan["stages"][1]["vocoder"].update(vocoder)
     for stage in plan["stages"]:
         stage["artifact"] = str(tts_artifact.parent / stage["artifact"])
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(plan))
+    out.write_text(json.dumps(plan))
+    return out
+
+
+def _chunk_ends(utterance: Utterance) -> list[int]:
+    return [int(e["frames_final"]) for e in utterance.events if e["kind"] == "pcm"]
+
+
+def test_int16_pcm_events_match_the_float_stream(model: Qwen3Tts, tts_artifact: Path, tmp_path: Path,
+                                                  spoken: tuple[Utterance, list[list[int]]]) -> None:
+    path = _plan_with_vocoder(tts_artifact, tmp_path / "plan.json", pcm_dtype="int16")
     utterance = SpeechSession.open(path, threads=2).speak(TEXT, max_frames=FRAMES)
-    reference = spoken[0].pcm
+    # The PyTorch stream of the same codes cut where this run's schedule cut them.
+    reference = torch.cat(decode_streaming(model, torch.tensor(spoken[1]), ends=_chunk_ends(utterance))).numpy()
     assert utterance.pcm.shape == reference.shape
-    assert np.abs(utterance.pcm - np.clip(reference, -1, 1)).max() <= 1 / 32767 + 1e-6
+    assert np.abs(utterance.pcm - np.clip(reference, -1, 1)).max() <= 1 / 32767 + 1e-5
+
+
+def test_a_fixed_schedule_cuts_its_chunks_and_keeps_its_prebuffer(model: Qwen3Tts, tts_artifact: Path, tmp_path: Path,
+                                                                  spoken: tuple[Utterance, list[list[int]]]) -> None:
+    """A plan that declares the fixed schedule (as plans before the adaptive one did): 1, 25, ...
+    frames whatever the timing, and a request naming no prebuffer gets the 200 ms it needs."""
+    path = _plan_with_vocoder(tts_artifact, tmp_path / "plan.json", schedule={"policy": "fixed"})
+    utterance = SpeechSession.open(path, threads=2).speak(TEXT, max_frames=30)
+    done = utterance.metrics
+    assert done["chunk_schedule"] == "fixed" and done["chunk_frames"] == [1, 25, 4] and done["prebuffer_ms"] == 200
+    assert _chunk_ends(utterance) == [s for _, s, _ in StreamShape(adaptive=False).chunks(30)]
+    reference = torch.cat(decode_streaming(model, torch.tensor(spoken[1][:30]), StreamShape(adaptive=False))).numpy()
+    assert_sqnr(reference, utterance.pcm, ROUNDING_SQNR_DB, "fixed-schedule PCM vs PyTorch")
 
 
 def test_the_executorch_speech_program_speaks_the_same_codes(tts_checkpoint: Path, tmp_path: Path,

@@ -83,7 +83,7 @@ def test_streaming_equals_offline_within_the_measured_bound(model: Qwen3Tts, cod
     offline = decode_offline(model, codes)
     assert offline.shape[0] == codes.shape[0] * SAMPLES_PER_FRAME
     assert 0.03 < float(offline.pow(2).mean().sqrt()) < 0.5  # speech level, not silence
-    shape = StreamShape()
+    shape = StreamShape(adaptive=False)
     chunks = decode_streaming(model, codes, shape)
     spans = shape.chunks(codes.shape[0])
     assert [e - s for s, e, _ in spans][:3] == [1, 25, 25] and len(chunks) == len(spans)
@@ -99,3 +99,11 @@ def test_streaming_equals_offline_within_the_measured_bound(model: Qwen3Tts, cod
     got, ref = stream.numpy(), offline.numpy()
     assert_sqnr(ref[:whole_context], got[:whole_context], ROUNDING_SQNR_DB, "whole-context stream vs offline")
     assert_sqnr(ref, got, STREAM_SQNR_DB, "stream vs offline")
+    # The adaptive schedule's chunks when it is never pressed (1, 2, 4, ... 25): the same bounds.
+    adaptive = StreamShape()
+    spans = adaptive.chunks(codes.shape[0])
+    assert [e - s for s, e, _ in spans][:7] == [1, 2, 4, 8, 16, 25, 25]
+    assert StreamShape.chunks_ending([e for _, e, _ in spans]) == spans
+    got = torch.cat(decode_streaming(model, codes, adaptive)).numpy()
+    assert_sqnr(ref[:whole_context], got[:whole_context], ROUNDING_SQNR_DB, "whole-context adaptive stream vs offline")
+    assert_sqnr(ref, got, STREAM_SQNR_DB, "adaptive stream vs offline")

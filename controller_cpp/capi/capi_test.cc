@@ -25,7 +25,7 @@ TEST(CApi, TheRequestDefaultsArePinned) {
   EXPECT_EQ(r.n_stop_strings, 0);
   EXPECT_EQ(r.ignore_stop_tokens, 0);
   EXPECT_EQ(r.max_frames, 0);
-  EXPECT_EQ(r.prebuffer_ms, 200.0);
+  EXPECT_EQ(r.prebuffer_ms, -1.0);  // the plan's: 0 with an adaptive chunk schedule, 200 with a fixed one
   for (const OeSampling& s : {r.sampling, r.speech_sampling}) {
     EXPECT_EQ(s.use_plan_sampling, 1);
     EXPECT_EQ(s.temperature, 0.0f);
@@ -84,7 +84,7 @@ TEST(CApi, DeprecatedRequestDefaultsUseThePlansSampling) {
     EXPECT_EQ(s.repetition_penalty, 1.0f);
     EXPECT_EQ(s.seed, 0u);
   }
-  EXPECT_EQ(speak.prebuffer_ms, 200.0);
+  EXPECT_EQ(speak.prebuffer_ms, -1.0);
   oe_generate_params_default(nullptr);  // tolerated
   oe_speak_params_default(nullptr);
 }

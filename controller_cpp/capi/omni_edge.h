@@ -101,7 +101,8 @@ typedef struct {
   int ignore_stop_tokens;         /* 1: always generate max_new_tokens */
   int max_frames;                 /* audio stream (12.5 frames per second of audio); 0: the plan's */
   OeSampling speech_sampling;     /* audio stream: the talker's codes */
-  double prebuffer_ms;            /* audio the playback clock queues before it starts (default 200) */
+  double prebuffer_ms;            /* audio the playback clock queues before it starts; -1 (default): the
+                                     plan's (0 with an adaptive chunk schedule, 200 with a fixed one) */
 } OeRequest;
 
 OE_API void oe_request_default(OeRequest* request);

@@ -1,6 +1,7 @@
 #include "pipeline/playback.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace omni_edge::pipeline {
 
@@ -23,12 +24,18 @@ void PlaybackClock::Arrive(int64_t n, double now_ms) {
     if (queued_ms_ >= prebuffer_ms_) Start(now_ms);
     return;
   }
+  const double lead = std::max(0.0, played_until_ - now_ms);
+  stats_.lead_min_ms = stats_.lead_min_ms < 0 ? lead : std::min(stats_.lead_min_ms, lead);
   if (now_ms > played_until_) {  // the speaker went silent until this chunk came
     ++stats_.underruns;
     stats_.underrun_ms += now_ms - played_until_;
     played_until_ = now_ms;
   }
   played_until_ += duration;
+}
+
+double PlaybackClock::runs_out_ms() const {
+  return playing_ ? played_until_ : std::numeric_limits<double>::infinity();
 }
 
 void PlaybackClock::End(double now_ms) {

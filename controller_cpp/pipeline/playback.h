@@ -2,7 +2,8 @@
 // `prebuffer_ms` of audio is queued (or the stream ends) and then plays at the sample rate.
 // Every chunk that arrives after the queued audio ran out is an underrun, counted with the
 // time the speaker was silent. It also keeps the latencies a listener feels: first PCM, the
-// start of playback, the gaps between chunk arrivals.
+// start of playback, the gaps between chunk arrivals, and the lead: the audio still queued
+// when a chunk arrives (its minimum is how close the stream came to an underrun).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@ struct PlaybackStats {
   int64_t underruns = 0;          // after playback started
   double underrun_ms = 0;
   double max_gap_ms = 0;          // longest wait between two chunk arrivals
+  double lead_min_ms = -1;        // least audio queued at an arrival while playing (-1: none yet)
   int64_t chunks = 0;
   int64_t samples = 0;
 };
@@ -29,6 +31,9 @@ class PlaybackClock {
   // The stream ended at `now_ms`: a player still prebuffering starts with what it has.
   void End(double now_ms);
   const PlaybackStats& stats() const { return stats_; }
+  double prebuffer_ms() const { return prebuffer_ms_; }
+  // When the audio received so far will have played out; infinity before playback starts.
+  double runs_out_ms() const;
 
  private:
   void Start(double now_ms);

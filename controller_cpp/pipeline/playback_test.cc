@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "pipeline/playback.h"
 
 namespace omni_edge::pipeline {
@@ -16,6 +18,15 @@ TEST(Playback, NoUnderrunWhenChunksArriveBeforeTheAudioRunsOut) {
   EXPECT_DOUBLE_EQ(clock.stats().playback_start_ms, 100);
   EXPECT_DOUBLE_EQ(clock.stats().max_gap_ms, 1100);
   EXPECT_EQ(clock.stats().samples, 60000);
+  EXPECT_DOUBLE_EQ(clock.stats().lead_min_ms, 100);  // at 2000 ms, 100 ms were still queued
+  EXPECT_DOUBLE_EQ(clock.runs_out_ms(), 2600);
+}
+
+TEST(Playback, NoLeadIsKnownBeforePlaybackStarts) {
+  PlaybackClock clock(24000, 500);
+  clock.Arrive(2400, 10);
+  EXPECT_DOUBLE_EQ(clock.stats().lead_min_ms, -1);
+  EXPECT_TRUE(std::isinf(clock.runs_out_ms()));
 }
 
 TEST(Playback, CountsEachSilenceAndItsLength) {
@@ -26,6 +37,7 @@ TEST(Playback, CountsEachSilenceAndItsLength) {
   clock.Arrive(2400, 500);    // 50 ms late
   EXPECT_EQ(clock.stats().underruns, 2);
   EXPECT_NEAR(clock.stats().underrun_ms, 200, 1e-9);
+  EXPECT_DOUBLE_EQ(clock.stats().lead_min_ms, 0);  // an underrun is a lead of nothing
 }
 
 TEST(Playback, PrebufferDelaysTheStartAndAvoidsTheStall) {

@@ -102,8 +102,8 @@ Result<Request> RequestFromJson(const Json& j) {
 Status Validate(const Request& r) {
   if (r.max_new_tokens < 0) return Status::Error("invalid_argument", "max_new_tokens must be >= 0 (0: the plan's default)");
   if (r.max_frames < 0) return Status::Error("invalid_argument", "max_frames must be >= 0 (0: the plan's default)");
-  if (!(r.prebuffer_ms >= 0) || r.prebuffer_ms > 60000) {
-    return Status::Error("invalid_argument", "prebuffer_ms must be within [0, 60000]");
+  if (r.prebuffer_ms != kDefaultPrebufferMs && (!(r.prebuffer_ms >= 0) || r.prebuffer_ms > 60000)) {
+    return Status::Error("invalid_argument", "prebuffer_ms must be within [0, 60000] (or -1: the plan's)");
   }
   for (int32_t id : r.prompt_ids) {
     if (id < 0) return Status::Error("invalid_prompt", "prompt token id " + std::to_string(id) + " is negative");

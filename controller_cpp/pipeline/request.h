@@ -15,7 +15,10 @@
 
 namespace omni_edge::pipeline {
 
-inline constexpr double kDefaultPrebufferMs = 200;
+// prebuffer_ms: -1 asks for the plan's (0 when the vocoder's chunk schedule is adaptive, playback
+// from the first PCM; kFixedSchedulePrebufferMs with a fixed one, whose second chunk would stall).
+inline constexpr double kDefaultPrebufferMs = -1;
+inline constexpr double kFixedSchedulePrebufferMs = 200;
 
 struct Request {
   // The input of the entry stage: text (raw, or the user message when `chat`), or exact ids.
@@ -32,7 +35,7 @@ struct Request {
   // The audio stream (talker -> vocoder).
   int64_t max_frames = 0;  // 0: the plan's
   std::optional<decoding::SamplingParams> speech_sampling;  // none: the plan's
-  // Audio the playback clock queues before it starts.
+  // Audio the playback clock queues before it starts; -1: the plan's (see kDefaultPrebufferMs).
   double prebuffer_ms = kDefaultPrebufferMs;
 };
 

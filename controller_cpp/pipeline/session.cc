@@ -288,8 +288,12 @@ std::vector<Session::Stream> Session::StartAll(const Request& request, Outputs& 
       f.stage = s;
       f.type = plan_.stages[s].final_output_type;
       f.events = outputs[s][k];
-      const int64_t rate = runners_[s]->worker().Describe().value("sample_rate", int64_t(0));
-      if (f.type == "audio" && rate > 0) f.clock = std::make_unique<PlaybackClock>(rate, request.prebuffer_ms);
+      const Json described = runners_[s]->worker().Describe();
+      const int64_t rate = described.value("sample_rate", int64_t(0));
+      // A request that names no prebuffer gets the one its vocoder's chunk schedule is made for.
+      const double prebuffer = request.prebuffer_ms >= 0 ? request.prebuffer_ms
+                                                         : described.value("prebuffer_ms", kFixedSchedulePrebufferMs);
+      if (f.type == "audio" && rate > 0) f.clock = std::make_unique<PlaybackClock>(rate, prebuffer);
       finals.push_back(std::move(f));
     }
   }
@@ -399,6 +403,8 @@ Json Session::AudioFields(const Stream& f, Json fields, double now) const {
   fields["max_gap_ms"] = p.max_gap_ms;
   fields["underruns"] = p.underruns;
   fields["underrun_ms"] = p.underrun_ms;
+  fields["lead_min_ms"] = p.lead_min_ms;
+  fields["prebuffer_ms"] = f.clock->prebuffer_ms();
   fields["tail_ms"] = p.samples > 0 ? std::max(0.0, f.last_pcm_ms - input_ended) : 0.0;
   fields["peak_rss_mb"] = PeakRssMb();
   return fields;

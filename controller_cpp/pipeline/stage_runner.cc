@@ -39,6 +39,9 @@ class StageRunner::Context final : public StepContext {
   bool feeds_stages() const override { return feeds_; }
   size_t input_count() const override { return inputs_.size(); }
   const Json& ended(size_t i) const override { return ended_.at(i); }
+  bool input_queued(size_t i) const override {
+    return i < inputs_.size() && !input_done_[i] && inputs_[i]->Counters().outstanding_events > 0;
+  }
   bool stopping() const override { return stop.has_value() || retired || runner_.cancel_; }
   std::optional<Input> Next(size_t i) override;
   Result<bool> Emit(Output out) override;

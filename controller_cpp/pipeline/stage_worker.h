@@ -39,6 +39,7 @@ struct Output {
 struct Input {
   std::string kind;
   int64_t seq = 0;
+  int64_t emitted_monotonic_ns = 0;  // when its producer emitted it (0: not stamped)
   Json fields = Json::object();
   std::vector<Payload> payloads;
   const Payload* Find(const std::string& name) const;
@@ -57,6 +58,8 @@ class StepContext {
   // or failed ends this stage the same way, whatever the worker does next.
   virtual std::optional<Input> Next(size_t i) = 0;
   virtual const Json& ended(size_t i) const = 0;
+  // Whether input `i` has an event waiting: Next(i) would not wait.
+  virtual bool input_queued(size_t i) const = 0;
   // The stage will stop after this step whatever the worker does: a cancel, an input that was
   // cancelled or failed, or no consumer left. A worker waiting for input then just returns.
   virtual bool stopping() const = 0;

@@ -50,6 +50,7 @@ Input Decode(contract::Delivered&& delivered) {
   Input in;
   in.kind = ev.kind;
   in.seq = ev.seq;
+  in.emitted_monotonic_ns = ev.emitted_monotonic_ns;
   for (size_t b = 0; b < ev.buffers.size() && b < delivered.data.size(); ++b) {
     const contract::BufferRef& ref = ev.buffers[b];
     if (ref.object_id == kFieldsPayload) {

@@ -124,7 +124,8 @@ def _export_tts(args: argparse.Namespace) -> int:
         print("omni-edge export tts: --target qnn-htp needs --soc (e.g. sm8650,x-elite)", file=sys.stderr)
         return 2
     opts = TtsExportOptions(prefill_chunk=args.prefill_chunk, buckets=args.buckets, validate=not args.no_validate,
-                            threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context),
+                            threads=args.threads, stream=StreamShape(args.first_chunk, args.chunk, args.left_context,
+                                               adaptive=args.chunk_schedule == "adaptive"),
                             validation_frames=args.validation_frames,
                             formats=formats,
                             voice=Voice(args.speaker, args.language, args.instruct, args.stream_text))
@@ -571,7 +572,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--prefill-chunk", type=int, default=32)
     e.add_argument("--buckets", type=_int_list, default=(512, 1024), help="talker context buckets (text + frames)")
     e.add_argument("--first-chunk", type=int, default=1, help="frames in the first vocoder chunk")
-    e.add_argument("--chunk", type=int, default=25, help="frames per vocoder chunk after the first")
+    e.add_argument("--chunk", type=int, default=25,
+                   help="frames per vocoder chunk after the first (adaptive: the most a chunk grows to)")
+    e.add_argument("--chunk-schedule", choices=["adaptive", "fixed"], default="adaptive",
+                   help="adaptive: chunks grow as the audio already sent allows, playback from the first PCM "
+                        "(window graphs for every size on the way); fixed: every chunk --chunk frames, a 200 ms "
+                        "prebuffer by default")
     e.add_argument("--left-context", type=int, default=72, help="frames of left context per vocoder chunk")
     e.add_argument("--format", choices=["onnx", "pte", "both"], default="onnx",
                    help="ONNX Runtime graphs, an ExecuTorch program (XNNPACK), or both")
@@ -638,8 +644,9 @@ def build_parser() -> argparse.ArgumentParser:
     text.add_argument("--text-ids", type=lambda t: [int(v) for v in t.split(",")], help="exact token ids: 1,2,3")
     p.add_argument("--out", type=Path, required=True, help="the WAV to write (16-bit mono)")
     p.add_argument("--max-frames", type=_whole(0, 1 << 20), default=0, help="at most this many 80 ms frames (0: the plan's limit)")
-    p.add_argument("--prebuffer-ms", type=float, default=200.0,
-                   help="audio the playback clock queues before it starts playing (0: at the first PCM)")
+    p.add_argument("--prebuffer-ms", type=float, default=-1.0,
+                   help="audio the playback clock queues before it starts playing (0: at the first PCM; "
+                        "default: the plan's, 0 with an adaptive chunk schedule, 200 with a fixed one)")
     _add_sampling(p)
     p.add_argument("--json", action="store_true", help="one JSON object per event line; the last has the metrics")
     p.add_argument("--threads", type=_whole(0, 1024), default=0, help="0: every core (more are capped to the cores)")

@@ -50,7 +50,7 @@ class Request:
     ignore_stop_tokens: bool = False
     max_frames: int = 0
     speech_sampling: Sampling | None = None
-    prebuffer_ms: float = 200.0
+    prebuffer_ms: float = -1.0
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

@@ -208,7 +208,7 @@ class SpeechSession(_Plan):
     """Text -> codes -> PCM through a speech plan (talker stage -> vocoder stage)."""
 
     def speak(self, text: str = "", *, text_ids: Sequence[int] = (), max_frames: int = 0,
-              sampling: Sampling | dict[str, Any] | None = None, prebuffer_ms: float = 200.0,
+              sampling: Sampling | dict[str, Any] | None = None, prebuffer_ms: float = -1.0,
               wav: str | Path | None = None, on_event: Any = None) -> Utterance:
         """Speak one utterance on this thread. on_event(event, pcm) sees each event (pcm is a
         float32 array for pcm events, else None) and may return False to cancel. With `wav`, the
@@ -241,7 +241,7 @@ class OmniSession(_Plan):
     first token."""
 
     def run(self, prompt: str = "", *, on_text: Any = None, on_audio: Any = None, wav: str | Path | None = None,
-            max_frames: int = 0, speech_sampling: Sampling | dict[str, Any] | None = None, prebuffer_ms: float = 200.0,
+            max_frames: int = 0, speech_sampling: Sampling | dict[str, Any] | None = None, prebuffer_ms: float = -1.0,
             **text_options: Any) -> OmniResult:
         """One request; on_text(event) and on_audio(event, pcm) are called one at a time on this
         thread and may return False to cancel. text_options are Session.run's."""

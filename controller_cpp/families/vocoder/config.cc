@@ -19,8 +19,27 @@ Result<std::shared_ptr<const VocoderConfig>> ParseVocoder(const Json& j, const S
   c.left_context = r.Int("left_context", true, 0);
   const Json* windows = r.Array("windows");
   c.pcm_dtype = r.String("pcm_dtype", false, true, "float32");
+  const Json* schedule = r.Object("schedule", false);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
+  if (schedule != nullptr) {
+    FieldReader s(*schedule, where + ".schedule");
+    const std::string policy = s.String("policy");
+    c.schedule.adaptive = policy == "adaptive";
+    if (c.schedule.adaptive) {
+      c.schedule.growth = s.Number("growth", false, c.schedule.growth);
+      c.schedule.margin_ms = s.Number("margin_ms", false, c.schedule.margin_ms);
+    }
+    if (!s.ok()) return s.status();
+    OE_RETURN_IF_ERROR(s.Done());
+    if (policy != "fixed" && policy != "adaptive") {
+      return PlanError(where + ".schedule.policy: must be fixed or adaptive, got '" + policy + "'");
+    }
+    if (!(c.schedule.growth >= 1.0 && c.schedule.growth <= 16.0)) return PlanError(where + ".schedule.growth: must be within [1, 16]");
+    if (!(c.schedule.margin_ms >= 0 && c.schedule.margin_ms <= 10000)) {
+      return PlanError(where + ".schedule.margin_ms: must be within [0, 10000]");
+    }
+  }
   c.windows.clear();
   for (size_t i = 0; i < windows->size(); ++i) {
     int64_t v = 0;

@@ -1,5 +1,6 @@
 #include "families/vocoder/vocoder.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace omni_edge::vocoder {
@@ -23,6 +24,36 @@ Result<std::unique_ptr<Vocoder>> Vocoder::Create(const StagePlan& stage, Backend
   return v;
 }
 
+size_t Vocoder::Pick(int64_t n) const {
+  for (size_t i = 0; i < windows_.size(); ++i) {
+    if (windows_[i].frames >= n + 1) return i;
+  }
+  return windows_.size() - 1;
+}
+
+Status Vocoder::Run(Window& w) {
+  const auto t0 = std::chrono::steady_clock::now();
+  OE_RETURN_IF_ERROR(w.graph->Run());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  graph_seconds_ += seconds;
+  w.cost_ms.Add(1000.0 * seconds);
+  return Status::Ok();
+}
+
+Status Vocoder::WarmUp() {
+  for (auto& w : windows_) {
+    std::fill_n(w.codes.data<int64_t>(), NumElements(w.codes.shape()), int64_t(0));
+    OE_RETURN_IF_ERROR(Run(w));
+  }
+  graph_seconds_ = 0;
+  return Status::Ok();
+}
+
+double Vocoder::CostMs(int64_t start, int64_t n) const {
+  const int64_t context = std::min(config_.left_context, start);
+  return windows_[Pick(context + n)].cost_ms.value();
+}
+
 std::vector<Placement> Vocoder::placements() const {
   std::vector<Placement> out;
   for (const auto& w : windows_) out.push_back(w.graph->placement());
@@ -39,22 +70,13 @@ Result<std::vector<float>> Vocoder::Decode(const std::vector<int32_t>& codes, in
   }
   const Emitted e = shape_.Emit(start, end, final);
   const int64_t first = start - e.context, n = end - first;
-  // The smallest window with room for the frames and, at the end, the one that releases the tail.
-  Window* w = &windows_.back();
-  for (auto& candidate : windows_) {
-    if (candidate.frames >= n + 1) {
-      w = &candidate;
-      break;
-    }
-  }
+  Window* w = &windows_[Pick(n)];
   const int64_t W = w->frames;
   int64_t* window = w->codes.data<int64_t>();
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t t = 0; t < W; ++t) window[g * W + t] = t < n ? codes[size_t((first + t) * G + g)] : 0;  // right padding
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  OE_RETURN_IF_ERROR(w->graph->Run());
-  graph_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  OE_RETURN_IF_ERROR(Run(*w));
   const float* wav = w->wav.data<float>();
   return std::vector<float>(wav + e.first_sample, wav + e.last_sample);
 }

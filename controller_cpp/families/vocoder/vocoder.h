@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "families/vocoder/chunk_schedule.h"
 #include "families/vocoder/config.h"
 #include "families/vocoder/stream_shape.h"
 #include "runtime/backend_pool.h"
@@ -23,6 +24,12 @@ class Vocoder {
   // frame. `final`: no frame follows, the tail is flushed (start == end is a flush alone).
   Result<std::vector<float>> Decode(const std::vector<int32_t>& codes, int64_t start, int64_t end, bool final);
 
+  // Runs every window once on silence and keeps its time: the first estimate of its cost (an
+  // adaptive schedule needs one before the first request), and the first request is warm.
+  Status WarmUp();
+  // Predicted milliseconds for frames [start, start + n): the measured cost of the window it needs.
+  double CostMs(int64_t start, int64_t n) const;
+
   const VocoderConfig& config() const { return config_; }
   const StreamShape& shape() const { return shape_; }
   std::vector<Placement> placements() const;
@@ -37,7 +44,12 @@ class Vocoder {
     int64_t frames = 0;
     std::unique_ptr<Graph> graph;
     HostTensor codes, wav;
+    Ewma cost_ms;
   };
+  // The smallest window with room for `n` frames and the one that releases the tail.
+  size_t Pick(int64_t n) const;
+  Status Run(Window& w);
+
   std::vector<Window> windows_;  // ascending
   double graph_seconds_ = 0;
 };

@@ -20,13 +20,23 @@ std::string EncodePcm(const std::vector<float>& samples, const std::string& dtyp
 Result<std::unique_ptr<VocoderWorker>> VocoderWorker::Open(const StagePlan& stage, BackendPool& backends) {
   std::unique_ptr<VocoderWorker> w(new VocoderWorker());
   OE_ASSIGN_OR_RETURN(w->vocoder_, Vocoder::Create(stage, backends));
+  Vocoder* vocoder = w->vocoder_.get();
+  w->schedule_ = std::make_unique<ChunkSchedule>(
+      vocoder->config(), [vocoder](int64_t start, int64_t n) { return vocoder->CostMs(start, n); });
+  if (w->schedule_->adaptive()) OE_RETURN_IF_ERROR(vocoder->WarmUp());
   return w;
+}
+
+double VocoderWorker::PrebufferMs(const pipeline::Request& request) const {
+  if (request.prebuffer_ms >= 0) return request.prebuffer_ms;
+  return schedule_->adaptive() ? 0.0 : pipeline::kFixedSchedulePrebufferMs;
 }
 
 Json VocoderWorker::Describe() const {
   const VocoderConfig& c = vocoder_->config();
   return {{"sample_rate", c.sample_rate}, {"pcm_dtype", c.pcm_dtype}, {"samples_per_frame", c.samples_per_frame},
-          {"code_groups", c.code_groups}};
+          {"code_groups", c.code_groups}, {"chunk_schedule", schedule_->adaptive() ? "adaptive" : "fixed"},
+          {"prebuffer_ms", PrebufferMs(pipeline::Request())}};
 }
 
 Status VocoderWorker::Begin(pipeline::StepContext& ctx) {
@@ -34,6 +44,10 @@ Status VocoderWorker::Begin(pipeline::StepContext& ctx) {
   next_ = 0;
   samples_ = 0;
   backend_before_ = vocoder_->backend_seconds();
+  schedule_->Begin();
+  clock_ = std::make_unique<pipeline::PlaybackClock>(vocoder_->config().sample_rate, PrebufferMs(ctx.request()));
+  last_frame_ns_ = 0;
+  chunk_frames_.clear();
   return Status::Ok();
 }
 
@@ -46,8 +60,12 @@ Status VocoderWorker::Decode(pipeline::StepContext& ctx, int64_t end, bool final
   out.fields = {{"first_sample", samples_}, {"n_samples", n}, {"frames_final", end}, {"dtype", c.pcm_dtype}};
   out.payloads.push_back({"pcm", c.pcm_dtype, {n}, EncodePcm(pcm, c.pcm_dtype)});
   samples_ += n;
+  if (end > next_) chunk_frames_.push_back(end - next_);
+  schedule_->Cut(end - next_);
   next_ = end;
-  return ctx.Emit(std::move(out)).status();
+  OE_RETURN_IF_ERROR(ctx.Emit(std::move(out)).status());
+  clock_->Arrive(n, ctx.ElapsedMs());
+  return Status::Ok();
 }
 
 Result<pipeline::StepResult> VocoderWorker::Step(pipeline::StepContext& ctx) {
@@ -68,8 +86,22 @@ Result<pipeline::StepResult> VocoderWorker::Step(pipeline::StepContext& ctx) {
   codes_.resize(at + size_t(G));
   std::memcpy(codes_.data() + at, codes->bytes.data(), codes->bytes.size());
   const int64_t frames = int64_t(codes_.size()) / G;
-  while (!ctx.stopping() && frames - next_ >= vocoder_->shape().ChunkFrames(next_)) {
-    OE_RETURN_IF_ERROR(Decode(ctx, next_ + vocoder_->shape().ChunkFrames(next_), /*final=*/false));
+  // The talker's pace from its own emission stamps: frames queued here while a window ran
+  // arrive back to back, which says nothing of how fast the next one comes.
+  if (in->emitted_monotonic_ns > 0 && last_frame_ns_ > 0 && in->emitted_monotonic_ns > last_frame_ns_) {
+    frame_ms_.Add(double(in->emitted_monotonic_ns - last_frame_ns_) / 1e6);
+  }
+  last_frame_ns_ = in->emitted_monotonic_ns;
+  while (!ctx.stopping()) {
+    ChunkMoment m;
+    m.start = next_;
+    m.pending = frames - next_;
+    m.frame_queued = ctx.input_queued(0);
+    m.now_ms = ctx.ElapsedMs();
+    m.runs_out_ms = clock_->runs_out_ms();
+    m.frame_ms = frame_ms_.value();
+    if (!schedule_->CutNow(m)) break;
+    OE_RETURN_IF_ERROR(Decode(ctx, next_ + std::min(m.pending, schedule_->Limit(next_)), /*final=*/false));
   }
   return StepResult::Continue();
 }
@@ -82,7 +114,8 @@ Status VocoderWorker::Flush(pipeline::StepContext& ctx) {
 
 Json VocoderWorker::Metrics(const pipeline::StepContext& ctx) const {
   return {{"frames", int64_t(codes_.size()) / vocoder_->config().code_groups}, {"samples", samples_},
-          {"vocoder_ms", 1000.0 * (vocoder_->backend_seconds() - backend_before_)}};
+          {"vocoder_ms", 1000.0 * (vocoder_->backend_seconds() - backend_before_)},
+          {"chunk_schedule", schedule_->adaptive() ? "adaptive" : "fixed"}, {"chunk_frames", chunk_frames_}};
 }
 
 }  // namespace omni_edge::vocoder

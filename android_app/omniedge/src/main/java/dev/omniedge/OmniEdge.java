@@ -52,6 +52,7 @@ public final class OmniEdge implements AutoCloseable {
   private volatile long handle;
   private volatile List<Placement> placements;
   private volatile int sampleRate;
+  private volatile double planPrebufferMs = -1;
 
   private OmniEdge(long handle) {
     this.handle = handle;
@@ -130,6 +131,13 @@ public final class OmniEdge implements AutoCloseable {
     }
   }
 
+  /** The prebuffer the plan's vocoder is made for (0: play from the first PCM, with an adaptive chunk
+   * schedule; 200 with a fixed one): what a request that names none gets. -1 until loaded, or
+   * without an audio stream. */
+  public double planPrebufferMs() {
+    return planPrebufferMs;
+  }
+
   /** Where every graph of the plan runs (empty until loaded). */
   public List<Placement> placements() {
     List<Placement> p = placements;
@@ -185,7 +193,10 @@ public final class OmniEdge implements AutoCloseable {
     Map<String, Object> info = Json.parseObject(infoJson);
     Object streams = info.get("streams");
     if (streams instanceof Map && ((Map<String, Object>) streams).get("audio") instanceof Map) {
-      sampleRate = (int) Json.getLong((Map<String, Object>) ((Map<String, Object>) streams).get("audio"), "sample_rate", 0);
+      Map<String, Object> audio = (Map<String, Object>) ((Map<String, Object>) streams).get("audio");
+      sampleRate = (int) Json.getLong(audio, "sample_rate", 0);
+      Object prebuffer = audio.get("prebuffer_ms");
+      if (prebuffer instanceof Number) planPrebufferMs = ((Number) prebuffer).doubleValue();
     }
     List<Placement> out = new ArrayList<>();
     for (Object p : Json.getList(info, "placements")) {

@@ -66,7 +66,7 @@ public final class Request {
     private boolean ignoreStopTokens;
     private int maxFrames;
     private Sampling speechSampling = Sampling.PLAN;
-    private double prebufferMs = 200.0;
+    private double prebufferMs = -1;  // the plan's: OmniEdge.planPrebufferMs()
 
     private Builder(String prompt, int[] promptIds) {
       this.prompt = prompt;
@@ -123,7 +123,8 @@ public final class Request {
       return this;
     }
 
-    /** Audio the playback clock queues before it starts (the native rule; default 200 ms). */
+    /** Audio the playback clock queues before it starts (the native rule; default: the plan's, see
+     * OmniEdge.planPrebufferMs()). */
     public Builder prebufferMs(double ms) {
       if (!(ms >= 0 && ms <= 60_000)) throw new IllegalArgumentException("prebufferMs out of [0, 60000]");
       this.prebufferMs = ms;

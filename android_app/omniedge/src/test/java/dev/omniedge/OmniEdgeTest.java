@@ -125,6 +125,7 @@ public class OmniEdgeTest {
       assertArrayEquals(cliTokenIds(lines), r.tokenIds());
       assertTrue(r.finishReasons.toString(), r.finishReasons.containsKey("audio") && r.finishReasons.containsKey("text"));
       assertTrue(r.metrics.firstPcmMs > 0 && r.metrics.rtf > 0 && r.metrics.underruns >= 0);
+      assertEquals(0.0, engine.planPrebufferMs(), 0.0);  // export tts's adaptive schedule: play from the first PCM
       assertTrue(r.metrics.stageDevices(), r.metrics.stageDevices().startsWith("0:CPU 1:CPU 2:CPU"));
     }
   }

@@ -40,7 +40,6 @@ import java.util.concurrent.Executors;
  */
 public final class MainActivity extends Activity {
   private static final String TAG = "omni-edge";
-  private static final double PREBUFFER_MS = 200.0;  // the native playback clock's default
   private static final String STATE_PLAN = "plan";
 
   // One thread for open/close (both block): shared by every Activity instance, so a rotation's
@@ -148,9 +147,11 @@ public final class MainActivity extends Activity {
     String text = prompt.getText().toString().trim();
     if (engine == null || text.isEmpty() || running != null) return;
     reply.setText("");
-    final PcmPlayer audio = speak.isChecked() ? new PcmPlayer(PREBUFFER_MS) : null;
+    // The plan's prebuffer (0 with an adaptive chunk schedule), the same rule as the native clock's.
+    final double prebufferMs = Math.max(0, engine.planPrebufferMs());
+    final PcmPlayer audio = speak.isChecked() ? new PcmPlayer(prebufferMs) : null;
     player = audio;
-    Request request = Request.builder(text).chat(null).prebufferMs(PREBUFFER_MS).build();
+    Request request = Request.builder(text).chat(null).prebufferMs(prebufferMs).build();
     final Generation g = engine.submit(request, new StreamListener() {
       @Override
       public void onToken(TokenEvent token) {  // the engine's worker thread: hand the text to the UI
