@@ -1,36 +1,55 @@
 #!/usr/bin/env python
-"""Streaming speech benchmark: the native chain (talker stage -> vocoder stage, ONNX Runtime)
-against a straightforward PyTorch streaming loop (frame by frame with KV caches, each chunk
-decoded in its window as soon as its frames exist) on the same checkpoint, same threads, same
-chunk schedule, in one run; each system in its own process.
+"""Streaming speech benchmark: the vocoder's chunk schedules against each other and against a
+straightforward PyTorch streaming loop, on one checkpoint, same threads, one run; each system
+in its own process.
 
-Both are measured the same way: the arrival time of every PCM chunk at the consumer, replayed
-through one playback clock (24 kHz, a player that starts once `--prebuffer-ms` of audio is
-queued). Reported: first PCM latency, real-time factor (wall time / audio time), underruns with
-and without the prebuffer, the longest gap between chunks, peak RSS; medians of `--repeats`.
+Systems: the native chain (talker stage -> vocoder stage, ONNX Runtime) with the adaptive chunk
+schedule (the export's default) and with the fixed one (1 frame, then 25; the same artifact,
+its plan's `vocoder.schedule` set to fixed), and the PyTorch loop (frame by frame with KV
+caches, fixed chunks decoded as soon as their frames exist). Each speaks UTTERANCES utterances
+(short, medium and long in turn). All are measured the same way: the arrival time of every PCM
+chunk at the consumer, replayed through the controller's playback clock with playback starting
+at the first PCM and with a 200 ms prebuffer. Reported per system: first PCM, playback start,
+underruns and silent time summed over the utterances, the least lead (audio still queued when
+a chunk arrived), RTF, peak RSS; the chunks the adaptive schedule cut.
 
-    python benchmarks/tts_stream.py                    # tiny speech checkpoint, 2 threads
-    python benchmarks/tts_stream.py --preset small --frames 200
+`--load` repeats the native systems while another process keeps one core busy (the schedule
+must see the slower talker and vocoder and cut earlier); `--omni` measures an omni plan
+(thinker -> talker -> vocoder sharing the cores: speech starts after the thinker's first token).
 
-Makes the checkpoint and exports it when missing (work/bench-tts-<preset>).
+    python benchmarks/tts_stream.py                       # tiny, results/tts_stream.json
+    python benchmarks/tts_stream.py --preset small --out benchmarks/results/tts_stream_small.json
+    python benchmarks/tts_stream.py --load --omni         # also under a competing load, and omni
+
+Makes the checkpoints and exports them when missing (work/bench-tts-<preset>*).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import contextlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("omni-edge native", "pytorch loop")
-TEXT = "The controller streams speech to the consumer, chunk by chunk, while the talker keeps talking."
+NATIVE = ("native adaptive", "native fixed")
+PYTORCH = "pytorch loop (fixed)"
+OMNI = "omni adaptive"
 SAMPLE_RATE = 24_000
+PREBUFFER_MS = 200.0
+# (name, text, frames): the random talker rarely stops by itself, so frames set the length.
+TEXTS = (("short", "Hello there.", 25),
+         ("medium", "The controller streams speech to the consumer, chunk by chunk.", 75),
+         ("long", "The controller streams speech to the consumer, chunk by chunk, while the talker keeps "
+                  "talking and the vocoder keeps up with it.", 150))
+OMNI_PROMPT = "Tell me about the weather in a few words."
 
 
 def peak_rss_mb() -> float:
@@ -40,19 +59,17 @@ def peak_rss_mb() -> float:
     return 0.0
 
 
-def playback(arrivals: list[tuple[float, int]], prebuffer_ms: float) -> dict[str, float]:
-    """The controller's own playback clock over (ms, samples) arrivals, for both systems."""
-    from omni_edge.runtime import playback_stats
-
-    return playback_stats(arrivals, SAMPLE_RATE, prebuffer_ms)
+def utterances(n: int) -> list[tuple[str, str, int]]:
+    return [TEXTS[i % len(TEXTS)] for i in range(n)]
 
 
-def run_native(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_native(args: argparse.Namespace, plan: Path) -> list[dict[str, Any]]:
     from omni_edge.runtime import SpeechSession
 
-    session = SpeechSession.open(args.artifact / "plan.json", threads=args.threads)
+    session = SpeechSession.open(plan, threads=args.threads)
+    session.speak(TEXTS[0][1], max_frames=TEXTS[0][2])  # warm-up
     results = []
-    for i in range(args.repeats + 1):
+    for name, text, frames in utterances(args.utterances):
         arrivals: list[tuple[float, int]] = []
         start = time.perf_counter()
 
@@ -61,10 +78,33 @@ def run_native(args: argparse.Namespace) -> list[dict[str, Any]]:
                 arrivals.append(((time.perf_counter() - start) * 1000, int(pcm.shape[0])))  # noqa: B023
             return True
 
-        utterance = session.speak(TEXT, max_frames=args.frames, on_event=on_event)
-        total = (time.perf_counter() - start) * 1000
-        if i > 0:  # the first run warms up
-            results.append({"arrivals": arrivals, "total_ms": total, "frames": utterance.metrics["frames"]})
+        utterance = session.speak(text, max_frames=frames, on_event=on_event)
+        results.append({"text": name, "arrivals": arrivals, "total_ms": (time.perf_counter() - start) * 1000,
+                        "frames": utterance.metrics["frames"], "chunk_frames": utterance.metrics.get("chunk_frames")})
+    return results
+
+
+def run_omni(args: argparse.Namespace, plan: Path) -> list[dict[str, Any]]:
+    from omni_edge.runtime import OmniSession
+
+    session = OmniSession.open(plan, threads=args.threads)
+    session.run(OMNI_PROMPT, max_new_tokens=16, max_frames=TEXTS[0][2], ignore_stop_tokens=True)  # warm-up
+    results = []
+    for name, _, frames in utterances(args.utterances):
+        arrivals: list[tuple[float, int]] = []
+        start = time.perf_counter()
+
+        def on_audio(event: dict[str, Any], pcm: Any) -> bool:
+            if pcm is not None:
+                arrivals.append(((time.perf_counter() - start) * 1000, int(pcm.shape[0])))  # noqa: B023
+            return True
+
+        # As many text tokens as frames: the talker reads one thinker state per frame.
+        result = session.run(OMNI_PROMPT, max_new_tokens=frames, max_frames=frames, ignore_stop_tokens=True,
+                             on_audio=on_audio)
+        results.append({"text": name, "arrivals": arrivals, "total_ms": (time.perf_counter() - start) * 1000,
+                        "frames": result.audio["frames"], "chunk_frames": result.audio.get("chunk_frames"),
+                        "ttft_ms": result.text_metrics.get("ttft_ms")})
     return results
 
 
@@ -74,67 +114,153 @@ def run_pytorch(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     torch.set_num_threads(args.threads)
     model = Qwen3Tts.from_pretrained(args.checkpoint)
-    ids = model.tokenizer.encode(TEXT).ids
-    shape = StreamShape()
+    shape = StreamShape(adaptive=False)
     results = []
-    for i in range(args.repeats + 1):
+    for i, (name, text, n_frames) in enumerate([TEXTS[0], *utterances(args.utterances)]):
+        ids = model.tokenizer.encode(text).ids
         arrivals: list[tuple[float, int]] = []
         start = time.perf_counter()
         frames: list[list[int]] = []
-        spans: list[tuple[int, int, bool]] = []  # chunks as their frames exist, then the rest at the end
-        for frame in stream_codes(model, ids, args.frames, model.sampling):  # the plan's sampling, as the native run
+        first = 0
+        for frame in stream_codes(model, ids, n_frames, model.sampling):  # the plan's sampling, as the native run
             frames.append(frame)
-            first = spans[-1][1] if spans else 0
-            if len(frames) - first >= (shape.first if first == 0 else shape.chunk):
-                spans.append((first, len(frames), False))
-            else:
+            if len(frames) - first < (shape.first if first == 0 else shape.chunk):
                 continue
             pcm = decode_window(model, torch.tensor(frames), first, len(frames), shape, final=False)
             arrivals.append(((time.perf_counter() - start) * 1000, int(pcm.shape[0])))
+            first = len(frames)
         if frames:
-            first = spans[-1][1] if spans else 0
             pcm = decode_window(model, torch.tensor(frames), first, len(frames), shape, final=True)
             arrivals.append(((time.perf_counter() - start) * 1000, int(pcm.shape[0])))
-        total = (time.perf_counter() - start) * 1000
-        if i > 0:
-            results.append({"arrivals": arrivals, "total_ms": total, "frames": len(frames)})
+        if i > 0:  # the first one warms up
+            results.append({"text": name, "arrivals": arrivals, "total_ms": (time.perf_counter() - start) * 1000,
+                            "frames": len(frames), "chunk_frames": None})
     return results
 
 
-def summarize(runs: list[dict[str, Any]], prebuffer_ms: float) -> dict[str, float]:
-    def med(values: list[float]) -> float:
-        return float(statistics.median(values))
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals and medians over the utterances, each replayed through the controller's clock."""
+    from omni_edge.runtime import playback_stats
 
     rows = []
     for r in runs:
-        samples = sum(n for _, n in r["arrivals"])
-        audio_ms = 1000.0 * samples / SAMPLE_RATE
-        times = [t for t, _ in r["arrivals"]]
-        gaps = [b - a for a, b in itertools.pairwise(times)]
-        rows.append({
-            "frames": r["frames"], "samples": samples, "first_pcm_ms": times[0], "rtf": r["total_ms"] / audio_ms,
-            "max_gap_ms": max(gaps, default=0.0),
-            "underruns_at_first_pcm": playback(r["arrivals"], 0)["underruns"],
-            "underrun_ms_at_first_pcm": playback(r["arrivals"], 0)["underrun_ms"],
-            "underruns": playback(r["arrivals"], prebuffer_ms)["underruns"],
-            "playback_start_ms": playback(r["arrivals"], prebuffer_ms)["playback_start_ms"],
-        })
-    return {k: med([row[k] for row in rows]) for k in rows[0]}
+        audio_ms = 1000.0 * sum(n for _, n in r["arrivals"]) / SAMPLE_RATE
+        at_first, buffered = (playback_stats(r["arrivals"], SAMPLE_RATE, p) for p in (0.0, PREBUFFER_MS))
+        rows.append({"first_pcm_ms": at_first["first_pcm_ms"], "rtf": r["total_ms"] / audio_ms,
+                     "underruns": at_first["underruns"], "underrun_ms": at_first["underrun_ms"],
+                     "lead_min_ms": at_first["lead_min_ms"],
+                     "underruns_prebuffered": buffered["underruns"], "underrun_ms_prebuffered": buffered["underrun_ms"],
+                     "playback_start_prebuffered_ms": buffered["playback_start_ms"],
+                     "chunks": len(r["arrivals"]), "ttft_ms": r.get("ttft_ms")})
+    leads = [row["lead_min_ms"] for row in rows if row["lead_min_ms"] >= 0]
+    out: dict[str, Any] = {
+        "utterances": len(rows),
+        "first_pcm_ms": statistics.median(row["first_pcm_ms"] for row in rows),
+        "rtf": statistics.median(row["rtf"] for row in rows),
+        "underruns": sum(row["underruns"] for row in rows),
+        "underrun_ms": sum(row["underrun_ms"] for row in rows),
+        "utterances_with_underruns": sum(1 for row in rows if row["underruns"]),
+        "lead_min_ms": min(leads) if leads else None,
+        "underruns_prebuffered": sum(row["underruns_prebuffered"] for row in rows),
+        "underrun_ms_prebuffered": sum(row["underrun_ms_prebuffered"] for row in rows),
+        "playback_start_prebuffered_ms": statistics.median(row["playback_start_prebuffered_ms"] for row in rows),
+        "chunks_per_utterance": statistics.median(row["chunks"] for row in rows),
+    }
+    if any(row["ttft_ms"] is not None for row in rows):
+        out["ttft_ms"] = statistics.median(row["ttft_ms"] for row in rows if row["ttft_ms"] is not None)
+    cut = [r["chunk_frames"] for r in runs if r.get("chunk_frames")]
+    if cut:
+        out["chunk_frames_longest_utterance"] = max(cut, key=sum)
+    return out
 
 
 def worker(args: argparse.Namespace) -> None:
-    runs = run_native(args) if args.worker == SYSTEMS[0] else run_pytorch(args)
+    if args.worker == PYTORCH:
+        runs = run_pytorch(args)
+    elif args.worker == OMNI:
+        runs = run_omni(args, args.omni_plan)
+    else:
+        runs = run_native(args, args.artifact / ("plan.json" if args.worker == NATIVE[0] else "plan.fixed.json"))
     print(json.dumps({"runs": runs, "peak_rss_mb": peak_rss_mb()}))
 
 
-def ensure_artifact(args: argparse.Namespace) -> None:
-    cli = [sys.executable, "-m", "omni_edge.cli"]
+def _cli(*argv: str) -> None:
+    subprocess.run([sys.executable, "-m", "omni_edge.cli", *argv], check=True, stdout=subprocess.DEVNULL)
+
+
+def _adaptive(plan: Path) -> bool:
+    if not plan.is_file():
+        return False
+    stages = json.loads(plan.read_text())["stages"]
+    return any(s.get("vocoder", {}).get("schedule", {}).get("policy") == "adaptive" for s in stages)
+
+
+def ensure_artifacts(args: argparse.Namespace) -> None:
     if not (args.checkpoint / "model.safetensors").exists():
-        subprocess.run([*cli, "make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--out",
-                        str(args.checkpoint)], check=True)
-    if not (args.artifact / "plan.json").exists():
-        subprocess.run([*cli, "export", "tts", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact)],
-                       check=True)
+        _cli("make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--out", str(args.checkpoint))
+    if not _adaptive(args.artifact / "plan.json"):  # missing, or exported before the adaptive schedule
+        shutil.rmtree(args.artifact, ignore_errors=True)
+        _cli("export", "tts", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact))
+    plan = json.loads((args.artifact / "plan.json").read_text())
+    plan["stages"][1]["vocoder"]["schedule"] = {"policy": "fixed"}  # the same windows, cut the old way
+    (args.artifact / "plan.fixed.json").write_text(json.dumps(plan, indent=1))
+    if args.omni:
+        ensure_omni(args)
+
+
+def ensure_omni(args: argparse.Namespace) -> None:
+    """The README's default thinker with a talker of its width, as `omni-edge demo` would."""
+    demo = ROOT / "work" / "demo"
+    if not (demo / "artifact" / "plan.onnx.json").exists():
+        _cli("demo", "--no-speech")
+    base = ROOT / "work" / f"bench-omni-{args.preset}"
+    if _adaptive(base / "speech" / "plan.json") and (base / "omni" / "plan.json").exists():
+        return
+    shutil.rmtree(base, ignore_errors=True)
+    _cli("make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--thinker",
+         str(demo / "checkpoint-qwen3-tiny"), "--out", str(base / "talker"))
+    _cli("export", "tts", "--checkpoint", str(base / "talker"), "--out", str(base / "speech"))
+    _cli("export", "omni", "--thinker-plan", str(demo / "artifact" / "plan.onnx.json"), "--speech-plan",
+         str(base / "speech" / "plan.json"), "--out", str(base / "omni"))
+
+
+@contextlib.contextmanager
+def competing_load(on: bool) -> Iterator[None]:
+    """Another process spinning on one core for the duration (none when `on` is false)."""
+    if not on:
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def measure(args: argparse.Namespace, system: str) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", system, "--checkpoint", str(args.checkpoint), "--artifact",
+           str(args.artifact), "--utterances", str(args.utterances), "--threads", str(args.threads)]
+    if system == OMNI:
+        cmd += ["--omni-plan", str(ROOT / "work" / f"bench-omni-{args.preset}" / "omni" / "plan.json")]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    return {**summarize(got["runs"]), "peak_rss_mb": got["peak_rss_mb"]}
+
+
+def table(results: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["| system | load | underruns at first PCM (utterances, ms silent) | least lead ms | first PCM ms "
+             "| underruns, 200 ms prebuffer (ms) | playback start, prebuffered ms | RTF | chunks/utt. | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for key, r in results.items():
+        system, _, load = key.partition(" @ ")
+        lead = f"{r['lead_min_ms']:.0f}" if r["lead_min_ms"] is not None else "-"
+        lines.append(f"| {system} | {load or 'idle'} | {r['underruns']} ({r['utterances_with_underruns']} of "
+                     f"{r['utterances']}, {r['underrun_ms']:.0f}) | {lead} | {r['first_pcm_ms']:.1f} | "
+                     f"{r['underruns_prebuffered']} ({r['underrun_ms_prebuffered']:.0f}) | "
+                     f"{r['playback_start_prebuffered_ms']:.0f} | {r['rtf']:.3f} | {r['chunks_per_utterance']:.0f} | "
+                     f"{r['peak_rss_mb']:.0f} |")
+    return lines
 
 
 def main() -> int:
@@ -142,41 +268,39 @@ def main() -> int:
     p.add_argument("--preset", default="tiny", choices=["tiny", "small"])
     p.add_argument("--checkpoint", type=Path, default=None)
     p.add_argument("--artifact", type=Path, default=None)
-    p.add_argument("--frames", type=int, default=100, help="frames per utterance (80 ms each)")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--utterances", type=int, default=20, help="per system: short, medium and long texts in turn")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--prebuffer-ms", type=float, default=200.0)
+    p.add_argument("--no-pytorch", action="store_true", help="skip the PyTorch loop")
+    p.add_argument("--load", action="store_true", help="also run the native systems beside a process spinning a core")
+    p.add_argument("--omni", action="store_true", help="also an omni plan (thinker -> talker -> vocoder)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "tts_stream.json")
-    p.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=[*NATIVE, PYTORCH, OMNI], help=argparse.SUPPRESS)
+    p.add_argument("--omni-plan", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args()
     args.checkpoint = args.checkpoint or ROOT / "work" / f"bench-tts-{args.preset}"
     args.artifact = args.artifact or ROOT / "work" / f"bench-tts-{args.preset}-art"
     if args.worker:
         worker(args)
         return 0
-    ensure_artifact(args)
-    results: dict[str, Any] = {}
-    for system in SYSTEMS:
-        cmd = [sys.executable, __file__, "--worker", system, "--checkpoint", str(args.checkpoint), "--artifact",
-               str(args.artifact), "--frames", str(args.frames), "--repeats", str(args.repeats), "--threads",
-               str(args.threads)]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        got = json.loads(out.strip().splitlines()[-1])
-        results[system] = {**summarize(got["runs"], args.prebuffer_ms), "peak_rss_mb": got["peak_rss_mb"]}
+    ensure_artifacts(args)
+    systems = [*NATIVE, *([] if args.no_pytorch else [PYTORCH]), *([OMNI] if args.omni else [])]
+    results: dict[str, dict[str, Any]] = {}
+    for system in systems:
+        results[system] = measure(args, system)
+        print(f"{system}: {results[system]['underruns']} underruns at first PCM", file=sys.stderr)
+    if args.load:
+        for system in [*NATIVE, *([OMNI] if args.omni else [])]:
+            with competing_load(True):
+                results[f"{system} @ one core busy"] = measure(args, system)
     command = "python benchmarks/tts_stream.py " + " ".join(sys.argv[1:])
-    base = results[SYSTEMS[1]]
     lines = [f"`{command.strip()}`", "",
-             f"{args.checkpoint.name}: {args.frames} frames ({args.frames * 0.08:.1f} s of audio), median of "
-             f"{args.repeats} runs after a warm-up, {args.threads} threads; prebuffer {args.prebuffer_ms:.0f} ms.", "",
-             "| system | RTF | vs PyTorch | first PCM ms | underruns (prebuffer) | underruns at first PCM (ms silent) "
-             "| max chunk gap ms | peak RSS MB |", "|---|---|---|---|---|---|---|---|"]
-    for system, r in results.items():
-        lines.append(f"| {system} | {r['rtf']:.3f} | {base['rtf'] / r['rtf']:.2f}x faster | {r['first_pcm_ms']:.1f} | "
-                     f"{r['underruns']:.0f} | {r['underruns_at_first_pcm']:.0f} ({r['underrun_ms_at_first_pcm']:.0f}) | "
-                     f"{r['max_gap_ms']:.0f} | {r['peak_rss_mb']:.0f} |")
+             f"{args.checkpoint.name}: {args.utterances} utterances per system ({', '.join(f'{n} {f} frames' for n, _, f in TEXTS)}"
+             f" in turn, 80 ms per frame), {args.threads} threads.", "", *table(results)]
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"command": command, "results": results}, indent=1) + "\n")
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"command": command, "results": results}, indent=1) + "\n")
+    tmp.replace(args.out)
     return 0
 
 

@@ -12,14 +12,17 @@ def check_speech_profile(out: Path, kind: str, runs: int) -> dict:
     """The protocol's speech dimensions with n >= runs, the interruption group, and one terminal
     line per stream in every stopped process's log."""
     report = json.loads((out / "report.json").read_text())
-    assert report["kind"] == kind and report["speech"]["prebuffer_ms"] == 200
+    # The exported plans' adaptive chunk schedule: no prebuffer unless the request names one.
+    assert report["kind"] == kind and report["speech"]["prebuffer_ms"] == 0
+    assert report["speech"]["chunk_schedule"] == "adaptive"
     metrics = report["groups"]["concurrency-1"]["metrics"]
     for name in ("first_pcm_ms", "playback_start_ms", "rtf", "tail_ms", "talker_ms_per_frame", "vocoder_ms",
                  "chunk_gap_ms"):
         m = metrics[name]
         assert m["n"] >= runs and 0 < m["p50"] <= m["p95"] <= m["max"], (name, m)
     assert metrics["underruns"]["n"] >= runs and metrics["underrun_ms"]["n"] >= runs
-    assert metrics["first_pcm_ms"]["p50"] < metrics["playback_start_ms"]["p50"]  # the 200 ms prebuffer is waited for
+    assert metrics["first_pcm_ms"]["p50"] == metrics["playback_start_ms"]["p50"]  # playback from the first PCM
+    assert metrics["lead_min_ms"]["n"] >= runs
     stop = report["speech"]["interruption"]
     assert stop["runs"] == runs and stop["stopped"] >= runs // 2, stop
     assert stop["metrics"]["stop_to_terminal_ms"]["n"] == stop["stopped"] and stop["metrics"]["pcm_after_stop"]["max"] <= 1

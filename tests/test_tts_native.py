@@ -77,6 +77,9 @@ def test_streamed_pcm_is_exact_in_length_and_equals_the_reference(model: Qwen3Tt
     assert sizes[0] == 1 and all(0 < n <= min(25, 2 * m) for m, n in itertools.pairwise(sizes[:-1])), sizes
     assert done["chunk_schedule"] == "adaptive" and done["chunk_frames"] == [n for n in sizes if n > 0]
     assert done["prebuffer_ms"] == 0 and done["playback_start_ms"] == done["first_pcm_ms"]
+    # The lead over time: the audio still queued as each chunk arrived (none before playback).
+    leads = [e["lead_ms"] for e in pcm_events]
+    assert leads[0] == -1 and all(lead >= 0 for lead in leads[1:]) and min(leads[1:]) == done["lead_min_ms"]
     assert done["kind"] == "done" and done["samples"] == pcm.shape[0]
     # The same chunking in PyTorch: equal to float rounding (measured 126 dB).
     codes_t = torch.tensor(codes)
@@ -244,7 +247,7 @@ def test_the_executorch_speech_program_speaks_the_same_codes(tts_checkpoint: Pat
 
     # Small vocoder windows (2 and 9 frames) keep the export short; the chain is the same.
     opts = TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=30, formats=("pte",),
-                            stream=Shape(first=1, chunk=4, left_context=4))
+                            stream=Shape(first=1, chunk=4, left_context=4, adaptive=False))
     [(component, got)] = export_tts(tts_checkpoint, tmp_path, opts)
     assert component.name == "speech-pte" and (component / "model.pte").is_file()
     assert got["codes_agree_to_near_tie"] == 1.0 and got["pcm_sqnr_db"] > 80 and got["samples_match"] == 1.0, got

@@ -1,6 +1,7 @@
 #include "pipeline/session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <set>
@@ -352,11 +353,14 @@ void Session::Consume(Stream& f, contract::Delivered&& delivered, const Listener
       return;
     }
     ev.payload = in.Find("pcm");
+    double lead = -1;  // the audio still queued for the speaker as this chunk arrives (-1: not playing yet)
     if (f.clock && ev.payload != nullptr) {
+      if (std::isfinite(f.clock->runs_out_ms())) lead = std::max(0.0, f.clock->runs_out_ms() - now);
       f.clock->Arrive(int64_t(ev.payload->bytes.size()) / contract::DtypeSize(ev.payload->dtype), now);
       f.last_pcm_ms = now;
     }
     ev.json.update(in.fields);
+    if (ev.payload != nullptr && f.clock) ev.json["lead_ms"] = lead;
     const bool keep = Call(listener, ev);
     f.last_seq = in.seq;
     if (!keep) Cancel();

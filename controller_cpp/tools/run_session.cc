@@ -91,14 +91,16 @@ void Summarize(const Json& terminals, const std::string& wav_path) {
   if (terminals.contains("audio")) {
     const Json& e = terminals["audio"];
     std::fprintf(stderr,
-                 "[audio %s: %s] %lld frames, %lld samples (%.2f s at %lld Hz) -> %s; first PCM %.1f ms, RTF %.3f, "
-                 "%lld underruns (%.1f ms), peak RSS %.0f MB\n",
+                 "[audio %s: %s] %lld frames, %lld samples (%.2f s at %lld Hz) -> %s; first PCM %.1f ms, playback "
+                 "from %.1f ms (%s chunks, prebuffer %.0f ms), RTF %.3f, %lld underruns (%.1f ms), least lead %.0f ms, "
+                 "peak RSS %.0f MB\n",
                  e.value("kind", "").c_str(), e.value("finish_reason", "").c_str(),
                  static_cast<long long>(e.value("frames", int64_t(0))), static_cast<long long>(e.value("samples", int64_t(0))),
                  e.value("audio_ms", 0.0) / 1000.0, static_cast<long long>(e.value("sample_rate", int64_t(0))),
-                 wav_path.c_str(), e.value("first_pcm_ms", 0.0), e.value("rtf", 0.0),
+                 wav_path.c_str(), e.value("first_pcm_ms", 0.0), e.value("playback_start_ms", 0.0),
+                 e.value("chunk_schedule", "fixed").c_str(), e.value("prebuffer_ms", 0.0), e.value("rtf", 0.0),
                  static_cast<long long>(e.value("underruns", int64_t(0))), e.value("underrun_ms", 0.0),
-                 e.value("peak_rss_mb", 0.0));
+                 e.value("lead_min_ms", -1.0), e.value("peak_rss_mb", 0.0));
   }
 }
 

@@ -278,8 +278,10 @@ def _aihub(args: argparse.Namespace) -> int:
 def _print_audio_summary(m: dict[str, Any], wav: Path, label: str = "") -> None:
     """One stderr line for a spoken utterance: its end, length, and the playback clock's numbers."""
     print(f"[{label}{m['finish_reason']}] {m['frames']} frames, {m['samples']} samples ({m['audio_ms'] / 1000:.2f} s at "
-          f"{m['sample_rate']} Hz) -> {wav}; first PCM {m['first_pcm_ms']:.1f} ms, RTF {m['rtf']:.3f}, "
-          f"{m['underruns']} underruns ({m['underrun_ms']:.1f} ms)", file=sys.stderr)
+          f"{m['sample_rate']} Hz) -> {wav}; first PCM {m['first_pcm_ms']:.1f} ms, playback from "
+          f"{m['playback_start_ms']:.1f} ms ({m.get('chunk_schedule', 'fixed')} chunks, prebuffer "
+          f"{m.get('prebuffer_ms', 0):.0f} ms), RTF {m['rtf']:.3f}, {m['underruns']} underruns "
+          f"({m['underrun_ms']:.1f} ms), least lead {m.get('lead_min_ms', -1):.0f} ms", file=sys.stderr)
 
 
 class _Streams:
