@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "families/vocoder/config.h"
@@ -34,7 +35,7 @@ class ChunkSchedule {
   // Predicted milliseconds to decode frames [start, start + n) (the window it needs).
   using CostMs = std::function<double(int64_t start, int64_t n)>;
 
-  ChunkSchedule(const VocoderConfig& config, CostMs cost) : c_(config), cost_(std::move(cost)) {}
+  ChunkSchedule(VocoderConfig config, CostMs cost) : c_(std::move(config)), cost_(std::move(cost)) {}
 
   void Begin() { last_chunk_ = 0; }
   // The most frames the chunk starting at `start` may take.
@@ -46,7 +47,7 @@ class ChunkSchedule {
   bool adaptive() const { return c_.schedule.adaptive; }
 
  private:
-  const VocoderConfig& c_;
+  VocoderConfig c_;  // its own copy: its lifetime is not tied to the caller's
   CostMs cost_;
   int64_t last_chunk_ = 0;
 };
