@@ -14,9 +14,10 @@ from omni_edge.export.tts import GraphRunner, TtsExportOptions
 from omni_edge.export.tts_qnn import FP16_LIMITS, LIMITS, OMNI_GRAPH, capture_calibration, export_tts_qnn
 from omni_edge.runtime import SpeechSession
 
-# Small vocoder windows (2 and 9 frames) and few frames: the x86 emulator runs HTP code slowly.
+# Small vocoder windows (2 and 9 frames: the fixed schedule's, the vocoder is not this file's
+# subject) and few frames: the x86 emulator runs HTP code slowly.
 SMALL = TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=8,
-                         stream=StreamShape(first=1, chunk=4, left_context=4))
+                         stream=StreamShape(first=1, chunk=4, left_context=4, adaptive=False))
 
 
 def _graph_sqnr(got: dict[str, float]) -> dict[str, float]:
@@ -57,7 +58,7 @@ def test_w8a16_speech_is_calibrated_and_keeps_the_codes(tts_checkpoint: Path, tm
     assert artifact["precision"] == "w8a16" and artifact["calibration_file"] == "calibration.txt"
     assert (component / "calibration.txt").is_file()
     session = SpeechSession.open(tmp_path / "plan.json")
-    talker = [p for p in session.placements() if p["graph"] not in ("talker_embed_hidden", "vocoder_w2", "vocoder_w9")]
+    talker = [p for p in session.placements() if p["graph"] != "talker_embed_hidden" and not p["graph"].startswith("vocoder")]
     omni = [p for p in session.placements() if p["graph"] == "talker_embed_hidden"]
     assert {(p["device"], p["engine"], p["nodes_elsewhere"]) for p in talker} == {("npu", "QNNExecutionProvider", 0)}
     assert len(talker) == len(sqnr) == 8 and {(p["device"], p["engine"]) for p in omni} == {("cpu", "CPUExecutionProvider")}
