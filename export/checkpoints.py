@@ -50,8 +50,9 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def train_tokenizer(texts: list[str], vocab_size: int) -> Any:
-    """A Qwen2-style byte-level BPE: NFC, the Qwen2 split regex, ByteLevel, ChatML specials."""
+def train_tokenizer(texts: list[str], vocab_size: int, specials: tuple[str, ...] = SPECIAL_TOKENS) -> Any:
+    """A Qwen2-style byte-level BPE: NFC, the Qwen2 split regex, ByteLevel; `specials` (ChatML's)
+    take the last ids."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -61,10 +62,10 @@ def train_tokenizer(texts: list[str], vocab_size: int) -> Any:
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(SPECIAL_TOKENS), special_tokens=[],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(specials), special_tokens=[],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
-    tok.add_special_tokens(list(SPECIAL_TOKENS))
+    tok.add_special_tokens(list(specials))
     return tok
 
 
@@ -124,6 +125,12 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
         if sliding_window is not None or train_steps:
             raise ValueError("qwen3-tts checkpoints take neither --sliding-window nor --train-steps")
         return make_tts_checkpoint(out, preset, seed, thinker)
+    if arch == "qwen2.5-omni":
+        if sliding_window is not None or train_steps or thinker is not None:
+            raise ValueError("qwen2.5-omni checkpoints take none of --sliding-window, --train-steps, --thinker")
+        from omni_edge.export.qwen25_omni import make_omni_checkpoint
+
+        return make_omni_checkpoint(out, preset, seed)
     if thinker is not None:
         raise ValueError("--thinker makes an omni talker: it needs --arch qwen3-tts")
     if arch != "qwen3":
@@ -157,7 +164,7 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
 
 # ---- Qwen3-TTS-shaped speech checkpoints ----------------------------------------------------
 
-ARCHS = ("qwen3", "qwen3-tts")
+ARCHS = ("qwen3", "qwen3-tts", "qwen2.5-omni")
 
 
 @dataclass(frozen=True)

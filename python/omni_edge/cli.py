@@ -529,9 +529,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_verify)
 
     p = sub.add_parser("make-checkpoint", help="write a local checkpoint of a real architecture (random/briefly trained)")
-    p.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3-tts"])
+    p.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3-tts", "qwen2.5-omni"],
+                   help="qwen2.5-omni: a Qwen2.5-Omni thinker (vision and audio encoders, M-RoPE decoder)")
     p.add_argument("--preset", default="tiny", choices=["tiny", "small", "bench"],
-                   help="qwen3: tiny|small|bench; qwen3-tts: tiny|small")
+                   help="qwen3: tiny|small|bench; qwen3-tts, qwen2.5-omni: tiny|small")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sliding-window", type=int, default=None, help="make every layer sliding-window attention")

@@ -1,0 +1,141 @@
+"""Qwen2.5-Omni thinker checkpoints: the local ones are the architecture transformers builds,
+with the config's special token ids; the loader takes a thinker-only directory and a whole
+release the same way; the reference request (image and audio placeholders, ChatML) is what
+transformers' own processors and generate make of it."""
+
+from __future__ import annotations
+
+import json
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from llm_reference import cli
+from omni_edge.export.qwen25_omni import (
+    MEDIA_TOKENS,
+    audio_tokens,
+    checkpoint_kind,
+    load_thinker,
+    processors,
+    reference_generate,
+    reference_inputs,
+    render_ids,
+)
+from safetensors.torch import load_file, save_file
+
+
+@pytest.fixture(scope="session")
+def omni_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("omni-ckpt") / "qwen25-omni-tiny"
+    done = cli("make-checkpoint", "--arch", "qwen2.5-omni", "--preset", "tiny", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A 448x448 red square (no resampling: 32x32 patches, 256 tokens), a 300x200 gradient
+    (resized to multiples of 28), a 2 s 440 Hz tone at 16 kHz and at 44.1 kHz."""
+    from PIL import Image
+
+    d = tmp_path_factory.mktemp("media")
+    Image.new("RGB", (448, 448), (255, 0, 0)).save(d / "red_square_448.png")
+    ramp = np.linspace(0, 255, 300, dtype=np.uint8)
+    Image.fromarray(np.stack([np.tile(ramp, (200, 1))] * 3, axis=-1)).save(d / "gradient_300x200.png")
+    for rate in (16000, 44100):
+        t = np.arange(2 * rate) / rate
+        with wave.open(str(d / f"tone_440hz_2s_{rate}.wav"), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes((0.5 * np.sin(2 * np.pi * 440 * t) * 32767).astype(np.int16).tobytes())
+    return {"red": d / "red_square_448.png", "gradient": d / "gradient_300x200.png",
+            "tone16": d / "tone_440hz_2s_16000.wav", "tone44": d / "tone_440hz_2s_44100.wav"}
+
+
+def test_the_checkpoint_is_transformers_thinker_with_its_tokenizers_ids(omni_checkpoint: Path) -> None:
+    from transformers import AutoTokenizer
+
+    config = json.loads((omni_checkpoint / "config.json").read_text())
+    assert config["model_type"] == "qwen2_5_omni_thinker" and checkpoint_kind(omni_checkpoint) == "qwen2_5_omni_thinker"
+    tokenizer = AutoTokenizer.from_pretrained(omni_checkpoint)
+    thinker = load_thinker(omni_checkpoint)
+    c = thinker.config
+    assert tokenizer.convert_tokens_to_ids(MEDIA_TOKENS["image_token"]) == c.image_token_index
+    assert tokenizer.convert_tokens_to_ids(MEDIA_TOKENS["audio_token"]) == c.audio_token_index
+    assert tokenizer.convert_tokens_to_ids(MEDIA_TOKENS["vision_bos_token"]) == c.vision_start_token_id
+    assert tokenizer.convert_tokens_to_ids(MEDIA_TOKENS["audio_eos_token"]) == c.audio_end_token_id
+    assert c.text_config.vocab_size == len(tokenizer) and thinker.skipped == {}
+    rope = c.text_config.rope_parameters
+    assert 2 * sum(rope["mrope_section"]) == c.text_config.hidden_size // c.text_config.num_attention_heads
+
+
+def test_the_processors_count_the_tokens_the_thinker_expects(omni_checkpoint: Path, media: dict[str, Path]) -> None:
+    proc = processors(omni_checkpoint)
+    thinker = load_thinker(omni_checkpoint)
+    inputs = reference_inputs(omni_checkpoint, thinker, [("image", media["red"]), ("audio", media["tone16"]),
+                                                         ("image", media["gradient"])], "Describe.", chat=False)
+    ids = inputs["input_ids"][0].tolist()
+    grid = inputs["image_grid_thw"].tolist()
+    assert grid[0] == [1, 32, 32] and all(h % 2 == 0 and w % 2 == 0 for _, h, w in grid)
+    image_tokens = sum(t * h * w for t, h, w in grid) // proc.merge_size ** 2
+    assert ids.count(thinker.config.image_token_index) == image_tokens and grid[0][1] * grid[0][2] // 4 == 256
+    assert ids.count(thinker.config.audio_token_index) == 50 == audio_tokens(200)  # 25 tokens per second
+    # 44.1 kHz audio is resampled to the extractor's 16 kHz first: the same token count.
+    again = reference_inputs(omni_checkpoint, thinker, [("audio", media["tone44"])], "x", chat=False)
+    assert again["input_ids"][0].tolist().count(thinker.config.audio_token_index) == 50
+
+
+def test_chat_renders_the_user_turn_as_qwen25_omni_chatml(omni_checkpoint: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(omni_checkpoint)
+    c = load_thinker(omni_checkpoint).config
+    ids = render_ids(tokenizer, c, [("audio", 2), ("image", 1)], "Hi", chat=True)
+    expected = ("<|im_start|>user\n<|audio_bos|><|AUDIO|><|AUDIO|><|audio_eos|><|vision_bos|><|IMAGE|><|vision_eos|>"
+                "Hi<|im_end|>\n<|im_start|>assistant\n")
+    assert tokenizer.decode(ids) == expected
+    with_system = render_ids(tokenizer, c, [], "Hi", chat=True, system="Be brief.")
+    assert tokenizer.decode(with_system).startswith("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n")
+    assert tokenizer.decode(render_ids(tokenizer, c, [("image", 1)], "Hi", chat=False)) == \
+        "<|vision_bos|><|IMAGE|><|vision_eos|>Hi"
+
+
+def test_a_release_directory_loads_the_same_thinker(omni_checkpoint: Path, media: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    """A Qwen2.5-Omni release's layout: the whole config (thinker_config inside), the thinker's
+    weights under `thinker.` beside a talker's and a token2wav's, which are skipped and counted."""
+    from transformers import Qwen2_5OmniConfig
+
+    thinker_config = json.loads((omni_checkpoint / "config.json").read_text())
+    release = tmp_path / "release"
+    release.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"):
+        (release / name).write_bytes((omni_checkpoint / name).read_bytes())
+    config = Qwen2_5OmniConfig(thinker_config=thinker_config, enable_audio_output=False).to_dict()
+    (release / "config.json").write_text(json.dumps(config))
+    weights = {f"thinker.{k}": v for k, v in load_file(str(omni_checkpoint / "model.safetensors")).items()}
+    weights |= {"talker.model.embed_tokens.weight": torch.zeros(4, 4), "token2wav.code_embed.weight": torch.zeros(2, 2)}
+    items = list(weights.items())
+    shards = {"model-00001-of-00002.safetensors": dict(items[: len(items) // 2]),
+              "model-00002-of-00002.safetensors": dict(items[len(items) // 2:])}
+    for name, part in shards.items():
+        save_file(part, str(release / name))
+    index = {"metadata": {}, "weight_map": {k: name for name, part in shards.items() for k in part}}
+    (release / "model.safetensors.index.json").write_text(json.dumps(index))
+    loaded = load_thinker(release)
+    assert checkpoint_kind(release) == "qwen2_5_omni" and loaded.skipped == {"talker": 1, "token2wav": 1}
+    request = ([("image", media["red"]), ("audio", media["tone16"])], "What is this?")
+    ours = reference_generate(omni_checkpoint, load_thinker(omni_checkpoint), *request, max_new_tokens=6, chat=True)
+    assert reference_generate(release, loaded, *request, max_new_tokens=6, chat=True) == ours
+
+
+def test_other_checkpoints_are_refused_with_the_reason(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"not a Qwen2\.5-Omni thinker"):
+        checkpoint_kind(tiny_checkpoint)
+    with pytest.raises(ValueError, match=r"no config\.json"):
+        checkpoint_kind(tmp_path)
+    bad = cli("make-checkpoint", "--arch", "qwen2.5-omni", "--preset", "bench", "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "unknown preset 'bench' for qwen2.5-omni" in bad.stderr
