@@ -24,10 +24,11 @@ class Vocoder {
   // frame. `final`: no frame follows, the tail is flushed (start == end is a flush alone).
   Result<std::vector<float>> Decode(const std::vector<int32_t>& codes, int64_t start, int64_t end, bool final);
 
-  // Runs every window once on silence and keeps its time: the first estimate of its cost (an
-  // adaptive schedule needs one before the first request), and the first request is warm.
+  // Runs the smallest and the largest window once on silence and keeps their times: the first
+  // estimates (an adaptive schedule needs them before the first request).
   Status WarmUp();
-  // Predicted milliseconds for frames [start, start + n): the measured cost of the window it needs.
+  // Predicted milliseconds for frames [start, start + n): the measured cost of the window it
+  // needs, interpolated in frames between the smallest and the largest until it has run.
   double CostMs(int64_t start, int64_t n) const;
 
   const VocoderConfig& config() const { return config_; }
