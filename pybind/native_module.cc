@@ -8,6 +8,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "decoding/decoder.h"
 #include "families/builtin.h"
 #include "families/llm/config.h"
+#include "media/image_preprocess.h"
 #include "pipeline/playback.h"
 #include "pipeline/request.h"
 #include "pipeline/session.h"
@@ -255,6 +257,19 @@ NB_MODULE(_native, m) {
                 {"samples", s.samples}}.dump();
   }, nb::arg("arrivals"), nb::arg("sample_rate"), nb::arg("prebuffer_ms"),
      "The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).");
+
+  m.def("preprocess_image", [](nb::bytes pixels, int64_t width, int64_t height, const std::string& config_json) {
+    const Json config = Unwrap(ParseJson(config_json, "preprocessor_config"));
+    const media::VisionPreprocessing p = Unwrap(media::VisionPreprocessingFromJson(config, "preprocessor_config"));
+    media::RgbImage image{width, height, {}};
+    const auto* bytes = reinterpret_cast<const uint8_t*>(pixels.c_str());
+    image.pixels.assign(bytes, bytes + pixels.size());
+    const media::VisionPatches out = Unwrap(media::PreprocessImage(image, p));
+    return std::make_tuple(nb::bytes(reinterpret_cast<const char*>(out.values.data()), out.values.size() * sizeof(float)),
+                           out.grid_t, out.grid_h, out.grid_w);
+  }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("config_json"),
+     "An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: "
+     "(float32 patches, grid_t, grid_h, grid_w).");
 
   m.def("plan_budget", [](const std::string& plan_path, int sessions, bool wsl) {
     const Plan plan = Unwrap(LoadPlan(plan_path, families::Builtin()));

@@ -24,6 +24,7 @@ LAYERS = {
     "contract": {"base", "contract"},
     "runtime": {"base", "contract", "runtime"},
     "text": {"base", "text"},
+    "media": {"base", "media"},  # images and audio as encoders read them
     "decoding": {"base", "contract", "runtime", "text", "decoding"},
     "pipeline": {"base", "contract", "runtime", "text", "decoding", "pipeline"},
     "backends": {"base", "contract", "runtime", "backends"},

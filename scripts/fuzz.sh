@@ -55,6 +55,8 @@ talker = {"tokenizer": "t.json", "text_pad_id": 1, "code_groups": 2, "codebook_s
 seed(8, {"plan_version": 1, "name": "speech", "stages": [
     {"stage_id": 0, "model_stage": "talker", "execution_type": "llm_ar", "input_sources": [],
      "engine_output_type": "codes", "artifact": "/", "talker": talker, "graphs": {}}]})  # "/" exists: parsing goes on
+seed(13, {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, "min_pixels": 3136, "max_pixels": 50176,
+          "image_mean": [0.48, 0.45, 0.40], "image_std": [0.26, 0.26, 0.27], "rescale_factor": 0.00392156862745098})
 PY
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"

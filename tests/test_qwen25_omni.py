@@ -37,13 +37,17 @@ def omni_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A 448x448 red square (no resampling: 32x32 patches, 256 tokens), a 300x200 gradient
-    (resized to multiples of 28), a 2 s 440 Hz tone at 16 kHz and at 44.1 kHz."""
+    (resized up to multiples of 28), 333x251 noise, a 1600x1200 noise image (above max_pixels:
+    reduced, with the filter widened), a 2 s 440 Hz tone at 16 kHz and at 44.1 kHz."""
     from PIL import Image
 
     d = tmp_path_factory.mktemp("media")
     Image.new("RGB", (448, 448), (255, 0, 0)).save(d / "red_square_448.png")
     ramp = np.linspace(0, 255, 300, dtype=np.uint8)
     Image.fromarray(np.stack([np.tile(ramp, (200, 1))] * 3, axis=-1)).save(d / "gradient_300x200.png")
+    rng = np.random.default_rng(0)
+    for w, h in ((333, 251), (1600, 1200)):
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(d / f"noise_{w}x{h}.png")
     for rate in (16000, 44100):
         t = np.arange(2 * rate) / rate
         with wave.open(str(d / f"tone_440hz_2s_{rate}.wav"), "wb") as w:
@@ -52,6 +56,7 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             w.setframerate(rate)
             w.writeframes((0.5 * np.sin(2 * np.pi * 440 * t) * 32767).astype(np.int16).tobytes())
     return {"red": d / "red_square_448.png", "gradient": d / "gradient_300x200.png",
+            "noise": d / "noise_333x251.png", "large": d / "noise_1600x1200.png",
             "tone16": d / "tone_440hz_2s_16000.wav", "tone44": d / "tone_440hz_2s_44100.wav"}
 
 
@@ -139,3 +144,35 @@ def test_other_checkpoints_are_refused_with_the_reason(tiny_checkpoint: Path, tm
         checkpoint_kind(tmp_path)
     bad = cli("make-checkpoint", "--arch", "qwen2.5-omni", "--preset", "bench", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "unknown preset 'bench' for qwen2.5-omni" in bad.stderr
+
+
+@pytest.mark.parametrize("name", ["red", "gradient", "noise", "large"])
+def test_native_image_preprocessing_is_the_reference_processors_to_the_bit(omni_checkpoint: Path,
+                                                                          media: dict[str, Path], name: str) -> None:
+    """The controller's smart_resize, Pillow-exact bicubic resampling, rescale, normalize and
+    patch order against Qwen2VLImageProcessorPil on images that need no resampling, that are
+    enlarged, reduced (max_pixels) and noisy."""
+    from omni_edge.media import preprocess_image
+    from PIL import Image
+
+    image = Image.open(media[name]).convert("RGB")
+    ref = processors(omni_checkpoint).image(images=[image], return_tensors="np")
+    config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
+    got, grid = preprocess_image(np.asarray(image), config)
+    assert grid == tuple(int(v) for v in ref["image_grid_thw"][0])
+    assert got.shape == ref["pixel_values"].shape and got.dtype == ref["pixel_values"].dtype
+    np.testing.assert_array_equal(got, ref["pixel_values"])
+
+
+def test_native_image_preprocessing_refuses_what_it_cannot_read(omni_checkpoint: Path) -> None:
+    from omni_edge.media import preprocess_image
+
+    config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
+    with pytest.raises(ValueError, match="aspect ratio"):
+        preprocess_image(np.zeros((1, 300, 3), np.uint8), config)
+    with pytest.raises(ValueError, match="image_std"):
+        preprocess_image(np.zeros((56, 56, 3), np.uint8), {**config, "image_std": [1, 0, 1]})
+    with pytest.raises(ValueError, match="min_pixels"):
+        preprocess_image(np.zeros((56, 56, 3), np.uint8), {**config, "max_pixels": 1 << 40})
+    with pytest.raises(ValueError, match="RGB"):
+        preprocess_image(np.zeros((56, 56), np.uint8), config)

@@ -1,16 +1,18 @@
 // libFuzzer target: every native parser of untrusted input — the contract types, manifests and
-// validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, and
-// the bytes a stream turns into text — must refuse bad input with a Status, never crash or leak.
+// validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, the
+// bytes a stream turns into text, and a checkpoint's image preprocessing config — must refuse bad input with a Status, never crash or leak.
 // The first byte picks the parser, so one corpus covers them all.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/unicode/unicode.h"
 #include "contract/codec.h"
 #include "contract/features.h"
 #include "contract/manifest.h"
 #include "families/builtin.h"
+#include "media/image_preprocess.h"
 #include "runtime/plan.h"
 #include "runtime/weights_index.h"
 #include "text/tokenizer.h"
@@ -18,7 +20,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static const char* const kTypes[] = {"buffer", "state", "request", "event", "device"};
-  const uint8_t selector = data[0] % 13;
+  const uint8_t selector = data[0] % 14;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   if (selector < 5) {
     auto canonical = omni_edge::contract::CanonicalJson(kTypes[selector], text);
@@ -105,6 +107,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (index->data_path.parent_path() != "/fuzz/component") __builtin_trap();  // never outside
       for (const auto& t : index->tensors) {
         if (t.offset + t.nbytes > 4096) __builtin_trap();
+      }
+    }
+  } else if (selector == 13) {
+    auto p = omni_edge::media::VisionPreprocessingFromJson(j, "preprocessor_config");
+    if (p.ok() && p->max_pixels <= (1 << 16)) {  // small enough to run on every input
+      const omni_edge::media::RgbImage image{7, 5, std::vector<uint8_t>(7 * 5 * 3, 200)};
+      auto patches = omni_edge::media::PreprocessImage(image, p.value());
+      if (patches.ok() && int64_t(patches->values.size()) != patches->grid_t * patches->grid_h * patches->grid_w * patches->patch_dim) {
+        __builtin_trap();
       }
     }
   }

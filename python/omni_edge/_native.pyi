@@ -23,6 +23,11 @@ def playback_stats(arrivals: Sequence[tuple[float, int]], sample_rate: int, preb
     The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).
     """
 
+def preprocess_image(pixels: bytes, width: int, height: int, config_json: str) -> tuple[bytes, int, int, int]:
+    """
+    An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: (float32 patches, grid_t, grid_h, grid_w).
+    """
+
 def plan_budget(plan_path: str, sessions: int = 1, wsl: bool = False) -> str:
     """
     The memory budget of a plan per stage and pool (JSON), from its manifests; loads nothing.

@@ -1,0 +1,55 @@
+#include "media/image_preprocess.h"
+
+#include <gtest/gtest.h>
+
+namespace omni_edge::media {
+namespace {
+
+RgbImage Solid(int64_t w, int64_t h, uint8_t r, uint8_t g, uint8_t b) {
+  RgbImage im{w, h, {}};
+  for (int64_t i = 0; i < w * h; ++i) im.pixels.insert(im.pixels.end(), {r, g, b});
+  return im;
+}
+
+TEST(ImagePreprocess, SmartResizeSnapsToTheFactorWithPythonsRounding) {
+  EXPECT_EQ(*SmartResize(448, 448, 28, 3136, 1003520), std::make_pair(int64_t(448), int64_t(448)));
+  EXPECT_EQ(*SmartResize(200, 300, 28, 3136, 1003520), std::make_pair(int64_t(196), int64_t(308)));
+  // 42 / 28 = 1.5 and 70 / 28 = 2.5: Python's round() takes the even neighbour, 2 both times.
+  EXPECT_EQ(SmartResize(42, 70, 28, 0, 1 << 30)->first, 56);
+  EXPECT_EQ(SmartResize(42, 70, 28, 0, 1 << 30)->second, 56);
+  // Above max_pixels: scaled down keeping the aspect ratio; below min_pixels: scaled up.
+  const auto big = *SmartResize(1200, 1600, 28, 3136, 1003520);
+  EXPECT_LE(big.first * big.second, 1003520);
+  EXPECT_EQ(big.first % 28, 0);
+  EXPECT_GE(SmartResize(10, 10, 28, 3136, 1003520)->first, 56);
+  EXPECT_FALSE(SmartResize(1, 201, 28, 3136, 1003520).ok());  // aspect ratio above 200
+  EXPECT_FALSE(SmartResize(0, 10, 28, 3136, 1003520).ok());
+}
+
+TEST(ImagePreprocess, BicubicKeepsASolidColourAndTheSize) {
+  const RgbImage out = ResizeBicubic(Solid(37, 23, 200, 10, 0), 61, 9);
+  ASSERT_EQ(out.width, 61);
+  ASSERT_EQ(out.height, 9);
+  for (size_t i = 0; i < out.pixels.size(); i += 3) {
+    ASSERT_EQ(out.pixels[i], 200);
+    ASSERT_EQ(out.pixels[i + 1], 10);
+    ASSERT_EQ(out.pixels[i + 2], 0);
+  }
+}
+
+TEST(ImagePreprocess, PatchesAreNormalizedAndCountedInMergeGroups) {
+  const auto got = PreprocessImage(Solid(56, 84, 255, 0, 0), VisionPreprocessing());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->grid_h, 6);
+  EXPECT_EQ(got->grid_w, 4);
+  EXPECT_EQ(got->tokens(2), 6);
+  EXPECT_EQ(got->patch_dim, 3 * 2 * 14 * 14);
+  ASSERT_EQ(got->values.size(), size_t(24 * 1176));
+  const VisionPreprocessing p;
+  EXPECT_FLOAT_EQ(got->values[0], (1.0f - p.mean[0]) / p.std[0]);          // red, first channel
+  EXPECT_FLOAT_EQ(got->values[2 * 196], (0.0f - p.mean[1]) / p.std[1]);    // green after red's two frames
+  EXPECT_FALSE(PreprocessImage(RgbImage{2, 2, {1, 2, 3}}, p).ok());        // too few bytes
+}
+
+}  // namespace
+}  // namespace omni_edge::media
