@@ -32,7 +32,7 @@ LAYERS = {
     "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "capi"},
     "tools": {"base", "capi", "tools"},
     "jni": {"capi", "jni"},  # the JNI bridge: a client of the C ABI only
-    "fuzz": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "fuzz"},
+    "fuzz": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families", "fuzz"},
 }
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
 OS_SPECIFIC = re.compile(r"^\s*#\s*include\s*<(unistd|dlfcn|fcntl|signal|malloc|windows|io|direct|pthread)\.h>|"
