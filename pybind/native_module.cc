@@ -28,6 +28,7 @@
 #include "families/builtin.h"
 #include "families/llm/config.h"
 #include "media/image_preprocess.h"
+#include "media/placeholders.h"
 #include "pipeline/playback.h"
 #include "pipeline/request.h"
 #include "pipeline/session.h"
@@ -270,6 +271,17 @@ NB_MODULE(_native, m) {
   }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("config_json"),
      "An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: "
      "(float32 patches, grid_t, grid_h, grid_w).");
+
+  m.def("mrope_positions", [](const std::vector<int32_t>& prompt, const std::string& thinker_config_json,
+                              const std::vector<std::tuple<int64_t, int64_t, int64_t>>& image_grids) {
+    const Json config = Unwrap(ParseJson(thinker_config_json, "thinker config"));
+    const media::PlaceholderIds ids = Unwrap(media::PlaceholderIdsFromJson(config, "thinker config"));
+    std::vector<media::ImageGrid> grids;
+    for (const auto& [t, h, w] : image_grids) grids.push_back({t, h, w});
+    const media::MropePositions got = Unwrap(media::ComputeMropePositions(prompt, ids, grids));
+    return std::make_pair(std::vector<std::vector<int64_t>>(got.rows.begin(), got.rows.end()), got.next);
+  }, nb::arg("prompt"), nb::arg("thinker_config_json"), nb::arg("image_grids"),
+     "The three M-RoPE position rows of a prompt (images' grids in order, in patches) and the next position.");
 
   m.def("plan_budget", [](const std::string& plan_path, int sessions, bool wsl) {
     const Plan plan = Unwrap(LoadPlan(plan_path, families::Builtin()));

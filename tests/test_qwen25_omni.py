@@ -176,3 +176,26 @@ def test_native_image_preprocessing_refuses_what_it_cannot_read(omni_checkpoint:
         preprocess_image(np.zeros((56, 56, 3), np.uint8), {**config, "max_pixels": 1 << 40})
     with pytest.raises(ValueError, match="RGB"):
         preprocess_image(np.zeros((56, 56), np.uint8), config)
+
+
+def test_native_mrope_positions_are_get_rope_index(omni_checkpoint: Path, media: dict[str, Path]) -> None:
+    """The three position rows of an image + audio + image chat prompt, and where generation
+    continues, against transformers' get_rope_index on the same ids and grids."""
+    from omni_edge.media import mrope_positions
+
+    thinker = load_thinker(omni_checkpoint)
+    items = [("image", media["red"]), ("audio", media["tone16"]), ("image", media["gradient"])]
+    inputs = reference_inputs(omni_checkpoint, thinker, items, "Compare them.", chat=True)
+    audio_seqlens = inputs["feature_attention_mask"].sum(-1)
+    ref, delta = thinker.model.model.get_rope_index(inputs["input_ids"], inputs["image_grid_thw"], None,
+                                                     inputs["attention_mask"], False, audio_seqlens)
+    config = json.loads((omni_checkpoint / "config.json").read_text())
+    grids = [tuple(int(v) for v in g) for g in inputs["image_grid_thw"]]
+    rows, next_position = mrope_positions(inputs["input_ids"][0].tolist(), config, grids)
+    np.testing.assert_array_equal(rows, ref[:, 0].numpy())
+    assert next_position == int(ref.max()) + 1 == inputs["input_ids"].shape[1] + int(delta[0])
+    assert (rows[0] != rows[1]).any() and (rows[1] != rows[2]).any()  # images: not plain text positions
+    with pytest.raises(ValueError, match="fewer image placeholder runs"):
+        mrope_positions([1, 2, 3], config, grids)
+    with pytest.raises(ValueError, match="needs 256 consecutive"):
+        mrope_positions([thinker.config.image_token_index] * 10, config, grids[:1])

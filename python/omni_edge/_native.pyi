@@ -28,6 +28,11 @@ def preprocess_image(pixels: bytes, width: int, height: int, config_json: str) -
     An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: (float32 patches, grid_t, grid_h, grid_w).
     """
 
+def mrope_positions(prompt: Sequence[int], thinker_config_json: str, image_grids: Sequence[tuple[int, int, int]]) -> tuple[list[list[int]], int]:
+    """
+    The three M-RoPE position rows of a prompt (images' grids in order, in patches) and the next position.
+    """
+
 def plan_budget(plan_path: str, sessions: int = 1, wsl: bool = False) -> str:
     """
     The memory budget of a plan per stage and pool (JSON), from its manifests; loads nothing.

@@ -11,6 +11,14 @@ import numpy as np
 from omni_edge import _native
 
 
+def mrope_positions(prompt: list[int], thinker_config: dict[str, Any],
+                    image_grids: list[tuple[int, int, int]]) -> tuple[np.ndarray, int]:
+    """The thinker's three position rows for `prompt` ([3, len(prompt)]; images' (t, h, w) grids in
+    patches, in order) and the position the first generated token takes."""
+    rows, next_position = _native.mrope_positions(list(prompt), json.dumps(thinker_config), list(image_grids))
+    return np.array(rows, np.int64), next_position
+
+
 def preprocess_image(image: np.ndarray, config: dict[str, Any]) -> tuple[np.ndarray, tuple[int, int, int]]:
     """An 8-bit RGB image (height, width, 3) as the vision encoder reads it, by the image fields of
     a checkpoint's preprocessor_config.json: float32 patches [t*h*w, 3*T*P*P] and the grid (t, h, w)."""
