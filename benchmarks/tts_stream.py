@@ -63,6 +63,22 @@ def utterances(n: int) -> list[tuple[str, str, int]]:
     return [TEXTS[i % len(TEXTS)] for i in range(n)]
 
 
+class Arrivals:
+    """A listener that records (ms since it was made, samples) of every PCM chunk."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.chunks: list[tuple[float, int]] = []
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.start) * 1000
+
+    def __call__(self, event: dict[str, Any], pcm: Any) -> bool:
+        if pcm is not None:
+            self.chunks.append((self.elapsed_ms(), int(pcm.shape[0])))
+        return True
+
+
 def run_native(args: argparse.Namespace, plan: Path) -> list[dict[str, Any]]:
     from omni_edge.runtime import SpeechSession
 
@@ -70,16 +86,9 @@ def run_native(args: argparse.Namespace, plan: Path) -> list[dict[str, Any]]:
     session.speak(TEXTS[0][1], max_frames=TEXTS[0][2])  # warm-up
     results = []
     for name, text, frames in utterances(args.utterances):
-        arrivals: list[tuple[float, int]] = []
-        start = time.perf_counter()
-
-        def on_event(event: dict[str, Any], pcm: Any) -> bool:
-            if pcm is not None:
-                arrivals.append(((time.perf_counter() - start) * 1000, int(pcm.shape[0])))  # noqa: B023
-            return True
-
-        utterance = session.speak(text, max_frames=frames, on_event=on_event)
-        results.append({"text": name, "arrivals": arrivals, "total_ms": (time.perf_counter() - start) * 1000,
+        arrivals = Arrivals()
+        utterance = session.speak(text, max_frames=frames, on_event=arrivals)
+        results.append({"text": name, "arrivals": arrivals.chunks, "total_ms": arrivals.elapsed_ms(),
                         "frames": utterance.metrics["frames"], "chunk_frames": utterance.metrics.get("chunk_frames")})
     return results
 
@@ -91,18 +100,11 @@ def run_omni(args: argparse.Namespace, plan: Path) -> list[dict[str, Any]]:
     session.run(OMNI_PROMPT, max_new_tokens=16, max_frames=TEXTS[0][2], ignore_stop_tokens=True)  # warm-up
     results = []
     for name, _, frames in utterances(args.utterances):
-        arrivals: list[tuple[float, int]] = []
-        start = time.perf_counter()
-
-        def on_audio(event: dict[str, Any], pcm: Any) -> bool:
-            if pcm is not None:
-                arrivals.append(((time.perf_counter() - start) * 1000, int(pcm.shape[0])))  # noqa: B023
-            return True
-
+        arrivals = Arrivals()
         # As many text tokens as frames: the talker reads one thinker state per frame.
         result = session.run(OMNI_PROMPT, max_new_tokens=frames, max_frames=frames, ignore_stop_tokens=True,
-                             on_audio=on_audio)
-        results.append({"text": name, "arrivals": arrivals, "total_ms": (time.perf_counter() - start) * 1000,
+                             on_audio=arrivals)
+        results.append({"text": name, "arrivals": arrivals.chunks, "total_ms": arrivals.elapsed_ms(),
                         "frames": result.audio["frames"], "chunk_frames": result.audio.get("chunk_frames"),
                         "ttft_ms": result.text_metrics.get("ttft_ms")})
     return results
