@@ -71,7 +71,7 @@ def test_streamed_pcm_is_exact_in_length_and_equals_the_reference(model: Qwen3Tt
     # The adaptive schedule's chunks: the first alone, each at most twice the last and at most
     # the largest; where it cut them depends on this host's timing, so the reference decodes
     # the chunks the stream reported.
-    ends = [e["frames_final"] for e in pcm_events]
+    ends = _chunk_ends(utterance)
     sizes = [b - a for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     done = utterance.events[-1]
     assert sizes[0] == 1 and all(0 < n <= min(25, 2 * m) for m, n in itertools.pairwise(sizes[:-1])), sizes
@@ -133,7 +133,14 @@ def _speak_and_cancel(session: SpeechSession, rng: random.Random,
     return seen, (cancelled_at[0] if cancelled_at else None), utterance
 
 
-def test_cancel_at_a_random_point_of_20_requests(session: SpeechSession, spoken: tuple[Utterance, list[list[int]]]) -> None:
+def _chunk_ends(utterance: Utterance) -> list[int]:
+    """The frame counts at which the stream cut its chunks (the adaptive schedule cuts them by
+    this host's timing, so two runs of one request may chunk it differently)."""
+    return [int(e["frames_final"]) for e in utterance.events if e["kind"] == "pcm"]
+
+
+def test_cancel_at_a_random_point_of_20_requests(model: Qwen3Tts, session: SpeechSession,
+                                                 spoken: tuple[Utterance, list[list[int]]]) -> None:
     rng = random.Random(7)
     for i in range(20):
         seen, cancelled_at, utterance = _speak_and_cancel(session, rng, from_thread=bool(i % 2))
@@ -150,7 +157,12 @@ def test_cancel_at_a_random_point_of_20_requests(session: SpeechSession, spoken:
     # The next request on the same session is whole and identical to the first one.
     again = session.speak(TEXT, max_frames=FRAMES)
     first, codes = spoken
-    assert session.codes() == codes and np.array_equal(again.pcm, first.pcm)
+    assert session.codes() == codes
+    if _chunk_ends(again) == _chunk_ends(first):
+        assert np.array_equal(again.pcm, first.pcm)
+    # Chunked elsewhere (as on a loaded host): the PyTorch decode of its own chunks, to rounding.
+    streamed_ref = torch.cat(decode_streaming(model, torch.tensor(codes), ends=_chunk_ends(again))).numpy()
+    assert_sqnr(streamed_ref, again.pcm, ROUNDING_SQNR_DB, "PCM after 20 cancelled requests vs PyTorch")
 
 
 def test_bad_speech_input_is_a_clear_error_and_the_session_survives(session: SpeechSession, tts_artifact: Path,
@@ -211,10 +223,6 @@ def _plan_with_vocoder(tts_artifact: Path, out: Path, **vocoder: Any) -> Path:
         stage["artifact"] = str(tts_artifact.parent / stage["artifact"])
     out.write_text(json.dumps(plan))
     return out
-
-
-def _chunk_ends(utterance: Utterance) -> list[int]:
-    return [int(e["frames_final"]) for e in utterance.events if e["kind"] == "pcm"]
 
 
 def test_int16_pcm_events_match_the_float_stream(model: Qwen3Tts, tts_artifact: Path, tmp_path: Path,
