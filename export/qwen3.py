@@ -32,6 +32,9 @@ class Qwen3Shape:
     rope_theta: float
     eps: float
     sliding_window: int | None
+    # Multimodal RoPE (Qwen2-VL / Qwen2.5-Omni): how many of the head's rotary frequencies follow
+    # each of the three position rows (temporal, height, width); empty for plain RoPE.
+    mrope_section: tuple[int, ...] = ()
 
     @classmethod
     def from_config(cls, config: Any) -> Qwen3Shape:
@@ -43,8 +46,11 @@ class Qwen3Shape:
             raise ValueError("checkpoints mixing sliding and full attention layers are not supported yet")
         window = config.sliding_window if sliding == {True} else None
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        mrope = tuple(int(n) for n in rope.get("mrope_section") or ())
+        if mrope and 2 * sum(mrope) != head_dim:
+            raise ValueError(f"mrope_section {list(mrope)} does not cover half the head dim {head_dim}")
         return cls(config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.num_key_value_heads,
-                   head_dim, config.vocab_size, theta, config.rms_norm_eps, window)
+                   head_dim, config.vocab_size, theta, config.rms_norm_eps, window, mrope)
 
 
 class RMSNorm(nn.Module):
@@ -91,9 +97,18 @@ class DecoderLayer(nn.Module):
         att = layer.self_attn
         self.qkv = _linear(att.q_proj, att.k_proj, att.v_proj)
         self.o_proj = _linear(att.o_proj)
-        # The attention scale 1/sqrt(head_dim) is folded into q_norm's weight (RoPE is linear).
-        self.q_norm = RMSNorm(att.q_norm.weight * s.head_dim ** -0.5, s.eps, reduce)
-        self.k_norm = RMSNorm(att.k_norm.weight, s.eps, reduce)
+        # The attention scale 1/sqrt(head_dim) is folded into q_norm's weight (RoPE is linear), or
+        # into the query rows of the projection where there is no q_norm (Qwen2 layers).
+        self.q_norm: RMSNorm | None = None
+        self.k_norm: RMSNorm | None = None
+        if getattr(att, "q_norm", None) is not None:
+            self.q_norm = RMSNorm(att.q_norm.weight * s.head_dim ** -0.5, s.eps, reduce)
+            self.k_norm = RMSNorm(att.k_norm.weight, s.eps, reduce)
+        else:
+            rows = s.heads * s.head_dim
+            self.qkv.weight.data[:rows] *= s.head_dim ** -0.5
+            if self.qkv.bias is not None:
+                self.qkv.bias.data[:rows] *= s.head_dim ** -0.5
         self.input_norm = RMSNorm(layer.input_layernorm.weight, s.eps, reduce)
         self.post_norm = RMSNorm(layer.post_attention_layernorm.weight, s.eps, reduce)
         mlp = layer.mlp
@@ -111,8 +126,10 @@ class DecoderLayer(nn.Module):
         h = self.input_norm(x)
         qkv = self.qkv(h)  # static slices (not split): XNNPACK takes them without a copy op
         q, k, v = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d], qkv[..., (s.heads + kv) * d:]
-        q = self.q_norm(q.view(1, n, s.heads, d)).transpose(1, 2)      # [1, Hq, N, D]
-        k = self.k_norm(k.view(1, n, kv, d)).transpose(1, 2)           # [1, Hkv, N, D]
+        q, k = q.view(1, n, s.heads, d), k.view(1, n, kv, d)
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)                    # [1, Hq, N, D], [1, Hkv, N, D]
         v = v.view(1, n, kv, d).transpose(1, 2)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
@@ -167,6 +184,7 @@ class BodyGraph(nn.Module):
     inv_freq: torch.Tensor
     rope_cos: torch.Tensor
     rope_sin: torch.Tensor
+    mrope_rows: torch.Tensor
 
     def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean", rope_table: int = 0) -> None:
         """rope_table > 0: cos/sin come from tables of that many positions (a gather) instead of
@@ -177,6 +195,12 @@ class BodyGraph(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(layer, s, reduce) for layer in model.model.layers)
         inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        if s.mrope_section:
+            # Which position row each rotary dim follows, as a one-hot [3, 1, 1, D] mask: a
+            # product and a sum select it exactly (x * 1 + 0 + 0), with no gather over dims.
+            row = torch.cat([torch.full((n,), i % 3) for i, n in enumerate(s.mrope_section)])
+            rows = torch.nn.functional.one_hot(torch.cat((row, row)), 3).t().to(torch.float32)
+            self.register_buffer("mrope_rows", rows[:, None, None, :], persistent=False)
         self.rope_table = rope_table
         if rope_table:
             emb = self._angles(torch.arange(rope_table, dtype=torch.int64)[None])[0, 0]  # [P, D]
@@ -187,9 +211,20 @@ class BodyGraph(nn.Module):
         freqs = position_ids[..., None].to(torch.float32) * self.inv_freq       # [1, N, D/2]
         return torch.cat((freqs, freqs), dim=-1)[:, None]                        # [1, 1, N, D]
 
+    def _mrope(self, per_row: torch.Tensor) -> torch.Tensor:
+        """[3, 1, N, D] values of the three position rows -> [1, 1, N, D], each dim from its row."""
+        return (per_row * self.mrope_rows).sum(0)[:, None]
+
     def forward(self, hidden: torch.Tensor, position_ids: torch.Tensor, attention_mask: torch.Tensor,
                 *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        if self.rope_table:
+        """position_ids: [1, N], or [3, 1, N] (temporal, height, width) with M-RoPE."""
+        if self.s.mrope_section:
+            if self.rope_table:
+                cos, sin = self._mrope(self.rope_cos[position_ids]), self._mrope(self.rope_sin[position_ids])
+            else:
+                emb = self._mrope(self._angles(position_ids)[:, 0])
+                cos, sin = emb.cos(), emb.sin()
+        elif self.rope_table:
             cos, sin = self.rope_cos[position_ids][:, None], self.rope_sin[position_ids][:, None]
         else:
             emb = self._angles(position_ids)
@@ -239,4 +274,7 @@ def body_example(s: Qwen3Shape, n: int, cache: int) -> tuple[torch.Tensor, ...]:
     keys = [torch.zeros(1, s.kv_heads, s.head_dim, cache) for _ in range(s.layers)]
     values = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(s.layers)]
     past = keys + values
-    return (torch.zeros(1, n, s.hidden), torch.arange(n, dtype=torch.int64)[None], torch.zeros(1, 1, n, cache + n), *past)
+    positions = torch.arange(n, dtype=torch.int64)[None]
+    if s.mrope_section:
+        positions = positions[None].expand(3, 1, n).contiguous()
+    return (torch.zeros(1, n, s.hidden), positions, torch.zeros(1, 1, n, cache + n), *past)

@@ -334,11 +334,24 @@ NB_MODULE(_native, m) {
 
   nb::class_<EngineHandle>(m, "LlmEngine")
       .def_static("open", &OpenEngine, nb::arg("plan_path"), nb::arg("threads") = 0)
-      .def("feed", [](EngineHandle& h, const std::vector<text::TokenId>& ids) {
+      .def("feed", [](EngineHandle& h, const std::vector<text::TokenId>& ids, const nb::bytes& splice_rows,
+                      const std::vector<int64_t>& splice_positions) {
+        const int64_t H = h.engine->config().hidden_size;
+        if (splice_rows.size() != splice_positions.size() * size_t(H) * sizeof(float)) {
+          throw StatusError{Status::Error("invalid_argument", "splice_rows must hold hidden_size float32 values per position")};
+        }
+        std::vector<decoding::Decoder::Splice> splices;
+        const float* rows = reinterpret_cast<const float*>(splice_rows.c_str());
+        for (size_t i = 0; i < splice_positions.size(); ++i) {
+          if (i > 0 && splice_positions[i] <= splice_positions[i - 1]) {
+            throw StatusError{Status::Error("invalid_argument", "splice_positions must increase")};
+          }
+          splices.push_back({splice_positions[i], rows + i * size_t(H)});
+        }
         const float* logits = nullptr;
         {
           nb::gil_scoped_release release;
-          auto r = h.engine->Feed(ids);
+          auto r = h.engine->Feed(ids, splices);
           if (!r.ok()) {
             nb::gil_scoped_acquire acquire;
             throw StatusError{r.status()};
@@ -346,7 +359,17 @@ NB_MODULE(_native, m) {
           logits = r.value();
         }
         return nb::bytes(reinterpret_cast<const char*>(logits), size_t(h.engine->config().vocab_size) * sizeof(float));
-      }, nb::arg("ids"), "Feed tokens; returns the last token's logits as float32 bytes.")
+      }, nb::arg("ids"), nb::arg("splice_rows") = nb::bytes("", 0), nb::arg("splice_positions") = std::vector<int64_t>(),
+         "Feed tokens (the embeddings at splice_positions replaced by splice_rows, float32 [n, hidden]); returns the "
+         "last token's logits as float32 bytes.")
+      .def("set_position_table", [](EngineHandle& h, const std::vector<std::vector<int64_t>>& rows, int64_t next_position) {
+        std::vector<int64_t> flat;
+        for (const auto& row : rows) {
+          if (row.size() != rows[0].size()) throw StatusError{Status::Error("invalid_argument", "position rows differ in length")};
+          flat.insert(flat.end(), row.begin(), row.end());
+        }
+        Check(h.engine->SetPositionTable(std::move(flat), next_position));
+      }, nb::arg("rows"), nb::arg("next_position"), "M-RoPE: the position rows of the prompt and the position after it.")
       .def("reset", [](EngineHandle& h) { Check(h.engine->Reset()); })
       .def("capture", [](EngineHandle& h, size_t max_per_graph) {
         h.captured.clear();

@@ -18,8 +18,11 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
   const int64_t C = c.prefill_chunk, H = c.hidden_size, L = c.num_layers, KV = c.num_kv_heads, D = c.head_dim;
   ids_chunk_ = HostTensor(DType::kInt64, {1, C});
   ids_step_ = HostTensor(DType::kInt64, {1, 1});
-  pos_chunk_ = HostTensor(DType::kInt64, {1, C});
-  pos_step_ = HostTensor(DType::kInt64, {1, 1});
+  const auto positions = [&](int64_t n) {
+    return c.position_rows == 1 ? std::vector<int64_t>{1, n} : std::vector<int64_t>{c.position_rows, 1, n};
+  };
+  pos_chunk_ = HostTensor(DType::kInt64, positions(C));
+  pos_step_ = HostTensor(DType::kInt64, positions(1));
   hidden_chunk_ = HostTensor(DType::kFloat32, {1, C, H});
   hidden_step_ = HostTensor(DType::kFloat32, {1, 1, H});
   out_chunk_ = HostTensor(DType::kFloat32, {1, C, H});
@@ -212,13 +215,42 @@ Status Decoder::RunGraph(Graph& g, const std::string& name, const std::vector<Te
   return st;
 }
 
-Status Decoder::Step(const TokenId* tokens, int64_t n_valid, bool chunk) {
+Status Decoder::Step(const TokenId* tokens, int64_t n_valid, bool chunk, const std::vector<Splice>& splices) {
   const int64_t rows = chunk ? config_.prefill_chunk : 1;
   HostTensor& ids = chunk ? ids_chunk_ : ids_step_;
   for (int64_t t = 0; t < rows; ++t) ids.data<int64_t>()[t] = t < n_valid ? tokens[t] : 0;  // padding rows are dropped
   step_bytes_.controller += int64_t(ids.nbytes());
   OE_RETURN_IF_ERROR(RunGraph(chunk ? *embed_chunk_ : *embed_step_, chunk ? "embed:chunk" : "embed:step", {ids.view()}));
+  const int64_t H = config_.hidden_size;
+  auto it = std::lower_bound(splices.begin(), splices.end(), position_,
+                             [](const Splice& s, int64_t p) { return s.position < p; });
+  for (; it != splices.end() && it->position < position_ + n_valid; ++it) {
+    float* row = (chunk ? hidden_chunk_ : hidden_step_).data<float>() + (it->position - position_) * H;
+    std::memcpy(row, it->row, size_t(H) * sizeof(float));
+    step_bytes_.controller += H * int64_t(sizeof(float));
+  }
   return RunBody(n_valid, chunk);
+}
+
+int64_t Decoder::RopePosition(int64_t row, int64_t position) const {
+  if (position_table_.empty()) return position;
+  const int64_t n = int64_t(position_table_.size()) / config_.position_rows;
+  return position < n ? position_table_[size_t(row * n + position)] : table_next_ + (position - n);
+}
+
+Status Decoder::SetPositionTable(std::vector<int64_t> rows, int64_t next_position) {
+  const int64_t R = config_.position_rows;
+  if (position_ != 0) return Status::Error("invalid_argument", "position rows are set before the first token");
+  if (rows.size() % size_t(R) != 0) {
+    return Status::Error("invalid_argument", "position rows: " + std::to_string(rows.size()) + " values is not " +
+                                                 std::to_string(R) + " rows");
+  }
+  for (int64_t p : rows) {
+    if (p < 0 || p > next_position) return Status::Error("invalid_argument", "position rows: a position outside [0, next]");
+  }
+  position_table_ = std::move(rows);
+  table_next_ = next_position;
+  return Status::Ok();
 }
 
 template <typename T>
@@ -239,7 +271,9 @@ Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   const int64_t rows = chunk ? config_.prefill_chunk : 1;
   OE_RETURN_IF_ERROR(EnsureCapacity(position_ + n_valid));
   HostTensor& pos = chunk ? pos_chunk_ : pos_step_;
-  for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[t] = position_ + t;
+  for (int64_t r = 0; r < config_.position_rows; ++r) {
+    for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[r * rows + t] = RopePosition(r, position_ + t);
+  }
   step_bytes_.controller += int64_t(pos.nbytes());
   if (chunk) {
     FillMask(mask_chunk_.data<float>(), rows, n_valid);
@@ -276,7 +310,9 @@ Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   return Status::Ok();
 }
 
-Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens) {
+Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens) { return Feed(tokens, {}); }
+
+Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens, const std::vector<Splice>& splices) {
   if (tokens.empty()) return Status::Error("invalid_argument", "no tokens to feed");
   if (!embed_chunk_ || !head_) return Status::Error("invalid_argument", "this decoder has no embedding or head: feed hidden states");
   for (TokenId t : tokens) {
@@ -291,7 +327,7 @@ Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens) {
     chunk = remaining > 1 && C > 1;
     const int64_t n = chunk ? std::min(remaining, C) : 1;
     step_bytes_ = {};
-    OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk));
+    OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk, splices));
     if (chunk) last_prefill_bytes_ = step_bytes_;
     i += size_t(n);
   }
@@ -319,6 +355,7 @@ Result<const float*> Decoder::FeedHidden(const float* hidden, int64_t n) {
 
 Status Decoder::Reset() {
   position_ = 0;
+  position_table_.clear();
   window_ = config_.kv.mode == "ring" ? config_.kv.window : 0;
   if (active_ == 0 && !keys_.empty()) {
     // Already the first bucket: clearing in place is what a fresh one would hold, without

@@ -34,6 +34,17 @@ class Decoder {
   // Runs `tokens` at positions [position(), position() + n) and returns the logits of the last
   // one (vocab_size floats, valid until the next call).
   Result<const float*> Feed(const std::vector<TokenId>& tokens);
+  // A multimodal prompt: each splice's row (hidden_size floats, e.g. an encoder's output for one
+  // placeholder) replaces the embedding of the token at its position. Sorted by position.
+  struct Splice {
+    int64_t position;
+    const float* row;
+  };
+  Result<const float*> Feed(const std::vector<TokenId>& tokens, const std::vector<Splice>& splices);
+  // Multimodal RoPE: the position rows of positions [0, n) (position_rows x n values, row-major)
+  // and the position that follows them; later positions continue from there, equal in every row.
+  // Set before the first feed; Reset forgets it.
+  Status SetPositionTable(std::vector<int64_t> rows, int64_t next_position);
   // Runs `n` input embeddings ([n, hidden_size] floats) at positions [position(), position() + n)
   // through the body and returns the output hidden state of the last one (hidden_size floats,
   // valid until the next call).
@@ -81,7 +92,8 @@ class Decoder {
   Status RunBody(int64_t n_valid, bool chunk);
   Status Activate(size_t body_index, bool keep_contents);
   Status EnsureCapacity(int64_t end_position);
-  Status Step(const TokenId* tokens, int64_t n_valid, bool chunk);
+  Status Step(const TokenId* tokens, int64_t n_valid, bool chunk, const std::vector<Splice>& splices);
+  int64_t RopePosition(int64_t row, int64_t position) const;
   int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
   void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
   Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
@@ -99,6 +111,8 @@ class Decoder {
   int64_t cache_ = 0;     // slots of the active cache
   int64_t window_ = 0;    // > 0: ring of `cache_` slots, attention window of `cache_` positions
   int64_t position_ = 0;  // tokens in the cache
+  std::vector<int64_t> position_table_;  // SetPositionTable's rows (empty: RoPE positions are slot positions)
+  int64_t table_next_ = 0;
   std::vector<int64_t> slot_position_;  // position held by each slot, -1 if empty
 
   HostTensor ids_chunk_, ids_step_, pos_chunk_, pos_step_;

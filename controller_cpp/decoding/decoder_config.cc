@@ -16,6 +16,7 @@ const Json* ReadDecoderFields(FieldReader& r, DecoderConfig& c) {
   c.head_dim = r.Int("head_dim", true, 1);
   c.vocab_size = r.Int("vocab_size", true, 1);
   c.prefill_chunk = r.Int("prefill_chunk", true, 1);
+  c.position_rows = r.Int("position_rows", false, 1, 1);
   c.mask_value = float(r.Number("mask_value"));
   return r.Object("kv");
 }
@@ -23,6 +24,9 @@ const Json* ReadDecoderFields(FieldReader& r, DecoderConfig& c) {
 Status ParseKv(const Json& kv, const std::string& where, DecoderConfig& c) {
   if (!(c.mask_value < 0) || c.mask_value < -1e30f) {
     return PlanError(where + ".mask_value: must be a finite negative number (never -inf)");
+  }
+  if (c.position_rows != 1 && c.position_rows != 3) {
+    return PlanError(where + ".position_rows: must be 1 or 3 (multimodal RoPE), got " + std::to_string(c.position_rows));
   }
   FieldReader k(kv, where + ".kv");
   c.kv.mode = k.String("mode");

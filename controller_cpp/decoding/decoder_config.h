@@ -25,6 +25,9 @@ struct KvConfig {
 struct DecoderConfig {
   int64_t hidden_size = 0, num_layers = 0, num_kv_heads = 0, head_dim = 0, vocab_size = 0;
   int64_t prefill_chunk = 0;
+  // Rows of the body's position input: 1 ([1, N]), or 3 for multimodal RoPE ([3, 1, N]: temporal,
+  // height, width; equal for text).
+  int64_t position_rows = 1;
   float mask_value = -10000.0f;
   KvConfig kv;
 };

@@ -78,8 +78,13 @@ class LlmEngine:
     @staticmethod
     def open(plan_path: str, threads: int = 0) -> LlmEngine: ...
 
-    def feed(self, ids: Sequence[int]) -> bytes:
-        """Feed tokens; returns the last token's logits as float32 bytes."""
+    def feed(self, ids: Sequence[int], splice_rows: bytes = ..., splice_positions: Sequence[int] = []) -> bytes:
+        """
+        Feed tokens (the embeddings at splice_positions replaced by splice_rows, float32 [n, hidden]); returns the last token's logits as float32 bytes.
+        """
+
+    def set_position_table(self, rows: Sequence[Sequence[int]], next_position: int) -> None:
+        """M-RoPE: the position rows of the prompt and the position after it."""
 
     def reset(self) -> None: ...
 
