@@ -199,3 +199,71 @@ def test_native_mrope_positions_are_get_rope_index(omni_checkpoint: Path, media:
         mrope_positions([1, 2, 3], config, grids)
     with pytest.raises(ValueError, match="needs 256 consecutive"):
         mrope_positions([thinker.config.image_token_index] * 10, config, grids[:1])
+
+
+@pytest.fixture(scope="session")
+def omni_artifact(omni_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`export llm` on the thinker: thinker, vision (448x448) and audio components, validated."""
+    out = tmp_path_factory.mktemp("omni-art")
+    done = cli("export", "llm", "--checkpoint", str(omni_checkpoint), "--out", str(out), "--buckets", "512",
+               "--prefill-chunk", "16")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def _checks(component: Path, report: str) -> dict[str, float]:
+    return {c["name"]: c["observed"] for c in json.loads((component / "reports" / report).read_text())["checks"]}
+
+
+def test_export_writes_thinker_vision_and_audio_components_checked_against_transformers(omni_artifact: Path) -> None:
+    """Each encoder graph against the transformers module (vision on the 448x448 grid; audio over
+    2.6 chunks, the last one shorter), the thinker as any LLM through the native engine, and a
+    whole image + audio chat request: encoders, splice, M-RoPE rows, 16 greedy ids equal to generate."""
+    for component in ("thinker-onnx", "vision-onnx", "audio-onnx"):
+        assert cli("verify", str(omni_artifact / component)).returncode == 0, component
+    assert _checks(omni_artifact / "vision-onnx", "numerical.json")["embeds_sqnr_db"] >= 100  # measured 122 dB
+    assert _checks(omni_artifact / "audio-onnx", "numerical.json")["embeds_sqnr_db"] >= 100   # measured 140 dB
+    thinker = _checks(omni_artifact / "thinker-onnx", "numerical.json")
+    task = _checks(omni_artifact / "thinker-onnx", "task.json")
+    assert thinker["logit_sqnr_db"] >= 100 and thinker["top1_agreement"] == 1.0 and task["greedy_agreement_64"] == 1.0
+    assert task["media_greedy_agreement"] == 1.0 and task["media_prompt_tokens"] > 256 + 50
+    plan = json.loads((omni_artifact / "plan.json").read_text())
+    assert plan["stages"][0]["llm"]["position_rows"] == 3
+    manifest = json.loads((omni_artifact / "thinker-onnx" / "manifest.json").read_text())
+    assert manifest["metadata"]["omni"]["image_grids"] == [[1, 32, 32]]
+
+
+def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni_checkpoint: Path, omni_artifact: Path,
+                                                                            media: dict[str, Path]) -> None:
+    """The chain with the image preprocessed natively (as a device would) speaks transformers'
+    ids; without the encoders' rows, or with plain text positions, it does not: the media matter."""
+    from omni_edge import _native
+    from omni_edge.export.qwen25_omni_export import Encoders, media_generate
+    from omni_edge.media import preprocess_image
+    from PIL import Image
+
+    thinker = load_thinker(omni_checkpoint)
+    items = [("audio", media["tone44"]), ("image", media["red"])]
+    inputs = reference_inputs(omni_checkpoint, thinker, items, "What is this?", chat=True)
+    with torch.no_grad():
+        ref = thinker.model.generate(**inputs, max_new_tokens=12, min_new_tokens=12, do_sample=False)
+    ref_ids = ref[0, inputs["input_ids"].shape[1]:].tolist()
+    config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
+    pixels, grid = preprocess_image(np.asarray(Image.open(media["red"]).convert("RGB")), config)
+    native = {**inputs, "pixel_values": torch.from_numpy(pixels.copy()), "image_grid_thw": torch.tensor([grid])}
+    plan = omni_artifact / "plan.json"
+    assert media_generate(omni_checkpoint, thinker, plan, Encoders.of(omni_artifact), native, 12)[0] == ref_ids
+    engine = _native.LlmEngine.open(str(plan))
+    logits = np.frombuffer(engine.feed(inputs["input_ids"][0].tolist()), np.float32)  # placeholders' own embeddings
+    plain = []
+    for _ in range(12):
+        plain.append(int(np.argmax(logits)))
+        logits = np.frombuffer(engine.feed([plain[-1]]), np.float32)
+    assert plain != ref_ids
+    with pytest.raises(ValueError, match="before the first token"):
+        engine.set_position_table([[0], [0], [0]], 1)
+    engine.reset()
+    with pytest.raises(ValueError, match="3 rows"):
+        engine.set_position_table([[0, 1]], 2)
+    with pytest.raises(ValueError, match="hidden_size"):
+        engine.feed([1, 2], b"\0" * 7, [0])
