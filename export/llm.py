@@ -55,6 +55,7 @@ class LlmExportOptions:
     socs: tuple[str, ...] = ("sm8750",)     # qnn-htp: one component per SoC
     share_weights: bool = False             # qnn-htp: also a twin with prefill+decode in one weight-shared context
     keep_qdq: bool = False                  # qnn-htp: keep the quantized source graphs (qdq/) for AI Hub compile jobs
+    image_sizes: tuple[tuple[int, int], ...] = ((448, 448),)  # multimodal: a vision graph per size's patch grid
     extra_metadata: dict[str, Any] = field(default_factory=dict)
 
 

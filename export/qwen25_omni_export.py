@@ -36,7 +36,6 @@ from tqdm import tqdm
 
 ENCODER_SQNR_DB = 60.0  # fp32 graphs vs the transformers modules: summation order only (measured 120-145 dB)
 MEDIA_TOKENS = 16       # greedy tokens of the media report's request
-DEFAULT_IMAGE_SIZES = ((448, 448),)
 
 
 def image_grid(checkpoint: Path, width: int, height: int) -> tuple[int, int, int]:
@@ -255,9 +254,9 @@ def _media_report(checkpoint: Path, thinker: Thinker, plan: Path, encoders: Enco
 
 # ---- the command -------------------------------------------------------------------------------
 
-def export_omni_llm(checkpoint: Path, out: Path, opts: Any, image_sizes: tuple[tuple[int, int], ...] = DEFAULT_IMAGE_SIZES,
-                    ) -> list[Path]:
-    """The thinker, vision and audio components and the thinker's plan (OUT/plan.json)."""
+def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
+    """The thinker, vision and audio components and the thinker's plan (OUT/plan.json); a vision
+    graph for the patch grid of each of opts.image_sizes (width, height)."""
     from omni_edge.export import llm
 
     if opts.target != "cpu" or opts.formats != ("onnx",) or opts.precision not in ("", "fp32"):
@@ -269,6 +268,9 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any, image_sizes: tuple[t
     if not shape.mrope_section:
         raise ValueError(f"{checkpoint}: the thinker's rope_parameters have no mrope_section")
     caches = llm._caches(shape, opts)
+    image_sizes = opts.image_sizes
+    if not image_sizes:
+        raise ValueError("--image-sizes: at least one image size")
     grids = sorted({image_grid(checkpoint, w, h) for w, h in image_sizes})
     out.mkdir(parents=True, exist_ok=True)
     with tqdm(total=3 + 2 * len(caches) + len(grids) + 1, desc="export qwen2.5-omni", unit="graph", leave=False) as bar:

@@ -177,6 +177,17 @@ def _int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def _sizes(text: str) -> tuple[tuple[int, int], ...]:
+    """"448x448,300x200" -> ((448, 448), (300, 200))."""
+    sizes = []
+    for item in text.split(","):
+        w, sep, h = item.strip().partition("x")
+        if not sep or not w.isdigit() or not h.isdigit() or int(w) < 1 or int(h) < 1:
+            raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT sizes, got {item!r}")
+        sizes.append((int(w), int(h)))
+    return tuple(sizes)
+
+
 def _export_llm(args: argparse.Namespace) -> int:
     from omni_edge.export.llm import LlmExportOptions
 
@@ -185,7 +196,7 @@ def _export_llm(args: argparse.Namespace) -> int:
                             window=args.window, overflow=args.overflow, validate=not args.no_validate, threads=args.threads,
                             target=args.target, precision=args.precision, block_size=args.block_size,
                             socs=tuple(args.soc.split(",")), share_weights=args.share_weights,
-                            keep_qdq=args.keep_qdq)
+                            keep_qdq=args.keep_qdq, image_sizes=args.image_sizes)
     return _quietly(args, _log_beside(args.out), lambda: _export_llm_with(args, opts))
 
 
@@ -565,6 +576,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="qnn-htp: also write a twin whose prefill and decode graphs share weights in one context (HTP v73+)")
     e.add_argument("--keep-qdq", action="store_true",
                    help="qnn-htp: keep the quantized source graphs in qdq/ (for `omni-edge aihub compile`)")
+    e.add_argument("--image-sizes", type=_sizes, default=((448, 448),),
+                   help="multimodal checkpoints: image sizes (WxH, comma-separated) to compile a vision graph for "
+                        "(one per patch grid; default 448x448)")
     e.add_argument("--verbose", action="store_true",
                    help="also show third-party warnings and native logs (default: in OUT.export.log beside OUT)")
     e.set_defaults(func=_export_llm)
