@@ -27,6 +27,7 @@
 #include "decoding/decoder.h"
 #include "families/builtin.h"
 #include "families/llm/config.h"
+#include "media/audio_features.h"
 #include "media/image_preprocess.h"
 #include "media/placeholders.h"
 #include "pipeline/playback.h"
@@ -271,6 +272,27 @@ NB_MODULE(_native, m) {
   }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("config_json"),
      "An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: "
      "(float32 patches, grid_t, grid_h, grid_w).");
+
+  m.def("decode_wav", [](nb::bytes wav) {
+    const media::Pcm pcm = Unwrap(media::DecodeWav(std::string(wav.c_str(), wav.size())));
+    return std::make_pair(nb::bytes(reinterpret_cast<const char*>(pcm.samples.data()), pcm.samples.size() * sizeof(float)),
+                          pcm.rate);
+  }, nb::arg("wav"), "A WAV file's samples (float32 mono, channels averaged) and rate.");
+
+  m.def("resample", [](nb::bytes samples, int64_t rate, int64_t target) {
+    const auto* f = reinterpret_cast<const float*>(samples.c_str());
+    const std::vector<float> out = Unwrap(media::Resample(std::vector<float>(f, f + samples.size() / sizeof(float)), rate, target));
+    return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+  }, nb::arg("samples"), nb::arg("rate"), nb::arg("target"), "float32 samples resampled as scipy's resample_poly does.");
+
+  m.def("audio_features", [](nb::bytes wav, const std::string& config_json) {
+    const Json config = Unwrap(ParseJson(config_json, "preprocessor_config"));
+    const media::AudioFeatureConfig c = Unwrap(media::AudioFeaturesFromJson(config, "preprocessor_config"));
+    const media::LogMel mel = Unwrap(media::AudioFeatures(std::string(wav.c_str(), wav.size()), c));
+    return std::make_tuple(nb::bytes(reinterpret_cast<const char*>(mel.values.data()), mel.values.size() * sizeof(float)),
+                           mel.mel, mel.frames);
+  }, nb::arg("wav"), nb::arg("config_json"),
+     "A WAV file as a Whisper-style encoder reads it: (float32 log-mel [mel, frames], mel, frames).");
 
   m.def("mrope_positions", [](const std::vector<int32_t>& prompt, const std::string& thinker_config_json,
                               const std::vector<std::tuple<int64_t, int64_t, int64_t>>& image_grids) {

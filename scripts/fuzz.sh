@@ -57,6 +57,23 @@ seed(8, {"plan_version": 1, "name": "speech", "stages": [
      "engine_output_type": "codes", "artifact": "/", "talker": talker, "graphs": {}}]})  # "/" exists: parsing goes on
 seed(13, {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, "min_pixels": 3136, "max_pixels": 50176,
           "image_mean": [0.48, 0.45, 0.40], "image_std": [0.26, 0.26, 0.27], "rescale_factor": 0.00392156862745098})
+import struct  # noqa: E402
+
+
+def wav(fmt: int, channels: int, rate: int, bits: int, data: bytes, extensible: bool = False) -> None:
+    size = 40 if extensible else 16
+    block = channels * bits // 8
+    body = struct.pack("<HHIIHH", 0xFFFE if extensible else fmt, channels, rate, rate * block, block, bits)
+    if extensible:
+        body += struct.pack("<HHI", 22, bits, 0) + struct.pack("<H", fmt) + bytes(14)
+    raw = b"WAVE" + b"fmt " + struct.pack("<I", size) + body + b"data" + struct.pack("<I", len(data)) + data
+    blob = bytes([14]) + b"RIFF" + struct.pack("<I", len(raw)) + raw
+    (out / hashlib.sha1(blob).hexdigest()).write_bytes(blob)
+
+
+wav(1, 1, 8000, 16, struct.pack("<100h", *[(i * 331) % 20000 - 10000 for i in range(100)]))
+wav(3, 2, 44100, 32, struct.pack("<64f", *[((i % 7) - 3) / 4 for i in range(64)]))
+wav(1, 1, 22050, 24, bytes(range(90)), extensible=True)
 PY
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"

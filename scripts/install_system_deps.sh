@@ -7,6 +7,8 @@ packages=(
   build-essential        # g++ for the controller and the Python extension
   ccache                 # the C++ tests reuse the extension build's objects
   nlohmann-json3-dev     # the controller's JSON library
+  libkissfft-dev         # the audio front end's FFT (header-only kissfft.hh)
+  libstb-dev             # image decoding (header-only stb_image.h)
   libgtest-dev           # C++ unit tests (GoogleTest)
   clang                  # libFuzzer builds
   libclang-rt-14-dev     # libFuzzer + sanitizer runtimes for clang 14

@@ -38,7 +38,8 @@ def omni_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A 448x448 red square (no resampling: 32x32 patches, 256 tokens), a 300x200 gradient
     (resized up to multiples of 28), 333x251 noise, a 1600x1200 noise image (above max_pixels:
-    reduced, with the filter widened), a 2 s 440 Hz tone at 16 kHz and at 44.1 kHz."""
+    reduced, with the filter widened), a 2 s 440 Hz tone at 16, 24 and 44.1 kHz and a 3.3 s stereo
+    chirp at 44.1 kHz."""
     from PIL import Image
 
     d = tmp_path_factory.mktemp("media")
@@ -48,16 +49,25 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     rng = np.random.default_rng(0)
     for w, h in ((333, 251), (1600, 1200)):
         Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(d / f"noise_{w}x{h}.png")
-    for rate in (16000, 44100):
+    for rate in (16000, 24000, 44100):
         t = np.arange(2 * rate) / rate
         with wave.open(str(d / f"tone_440hz_2s_{rate}.wav"), "wb") as w:
             w.setnchannels(1)
             w.setsampwidth(2)
             w.setframerate(rate)
             w.writeframes((0.5 * np.sin(2 * np.pi * 440 * t) * 32767).astype(np.int16).tobytes())
+    # 3.3 s of a chirp in stereo at 44.1 kHz (two encoder chunks, the last shorter; channels averaged).
+    t = np.arange(int(3.3 * 44100)) / 44100
+    chirp = 0.6 * np.sin(2 * np.pi * (200 + 1500 * t) * t)
+    with wave.open(str(d / "chirp_stereo_44100.wav"), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(44100)
+        w.writeframes((np.stack([chirp, 0.5 * chirp], axis=1) * 32767).astype(np.int16).tobytes())
     return {"red": d / "red_square_448.png", "gradient": d / "gradient_300x200.png",
             "noise": d / "noise_333x251.png", "large": d / "noise_1600x1200.png",
-            "tone16": d / "tone_440hz_2s_16000.wav", "tone44": d / "tone_440hz_2s_44100.wav"}
+            "tone16": d / "tone_440hz_2s_16000.wav", "tone24": d / "tone_440hz_2s_24000.wav",
+            "tone44": d / "tone_440hz_2s_44100.wav", "chirp": d / "chirp_stereo_44100.wav"}
 
 
 def test_the_checkpoint_is_transformers_thinker_with_its_tokenizers_ids(omni_checkpoint: Path) -> None:
@@ -235,22 +245,27 @@ def test_export_writes_thinker_vision_and_audio_components_checked_against_trans
 
 def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni_checkpoint: Path, omni_artifact: Path,
                                                                             media: dict[str, Path]) -> None:
-    """The chain with the image preprocessed natively (as a device would) speaks transformers'
-    ids; without the encoders' rows, or with plain text positions, it does not: the media matter."""
+    """The chain with the image and the audio (3.3 s stereo at 44.1 kHz: two chunks) preprocessed
+    natively, as a device would, speaks transformers' ids; without the encoders' rows it does not."""
     from omni_edge import _native
     from omni_edge.export.qwen25_omni_export import Encoders, media_generate
-    from omni_edge.media import preprocess_image
+    from omni_edge.media import audio_features, preprocess_image
     from PIL import Image
 
     thinker = load_thinker(omni_checkpoint)
-    items = [("audio", media["tone44"]), ("image", media["red"])]
+    items = [("audio", media["chirp"]), ("image", media["red"])]
     inputs = reference_inputs(omni_checkpoint, thinker, items, "What is this?", chat=True)
     with torch.no_grad():
         ref = thinker.model.generate(**inputs, max_new_tokens=12, min_new_tokens=12, do_sample=False)
     ref_ids = ref[0, inputs["input_ids"].shape[1]:].tolist()
     config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
     pixels, grid = preprocess_image(np.asarray(Image.open(media["red"]).convert("RGB")), config)
-    native = {**inputs, "pixel_values": torch.from_numpy(pixels.copy()), "image_grid_thw": torch.tensor([grid])}
+    features = audio_features(media["chirp"].read_bytes(), config)
+    padded = np.zeros((1, features.shape[0], 3000), np.float32)
+    padded[0, :, :features.shape[1]] = features
+    mask = (np.arange(3000) < features.shape[1]).astype(np.int64)[None]
+    native = {**inputs, "pixel_values": torch.from_numpy(pixels.copy()), "image_grid_thw": torch.tensor([grid]),
+              "input_features": torch.from_numpy(padded), "feature_attention_mask": torch.from_numpy(mask)}
     plan = omni_artifact / "plan.json"
     assert media_generate(omni_checkpoint, thinker, plan, Encoders.of(omni_artifact), native, 12)[0] == ref_ids
     engine = _native.LlmEngine.open(str(plan))
@@ -267,3 +282,45 @@ def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni
         engine.set_position_table([[0, 1]], 2)
     with pytest.raises(ValueError, match="hidden_size"):
         engine.feed([1, 2], b"\0" * 7, [0])
+
+
+LOG_MEL_TOLERANCE = 2e-4  # |native - WhisperFeatureExtractor| (float64 STFT vs its float32 torch STFT; measured <= 5.2e-5)
+
+
+@pytest.mark.parametrize("name", ["tone16", "tone24", "tone44", "chirp"])
+def test_native_audio_features_are_the_reference_extractors(omni_checkpoint: Path, media: dict[str, Path],
+                                                            name: str) -> None:
+    """WAV decode (bit for bit as the reference reads it), resampling to 16 kHz (scipy's
+    resample_poly to float rounding) and the log-mel spectrogram (WhisperFeatureExtractor within
+    LOG_MEL_TOLERANCE), over the audio's frames."""
+    from omni_edge.export.qwen25_omni import read_wav, resample
+    from omni_edge.media import audio_features, decode_wav
+    from omni_edge.media import resample as native_resample
+
+    wav = media[name].read_bytes()
+    ref_x, rate = read_wav(media[name])
+    got_x, got_rate = decode_wav(wav)
+    assert got_rate == rate and np.array_equal(got_x, ref_x)
+    ref_16k = resample(ref_x, rate, 16000)
+    got_16k = native_resample(got_x, rate, 16000)
+    assert got_16k.shape == ref_16k.shape and float(np.abs(got_16k - ref_16k).max()) <= 1e-6
+    ref = processors(omni_checkpoint).audio([ref_16k], sampling_rate=16000, return_attention_mask=True,
+                                            padding="max_length", return_tensors="np")
+    frames = int(ref["attention_mask"].sum())
+    config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
+    got = audio_features(wav, config)
+    assert got.shape == (128, frames)
+    assert float(np.abs(got - ref["input_features"][0, :, :frames]).max()) <= LOG_MEL_TOLERANCE
+
+
+def test_native_audio_front_end_refuses_what_it_cannot_read(omni_checkpoint: Path, media: dict[str, Path]) -> None:
+    from omni_edge.media import audio_features
+
+    config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
+    with pytest.raises(ValueError, match="not a WAV"):
+        audio_features(b"ID3 an mp3", config)
+    with pytest.raises(ValueError, match="n_fft"):
+        audio_features(media["tone16"].read_bytes(), {**config, "n_fft": 401})
+    truncated = media["tone16"].read_bytes()[:40]
+    with pytest.raises(ValueError, match=r"no data|truncated"):
+        audio_features(truncated, config)

@@ -1,6 +1,7 @@
 // libFuzzer target: every native parser of untrusted input — the contract types, manifests and
 // validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, the
-// bytes a stream turns into text, and a checkpoint's image preprocessing config — must refuse bad input with a Status, never crash or leak.
+// bytes a stream turns into text, a checkpoint's image preprocessing config and WAV files through the
+// audio front end — must refuse bad input with a Status, never crash or leak.
 // The first byte picks the parser, so one corpus covers them all.
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "contract/features.h"
 #include "contract/manifest.h"
 #include "families/builtin.h"
+#include "media/audio_features.h"
 #include "media/image_preprocess.h"
 #include "runtime/plan.h"
 #include "runtime/weights_index.h"
@@ -20,7 +22,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static const char* const kTypes[] = {"buffer", "state", "request", "event", "device"};
-  const uint8_t selector = data[0] % 14;
+  const uint8_t selector = data[0] % 15;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   if (selector < 5) {
     auto canonical = omni_edge::contract::CanonicalJson(kTypes[selector], text);
@@ -28,6 +30,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // What we write must read back to the same canonical text.
       auto again = omni_edge::contract::CanonicalJson(kTypes[selector], canonical.value());
       if (!again.ok() || again.value() != canonical.value()) __builtin_trap();
+    }
+    return 0;
+  }
+  if (selector == 14) {
+    // A WAV file: decoded, resampled to 16 kHz and turned into log-mel features when short.
+    auto pcm = omni_edge::media::DecodeWav(text);
+    if (pcm.ok() && pcm->samples.size() <= 4096) {
+      omni_edge::media::AudioFeatureConfig c;
+      c.feature_size = 16;
+      c.n_samples = 16000;
+      auto samples = omni_edge::media::Resample(pcm->samples, pcm->rate, c.sampling_rate);
+      if (!samples.ok()) __builtin_trap();  // DecodeWav accepts only rates Resample takes
+      auto mel = omni_edge::media::WhisperLogMel(samples.value(), c);
+      if (mel.ok() && int64_t(mel->values.size()) != mel->mel * mel->frames) __builtin_trap();
     }
     return 0;
   }

@@ -28,6 +28,17 @@ def preprocess_image(pixels: bytes, width: int, height: int, config_json: str) -
     An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: (float32 patches, grid_t, grid_h, grid_w).
     """
 
+def decode_wav(wav: bytes) -> tuple[bytes, int]:
+    """A WAV file's samples (float32 mono, channels averaged) and rate."""
+
+def resample(samples: bytes, rate: int, target: int) -> bytes:
+    """float32 samples resampled as scipy's resample_poly does."""
+
+def audio_features(wav: bytes, config_json: str) -> tuple[bytes, int, int]:
+    """
+    A WAV file as a Whisper-style encoder reads it: (float32 log-mel [mel, frames], mel, frames).
+    """
+
 def mrope_positions(prompt: Sequence[int], thinker_config_json: str, image_grids: Sequence[tuple[int, int, int]]) -> tuple[list[list[int]], int]:
     """
     The three M-RoPE position rows of a prompt (images' grids in order, in patches) and the next position.

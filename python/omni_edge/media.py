@@ -1,5 +1,5 @@
 """Media as the encoders read them, computed by the controller's native code (the same code a
-device runs): images for a Qwen2-VL-style vision encoder."""
+device runs): images for a Qwen2-VL-style vision encoder, audio for a Whisper-style one."""
 
 from __future__ import annotations
 
@@ -27,3 +27,23 @@ def preprocess_image(image: np.ndarray, config: dict[str, Any]) -> tuple[np.ndar
         raise ValueError(f"an RGB image is (height, width, 3), got {pixels.shape}")
     raw, t, h, w = _native.preprocess_image(pixels.tobytes(), pixels.shape[1], pixels.shape[0], json.dumps(config))
     return np.frombuffer(raw, np.float32).reshape(t * h * w, -1), (t, h, w)
+
+
+def decode_wav(wav: bytes) -> tuple[np.ndarray, int]:
+    """A WAV file's samples (float32, channels averaged) and rate, read natively."""
+    raw, rate = _native.decode_wav(wav)
+    return np.frombuffer(raw, np.float32), int(rate)
+
+
+def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
+    """float32 samples at `target` Hz, by the reference's polyphase filter (scipy's resample_poly)."""
+    raw = _native.resample(np.ascontiguousarray(samples, np.float32).tobytes(), rate, target)
+    return np.frombuffer(raw, np.float32)
+
+
+def audio_features(wav: bytes, config: dict[str, Any]) -> np.ndarray:
+    """A WAV file as a Whisper-style encoder reads it, by the audio fields of a checkpoint's
+    preprocessor_config.json: decoded, resampled to its rate, log-mel [mel, frames] (the audio's
+    frames; the padding of the 30 s window is not returned)."""
+    raw, mel, frames = _native.audio_features(wav, json.dumps(config))
+    return np.frombuffer(raw, np.float32).reshape(mel, frames)

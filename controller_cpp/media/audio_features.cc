@@ -1,0 +1,257 @@
+#include "media/audio_features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <numeric>
+
+#include <kissfft/kissfft.hh>
+
+namespace omni_edge::media {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr int64_t kMaxRate = 384000;
+constexpr uint16_t kFormatPcm = 1, kFormatFloat = 3, kFormatExtensible = 0xFFFE;
+
+uint32_t Le32(const std::string& b, size_t at) {
+  return uint32_t(uint8_t(b[at])) | uint32_t(uint8_t(b[at + 1])) << 8 | uint32_t(uint8_t(b[at + 2])) << 16 |
+         uint32_t(uint8_t(b[at + 3])) << 24;
+}
+uint16_t Le16(const std::string& b, size_t at) { return uint16_t(uint8_t(b[at]) | uint8_t(b[at + 1]) << 8); }
+
+// One sample of `width` bytes at `p` as a float in [-1, 1], as numpy reads them (8-bit unsigned
+// around 128, the others signed over 2^(bits - 1)).
+double Sample(const char* p, uint16_t format, int width) {
+  if (format == kFormatFloat) {
+    if (width == 4) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
+  if (width == 1) return (double(uint8_t(p[0])) - 128.0) / 128.0;
+  int64_t v = 0;
+  for (int i = 0; i < width; ++i) v |= int64_t(uint8_t(p[i])) << (8 * i);
+  const int bits = 8 * width;
+  if (v & (int64_t(1) << (bits - 1))) v -= int64_t(1) << bits;  // sign-extend
+  return double(v) / double(int64_t(1) << (bits - 1));
+}
+
+// I0, the modified Bessel function of the first kind (the Kaiser window's), by its power series.
+double BesselI0(double x) {
+  double sum = 1.0, term = 1.0;
+  for (int k = 1; k < 200 && term > 1e-17 * sum; ++k) {
+    term *= (x / (2.0 * k)) * (x / (2.0 * k));
+    sum += term;
+  }
+  return sum;
+}
+
+// scipy.signal.firwin(taps, cutoff, window=("kaiser", 5.0)): a windowed sinc scaled to unit gain at DC.
+std::vector<double> KaiserLowpass(int64_t taps, double cutoff) {
+  std::vector<double> h(static_cast<size_t>(taps));
+  const double alpha = 0.5 * double(taps - 1), beta = 5.0;
+  for (int64_t n = 0; n < taps; ++n) {
+    const double m = double(n) - alpha, x = cutoff * m;
+    const double sinc = x == 0 ? 1.0 : std::sin(kPi * x) / (kPi * x);
+    const double r = 2.0 * double(n) / double(taps - 1) - 1.0;
+    h[size_t(n)] = cutoff * sinc * BesselI0(beta * std::sqrt(std::max(0.0, 1.0 - r * r))) / BesselI0(beta);
+  }
+  const double sum = std::accumulate(h.begin(), h.end(), 0.0);
+  for (double& v : h) v /= sum;
+  return h;
+}
+
+// Slaney's mel scale (librosa's default, WhisperFeatureExtractor's).
+double HertzToMel(double f) {
+  const double logstep = 27.0 / std::log(6.4);
+  return f >= 1000.0 ? 15.0 + std::log(f / 1000.0) * logstep : 3.0 * f / 200.0;
+}
+double MelToHertz(double m) {
+  const double logstep = std::log(6.4) / 27.0;
+  return m >= 15.0 ? 1000.0 * std::exp(logstep * (m - 15.0)) : 200.0 * m / 3.0;
+}
+
+// [mel][bin] triangular filters between 0 Hz and half the rate, Slaney-normalized (equal area).
+std::vector<std::vector<double>> MelFilters(int64_t mel, int64_t bins, int64_t rate) {
+  const double lo = HertzToMel(0.0), hi = HertzToMel(double(rate / 2));
+  std::vector<double> edges(static_cast<size_t>(mel + 2));
+  for (int64_t i = 0; i < mel + 2; ++i) edges[size_t(i)] = MelToHertz(lo + (hi - lo) * double(i) / double(mel + 1));
+  std::vector<std::vector<double>> filters(static_cast<size_t>(mel), std::vector<double>(static_cast<size_t>(bins)));
+  for (int64_t m = 0; m < mel; ++m) {
+    const double left = edges[size_t(m)], centre = edges[size_t(m + 1)], right = edges[size_t(m + 2)];
+    const double norm = 2.0 / (right - left);
+    for (int64_t k = 0; k < bins; ++k) {
+      const double f = double(rate / 2) * double(k) / double(bins - 1);
+      const double down = (f - left) / (centre - left), up = (right - f) / (right - centre);
+      filters[size_t(m)][size_t(k)] = std::max(0.0, std::min(down, up)) * norm;
+    }
+  }
+  return filters;
+}
+
+}  // namespace
+
+Result<Pcm> DecodeWav(const std::string& b) {
+  if (b.size() < 12 || b.compare(0, 4, "RIFF") != 0 || b.compare(8, 4, "WAVE") != 0) {
+    return Status::Error("invalid_media", "not a WAV file (no RIFF/WAVE header)");
+  }
+  uint16_t format = 0, channels = 0;
+  uint32_t rate = 0, bits = 0;
+  const char* data = nullptr;
+  size_t data_size = 0;
+  for (size_t at = 12; at + 8 <= b.size();) {
+    const uint32_t size = Le32(b, at + 4);
+    const size_t body = at + 8, available = b.size() - body;
+    if (b.compare(at, 4, "fmt ") == 0) {
+      if (size < 16 || size > available) return Status::Error("invalid_media", "WAV: a truncated fmt chunk");
+      format = Le16(b, body);
+      channels = Le16(b, body + 2);
+      rate = Le32(b, body + 4);
+      bits = Le16(b, body + 14);
+      if (format == kFormatExtensible) {
+        if (size < 40) return Status::Error("invalid_media", "WAV: an extensible fmt chunk without its sub-format");
+        format = Le16(b, body + 24);  // the sub-format GUID's first two bytes
+      }
+    } else if (b.compare(at, 4, "data") == 0) {
+      data = b.data() + body;
+      data_size = std::min<size_t>(size, available);  // streamed files may leave the size at its maximum
+      break;
+    }
+    if (size > available) break;
+    at = body + size + (size & 1);  // chunks are padded to even sizes
+  }
+  if (format == 0) return Status::Error("invalid_media", "WAV: no fmt chunk before the data");
+  if (data == nullptr) return Status::Error("invalid_media", "WAV: no data chunk");
+  const bool pcm = format == kFormatPcm && (bits == 8 || bits == 16 || bits == 24 || bits == 32);
+  const bool flt = format == kFormatFloat && (bits == 32 || bits == 64);
+  if (!pcm && !flt) {
+    return Status::Error("invalid_media", "WAV: format " + std::to_string(format) + " with " + std::to_string(bits) +
+                                              "-bit samples is not supported (PCM 8/16/24/32 or float 32/64)");
+  }
+  if (channels < 1 || channels > 64) return Status::Error("invalid_media", "WAV: " + std::to_string(channels) + " channels");
+  if (rate < 1000 || rate > kMaxRate) return Status::Error("invalid_media", "WAV: a sample rate of " + std::to_string(rate));
+  const int width = int(bits / 8);
+  const size_t frame = size_t(width) * channels, frames = data_size / frame;
+  Pcm out;
+  out.rate = rate;
+  out.samples.resize(frames);
+  for (size_t i = 0; i < frames; ++i) {
+    double sum = 0;
+    for (size_t c = 0; c < channels; ++c) sum += Sample(data + i * frame + c * size_t(width), format, width);
+    out.samples[i] = float(sum / channels);
+  }
+  return out;
+}
+
+Result<std::vector<float>> Resample(const std::vector<float>& x, int64_t rate, int64_t target) {
+  if (rate < 1 || target < 1 || rate > kMaxRate || target > kMaxRate) {
+    return Status::Error("invalid_argument", "sample rates must be in [1, " + std::to_string(kMaxRate) + "]");
+  }
+  if (rate == target || x.empty()) return x;
+  const int64_t g = std::gcd(rate, target), up = target / g, down = rate / g;
+  const int64_t max_rate = std::max(up, down), half = 10 * max_rate;
+  std::vector<double> h = KaiserLowpass(2 * half + 1, 1.0 / double(max_rate));
+  for (double& v : h) v *= double(up);
+  // The filter's delay removed as scipy does: pad it in front to a multiple of `down`, then
+  // drop the outputs before the first sample's centre.
+  const int64_t pre = down - half % down, skip = (half + pre) / down;
+  const int64_t n = int64_t(x.size()), n_out = (n * up + down - 1) / down, taps = int64_t(h.size());
+  std::vector<float> y(static_cast<size_t>(n_out));
+  for (int64_t o = 0; o < n_out; ++o) {
+    // Output j of the padded filter reads upsampled input j*down - k through tap k - pre.
+    const int64_t j = (o + skip) * down;
+    int64_t i_lo = std::max<int64_t>(0, (j - pre - (taps - 1) + up - 1) / up);
+    if (j - pre - (taps - 1) < 0) i_lo = 0;
+    const int64_t i_hi = std::min<int64_t>(n - 1, (j - pre) >= 0 ? (j - pre) / up : -1);
+    double acc = 0;
+    for (int64_t i = i_lo; i <= i_hi; ++i) acc += h[size_t(j - pre - i * up)] * double(x[size_t(i)]);
+    y[size_t(o)] = float(acc);
+  }
+  return y;
+}
+
+Result<AudioFeatureConfig> AudioFeaturesFromJson(const Json& config, const std::string& where) {
+  if (!config.is_object()) return Status::Error("invalid_field", where + ": must be an object");
+  AudioFeatureConfig c;
+  OE_ASSIGN_OR_RETURN(c.feature_size, GetInt(config, "feature_size", c.feature_size, where));
+  OE_ASSIGN_OR_RETURN(c.sampling_rate, GetInt(config, "sampling_rate", c.sampling_rate, where));
+  OE_ASSIGN_OR_RETURN(c.hop_length, GetInt(config, "hop_length", c.hop_length, where));
+  OE_ASSIGN_OR_RETURN(c.n_fft, GetInt(config, "n_fft", c.n_fft, where));
+  OE_ASSIGN_OR_RETURN(c.n_samples, GetInt(config, "n_samples", c.n_samples, where));
+  if (c.feature_size < 1 || c.feature_size > 512) return Status::Error("invalid_field", where + ".feature_size: must be in [1, 512]");
+  if (c.sampling_rate < 1000 || c.sampling_rate > kMaxRate) return Status::Error("invalid_field", where + ".sampling_rate: out of range");
+  if (c.n_fft < 4 || c.n_fft > 8192 || c.n_fft % 2) return Status::Error("invalid_field", where + ".n_fft: an even size in [4, 8192]");
+  if (c.hop_length < 1 || c.hop_length > c.n_fft) return Status::Error("invalid_field", where + ".hop_length: must be in [1, n_fft]");
+  if (c.n_samples < c.n_fft || c.n_samples > 60 * c.sampling_rate) {
+    return Status::Error("invalid_field", where + ".n_samples: must be in [n_fft, 60 s]");
+  }
+  return c;
+}
+
+Result<LogMel> WhisperLogMel(const std::vector<float>& samples, const AudioFeatureConfig& c) {
+  const int64_t n = int64_t(samples.size()), N = c.n_fft, pad = N / 2, bins = N / 2 + 1;
+  if (n < 1) return Status::Error("invalid_media", "the audio has no samples");
+  if (n > c.n_samples) {
+    return Status::Error("invalid_media", "the audio is longer than the encoder's window of " +
+                                              std::to_string(c.n_samples / c.sampling_rate) + " s");
+  }
+  // The padded window with reflect padding at both ends; frames that see only padding hold
+  // zero power (their log is the floor), so only the frames that overlap the audio are computed.
+  const int64_t total = c.n_samples, all_frames = total / c.hop_length;  // the last STFT frame is dropped
+  const int64_t computed = std::min(all_frames, (n + pad) / c.hop_length + 1);
+  auto at = [&](int64_t i) -> double {  // the padded signal's sample i (of total + 2 pad)
+    int64_t k = i - pad;
+    if (k < 0) k = -k;
+    if (k >= total) k = 2 * (total - 1) - k;
+    return k < n ? double(samples[size_t(k)]) : 0.0;
+  };
+  std::vector<double> window(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) window[size_t(i)] = 0.5 - 0.5 * std::cos(2.0 * kPi * double(i) / double(N));
+  const auto filters = MelFilters(c.feature_size, bins, c.sampling_rate);
+  kissfft<double> fft(static_cast<size_t>(N / 2), false);
+  std::vector<double> frame(static_cast<size_t>(N)), power(static_cast<size_t>(bins));
+  std::vector<std::complex<double>> spectrum(static_cast<size_t>(N / 2 + 1));
+  std::vector<double> logmel(static_cast<size_t>(c.feature_size * computed));
+  double peak = std::log10(1e-10);  // the padding frames' value
+  for (int64_t f = 0; f < computed; ++f) {
+    for (int64_t i = 0; i < N; ++i) frame[size_t(i)] = at(f * c.hop_length + i) * window[size_t(i)];
+    fft.transform_real(frame.data(), spectrum.data());
+    // transform_real packs the Nyquist bin's real part into bin 0's imaginary part.
+    power[0] = spectrum[0].real() * spectrum[0].real();
+    power[size_t(N / 2)] = spectrum[0].imag() * spectrum[0].imag();
+    for (int64_t k = 1; k < N / 2; ++k) power[size_t(k)] = std::norm(spectrum[size_t(k)]);
+    for (int64_t m = 0; m < c.feature_size; ++m) {
+      const auto& w = filters[size_t(m)];
+      double e = 0;
+      for (int64_t k = 0; k < bins; ++k) e += w[size_t(k)] * power[size_t(k)];
+      const double v = std::log10(std::max(e, 1e-10));
+      logmel[size_t(m * computed + f)] = v;
+      peak = std::max(peak, v);
+    }
+  }
+  LogMel out;
+  out.mel = c.feature_size;
+  out.frames = std::min(all_frames, (n + c.hop_length - 1) / c.hop_length);  // the feature extractor's attention mask
+  out.values.resize(size_t(out.mel * out.frames));
+  for (int64_t m = 0; m < out.mel; ++m) {
+    for (int64_t f = 0; f < out.frames; ++f) {
+      const double v = std::max(logmel[size_t(m * computed + f)], peak - 8.0);
+      out.values[size_t(m * out.frames + f)] = float((v + 4.0) / 4.0);
+    }
+  }
+  return out;
+}
+
+Result<LogMel> AudioFeatures(const std::string& wav, const AudioFeatureConfig& c) {
+  OE_ASSIGN_OR_RETURN(Pcm pcm, DecodeWav(wav));
+  OE_ASSIGN_OR_RETURN(std::vector<float> samples, Resample(pcm.samples, pcm.rate, c.sampling_rate));
+  return WhisperLogMel(samples, c);
+}
+
+}  // namespace omni_edge::media
