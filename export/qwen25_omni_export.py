@@ -1,5 +1,7 @@
 """`omni-edge export llm` on a Qwen2.5-Omni checkpoint (thinker-only or a release): three ONNX
-components with hashed manifests and reports measured against transformers.
+components with hashed manifests and reports measured against transformers, and two plans:
+OUT/plan.json (the vision and audio encoders as entry stages feeding the thinker: image + audio
++ text -> text) and OUT/plan.onnx.json (the thinker alone, text -> text).
 
     thinker-onnx/  the decoder as `export llm` writes a Qwen3 (embedding, prefill/decode per
                    bucket, LM head), its body taking M-RoPE positions [3, 1, N]; the plan's
@@ -15,7 +17,6 @@ the prompt's M-RoPE rows, greedy, against transformers' generate on the same pro
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import wave
 from dataclasses import dataclass, replace
@@ -32,8 +33,11 @@ from omni_edge.export.comparison import FP32_TIE_GAP, sqnr_db
 from omni_edge.export.qwen3 import Qwen3Shape
 from omni_edge.export.qwen25_omni import Thinker, load_thinker, processors, reference_inputs
 from omni_edge.export.qwen25_omni_graphs import AudioChunkGraph, ThinkerParts, VisionGraph, chunk_tokens
+from omni_edge.files import write_text_atomic
 from tqdm import tqdm
 
+PREPROCESSOR = ("tokenizer.json", "config.json", "preprocessor_config.json")  # what each encoder component needs
+THINKER_CONFIG = "thinker_config.json"
 ENCODER_SQNR_DB = 60.0  # fp32 graphs vs the transformers modules: summation order only (measured 120-145 dB)
 MEDIA_TOKENS = 16       # greedy tokens of the media report's request
 
@@ -274,9 +278,13 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
     grids = sorted({image_grid(checkpoint, w, h) for w, h in image_sizes})
     out.mkdir(parents=True, exist_ok=True)
     with tqdm(total=3 + 2 * len(caches) + len(grids) + 1, desc="export qwen2.5-omni", unit="graph", leave=False) as bar:
-        vision = _export_vision(new_component(out / "vision-onnx", checkpoint), thinker, grids, bar)
-        audio = _export_audio(new_component(out / "audio-onnx", checkpoint), thinker, bar)
+        preprocessor = [checkpoint / "preprocessor_config.json"]
+        vision = _export_vision(new_component(out / "vision-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker,
+                                grids, bar)
+        audio = _export_audio(new_component(out / "audio-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker, bar)
         cdir = new_component(out / "thinker-onnx", checkpoint)
+        # The placeholder ids the runtime reads: the thinker's config (a release nests it).
+        (cdir / THINKER_CONFIG).write_text(thinker.config.to_json_string())
         graphs = llm._export_onnx(cdir, parts, shape, opts, caches, bar)
     section = {**llm._llm_section(shape, opts, caches), "position_rows": 3}
     plan = llm._write_plan(out, f"{checkpoint.name} (onnx, {opts.kv} KV)", llm._stage("thinker-onnx", section, graphs))
@@ -300,5 +308,28 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         "llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk, "format": "onnx"},
         "omni": {"vision": "vision-onnx", "audio": "audio-onnx", "image_grids": [list(g) for g in grids],
                  "skipped": thinker.skipped}})
-    shutil.copy2(plan, out / "plan.json")
-    return [plan]
+    multimodal = _multimodal_plan(out, checkpoint.name, json.loads(plan.read_text())["stages"][0], vision, audio,
+                                  shape.hidden, grids)
+    return [multimodal, plan]
+
+
+def _multimodal_plan(out: Path, name: str, thinker_stage: dict[str, Any], vision: dict[str, Any], audio: dict[str, Any],
+                     hidden: int, grids: list[tuple[int, int, int]]) -> Path:
+    """OUT/plan.json: the image and audio encoders as entry stages whose rows feed the thinker."""
+    def encoder(stage_id: int, kind: str, modality: str, graphs: dict[str, str], **extra: Any) -> dict[str, Any]:
+        return {"stage_id": stage_id, "model_stage": f"{kind}_encoder", "execution_type": "llm_generation", "input_sources": [],
+                "engine_output_type": "embeddings", "artifact": f"{kind}-onnx",
+                "encoder": {"modality": modality, "preprocessor": "preprocessor_config.json", "hidden_size": hidden, **extra},
+                "graphs": {"encoder": {"backend": "onnxruntime", "device": "cpu", "graphs": graphs}}}
+
+    thinker = {**thinker_stage, "stage_id": 2, "input_sources": [0, 1],
+               "llm": {**thinker_stage["llm"], "media": {"config": THINKER_CONFIG}}}
+    # An encoder event carries one item's rows: the largest image's, or 30 s of audio (750 tokens).
+    largest = max([g[0] * g[1] * g[2] // 4 for g in grids] + [750]) * hidden * 4
+    plan = {"plan_version": 1, "name": f"{name} (image + audio -> text, onnx)",
+            "stages": [encoder(0, "vision", "image", vision["graphs"]),
+                       encoder(1, "audio", "audio", audio["graphs"], chunk_frames=audio["chunk_frames"]), thinker],
+            "stream_limits": {"max_events": 64, "max_bytes": max(1 << 20, 2 * largest)}}
+    path = out / "plan.json"
+    write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
+    return path

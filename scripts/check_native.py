@@ -28,7 +28,7 @@ LAYERS = {
     "decoding": {"base", "contract", "runtime", "text", "decoding"},
     "pipeline": {"base", "contract", "runtime", "text", "decoding", "pipeline"},
     "backends": {"base", "contract", "runtime", "backends"},
-    "families": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families"},
+    "families": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families"},
     "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "capi"},
     "tools": {"base", "capi", "tools"},
     "jni": {"capi", "jni"},  # the JNI bridge: a client of the C ABI only

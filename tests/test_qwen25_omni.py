@@ -238,7 +238,8 @@ def test_export_writes_thinker_vision_and_audio_components_checked_against_trans
     assert thinker["logit_sqnr_db"] >= 100 and thinker["top1_agreement"] == 1.0 and task["greedy_agreement_64"] == 1.0
     assert task["media_greedy_agreement"] == 1.0 and task["media_prompt_tokens"] > 256 + 50
     plan = json.loads((omni_artifact / "plan.json").read_text())
-    assert plan["stages"][0]["llm"]["position_rows"] == 3
+    assert [s["model_stage"] for s in plan["stages"]] == ["vision_encoder", "audio_encoder", "thinker"]
+    assert plan["stages"][2]["input_sources"] == [0, 1] and plan["stages"][2]["llm"]["position_rows"] == 3
     manifest = json.loads((omni_artifact / "thinker-onnx" / "manifest.json").read_text())
     assert manifest["metadata"]["omni"]["image_grids"] == [[1, 32, 32]]
 
@@ -266,7 +267,7 @@ def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni
     mask = (np.arange(3000) < features.shape[1]).astype(np.int64)[None]
     native = {**inputs, "pixel_values": torch.from_numpy(pixels.copy()), "image_grid_thw": torch.tensor([grid]),
               "input_features": torch.from_numpy(padded), "feature_attention_mask": torch.from_numpy(mask)}
-    plan = omni_artifact / "plan.json"
+    plan = omni_artifact / "plan.onnx.json"  # the thinker alone
     assert media_generate(omni_checkpoint, thinker, plan, Encoders.of(omni_artifact), native, 12)[0] == ref_ids
     engine = _native.LlmEngine.open(str(plan))
     logits = np.frombuffer(engine.feed(inputs["input_ids"][0].tolist()), np.float32)  # placeholders' own embeddings

@@ -1,5 +1,6 @@
 #include "families/builtin.h"
 
+#include "families/encoder/family.h"
 #include "families/llm/family.h"
 #include "families/talker/family.h"
 #include "families/vocoder/family.h"
@@ -9,6 +10,7 @@ namespace omni_edge::families {
 const pipeline::FamilyRegistry& Builtin() {
   static const pipeline::FamilyRegistry registry = [] {
     pipeline::FamilyRegistry r;
+    r.Add(encoder::MakeFamily());
     r.Add(llm::MakeFamily());
     r.Add(talker::MakeFamily());
     r.Add(vocoder::MakeFamily());

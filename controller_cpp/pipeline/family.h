@@ -26,7 +26,7 @@ class Family {
                                                            const std::string& where) const = 0;
   virtual StageMemory Memory(const StagePlan& stage) const = 0;
   // What an entry stage of this family (one without input sources) reads of a request ("text").
-  virtual std::vector<std::string> entry_reads() const { return {}; }
+  virtual std::vector<std::string> entry_reads(const StagePlan& stage) const { return {}; }
   // Loads the stage's graphs (its artifact is verified by then).
   virtual Result<std::unique_ptr<StageWorker>> Open(const StagePlan& stage, BackendPool& backends) const = 0;
 };

@@ -33,6 +33,24 @@ std::vector<std::string> Strings(FieldReader& r, const char* name) {
   return out;
 }
 
+std::vector<MediaInput> Media(FieldReader& r) {
+  std::vector<MediaInput> out;
+  const Json* list = r.Array("media", false);
+  for (size_t i = 0; list != nullptr && r.ok() && i < list->size(); ++i) {
+    FieldReader m((*list)[i], r.Path("media") + "[" + std::to_string(i) + "]");
+    MediaInput item;
+    item.kind = m.String("kind");
+    item.path = m.String("path");
+    Status st = m.Done();
+    if (st.ok() && item.kind != "image" && item.kind != "audio") {
+      st = Status::Error("invalid_field", m.Path("kind") + ": must be image or audio, got '" + item.kind + "'");
+    }
+    if (!st.ok()) r.Fail(st);
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<decoding::SamplingParams> SamplingFromJson(const Json& j, const std::string& where) {
@@ -62,6 +80,7 @@ Json ToJson(const Request& r) {
             {"chat", r.chat},
             {"system_prompt", r.system_prompt},
             {"prompt_ids", r.prompt_ids},
+            {"media", Json::array()},
             {"continue_conversation", r.continue_conversation},
             {"max_new_tokens", r.max_new_tokens},
             {"sampling", r.sampling ? ToJson(*r.sampling) : Json()},
@@ -70,6 +89,11 @@ Json ToJson(const Request& r) {
             {"max_frames", r.max_frames},
             {"speech_sampling", r.speech_sampling ? ToJson(*r.speech_sampling) : Json()},
             {"prebuffer_ms", r.prebuffer_ms}};
+  for (const auto& m : r.media) {
+    Json item = {{"kind", m.kind}, {"path", m.path}};
+    if (!m.data.empty()) item["bytes"] = int64_t(m.data.size());
+    j["media"].push_back(item);
+  }
   return j;
 }
 
@@ -80,6 +104,7 @@ Result<Request> RequestFromJson(const Json& j) {
   r.chat = f.Bool("chat", false);
   r.system_prompt = f.String("system_prompt", false, false);
   r.prompt_ids = Ids(f, "prompt_ids");
+  r.media = Media(f);
   r.continue_conversation = f.Bool("continue_conversation", false);
   r.max_new_tokens = f.Int("max_new_tokens", false, 0, 0);
   const Json* sampling = f.Object("sampling", false);
@@ -104,6 +129,10 @@ Status Validate(const Request& r) {
   if (r.max_frames < 0) return Status::Error("invalid_argument", "max_frames must be >= 0 (0: the plan's default)");
   if (r.prebuffer_ms != kDefaultPrebufferMs && (!(r.prebuffer_ms >= 0) || r.prebuffer_ms > 60000)) {
     return Status::Error("invalid_argument", "prebuffer_ms must be within [0, 60000] (or -1: the plan's)");
+  }
+  for (const auto& m : r.media) {
+    if (m.kind != "image" && m.kind != "audio") return Status::Error("invalid_argument", "media kind must be image or audio");
+    if (m.path.empty() && m.data.empty()) return Status::Error("invalid_argument", "a media item needs a path or its bytes");
   }
   for (int32_t id : r.prompt_ids) {
     if (id < 0) return Status::Error("invalid_prompt", "prompt token id " + std::to_string(id) + " is negative");

@@ -20,12 +20,21 @@ namespace omni_edge::pipeline {
 inline constexpr double kDefaultPrebufferMs = -1;
 inline constexpr double kFixedSchedulePrebufferMs = 200;
 
+// An image or audio item of a multimodal prompt: a file to read, or its bytes.
+struct MediaInput {
+  std::string kind;  // "image" | "audio"
+  std::string path;
+  std::string data;  // when set, `path` is only its name in reports
+};
+
 struct Request {
   // The input of the entry stage: text (raw, or the user message when `chat`), or exact ids.
   std::string prompt;
   bool chat = false;
   std::string system_prompt;  // chat only
   std::vector<int32_t> prompt_ids;
+  // Images and audio before the text, in this order (a multimodal plan's encoders read them).
+  std::vector<MediaInput> media;
   bool continue_conversation = false;  // append to the resident context (multi-turn)
   // The text stream (an llm stage).
   int64_t max_new_tokens = 0;  // 0: the plan's

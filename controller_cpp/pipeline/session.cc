@@ -103,7 +103,7 @@ Status Session::Wire(const FamilyRegistry& families) {
     if (consumers_[i].empty()) return PlanError(Describe(stages[i]) + ": no stage reads its output and it is not a final output");
     if (!stages[i].input_sources.empty()) continue;
     const Family* family = families.Find(stages[i].family);
-    const std::vector<std::string> reads = family != nullptr ? family->entry_reads() : std::vector<std::string>{};
+    const std::vector<std::string> reads = family != nullptr ? family->entry_reads(stages[i]) : std::vector<std::string>{};
     if (reads.empty()) return PlanError(Describe(stages[i]) + ": reads other stages (input_sources), so it cannot be an entry stage");
     for (const auto& what : reads) {
       auto [it, fresh] = readers.emplace(what, i);

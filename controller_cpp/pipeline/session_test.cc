@@ -112,7 +112,7 @@ class CountFamily final : public Family {
     return ParseCount(j, where);
   }
   StageMemory Memory(const StagePlan&) const override { return {1 << 10, 1 << 10}; }
-  std::vector<std::string> entry_reads() const override { return entry_ ? std::vector<std::string>{"text"} : std::vector<std::string>{}; }
+  std::vector<std::string> entry_reads(const StagePlan&) const override { return entry_ ? std::vector<std::string>{"text"} : std::vector<std::string>{}; }
   Result<std::unique_ptr<StageWorker>> Open(const StagePlan& stage, BackendPool&) const override {
     return std::unique_ptr<StageWorker>(std::make_unique<Worker>(*stage.config_as<CountConfig>()));
   }

@@ -35,6 +35,17 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class Media:
+    """An image or audio item of a multimodal prompt (a file the session reads)."""
+
+    kind: str  # "image" | "audio"
+    path: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path}
+
+
+@dataclass(frozen=True)
 class Request:
     """The entry stage's input (a prompt to answer or speak, or exact token ids) and how each
     stream is generated. None sampling: the plan's."""
@@ -43,6 +54,7 @@ class Request:
     chat: bool = False
     system_prompt: str = ""
     prompt_ids: tuple[int, ...] = ()
+    media: tuple[Media, ...] = ()  # before the text, in this order (a multimodal plan's encoders)
     continue_conversation: bool = False
     max_new_tokens: int = 0
     sampling: Sampling | None = None
@@ -55,5 +67,6 @@ class Request:
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["prompt_ids"] = list(self.prompt_ids)
+        out["media"] = [m.to_json() for m in self.media]
         out["stop_strings"] = list(self.stop_strings)
         return out

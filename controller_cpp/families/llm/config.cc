@@ -33,6 +33,7 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
   const Json* kv = decoding::ReadDecoderFields(r, c->decoder);
   const Json* sampling = r.Object("sampling", false);
   c->max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
+  const Json* media = r.Object("media", false);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
   for (size_t i = 0; i < stops->size(); ++i) {
@@ -50,7 +51,17 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
     OE_ASSIGN_OR_RETURN(c->sampling, pipeline::SamplingFromJson(*sampling, where + ".sampling"));
   }
   if (stage.execution_type != "llm_ar") return PlanError(where + ": an llm stage is llm_ar");
-  if (!stage.input_sources.empty()) return PlanError(where + ": an llm stage reads the request's text, not other stages (input_sources)");
+  if (media != nullptr) {
+    FieldReader m(*media, where + ".media");
+    c->media_config = ResolvePath(stage.artifact, m.String("config"));
+    OE_RETURN_IF_ERROR(m.Done());
+    if (!std::filesystem::is_regular_file(c->media_config)) {
+      return Status::Error("file_missing", where + ".media.config: " + c->media_config);
+    }
+    if (c->decoder.position_rows != 3) return PlanError(where + ".media: a multimodal thinker's decoder has position_rows 3");
+  } else if (!stage.input_sources.empty()) {
+    return PlanError(where + ": an llm stage without media reads the request's text, not other stages (input_sources)");
+  }
   OE_RETURN_IF_ERROR(CheckGraphs(stage, *c, where.substr(0, where.rfind('.'))));
   return std::shared_ptr<const LlmConfig>(std::move(c));
 }

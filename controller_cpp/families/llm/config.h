@@ -1,6 +1,7 @@
 // The "llm" section of a text-LLM stage (llm_ar): tokenizer, chat format, stop tokens, the
 // decoder's geometry and KV cache, default sampling and length; and the graph roles it needs
-// (embed chunk/step, prefill and decode per cache size, lm_head step).
+// (embed chunk/step, prefill and decode per cache size, lm_head step); for a multimodal thinker,
+// where its placeholder ids are (it reads its encoder stages' rows).
 #pragma once
 
 #include <memory>
@@ -22,7 +23,12 @@ struct LlmConfig final : StageConfig {
   decoding::SamplingParams sampling;
   int64_t max_new_tokens = 256;
 
-  std::vector<std::string> files() const override { return {tokenizer}; }
+  // A multimodal thinker: the config.json its placeholder ids come from (absolute), its input
+  // sources the encoder stages whose rows replace them. Empty: text only.
+  std::string media_config;
+  std::vector<std::string> files() const override {
+    return media_config.empty() ? std::vector<std::string>{tokenizer} : std::vector<std::string>{tokenizer, media_config};
+  }
 };
 
 Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan& stage, const std::string& where);

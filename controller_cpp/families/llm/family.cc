@@ -18,7 +18,7 @@ class LlmFamily final : public pipeline::Family {
     const LlmConfig* c = stage.config_as<LlmConfig>();
     return c == nullptr ? StageMemory{} : StageMemory{decoding::StateBytes(c->decoder), decoding::WorkspaceBytes(c->decoder)};
   }
-  std::vector<std::string> entry_reads() const override { return {"text"}; }
+  std::vector<std::string> entry_reads(const StagePlan&) const override { return {"text"}; }
   Result<std::unique_ptr<pipeline::StageWorker>> Open(const StagePlan& stage, BackendPool& backends) const override {
     OE_ASSIGN_OR_RETURN(std::unique_ptr<LlmWorker> worker, LlmWorker::Open(stage, backends));
     return std::unique_ptr<pipeline::StageWorker>(std::move(worker));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/platform/os.h"
 #include "base/platform/process_stats.h"
 #include "text/chat.h"
 
@@ -25,7 +26,99 @@ Result<std::unique_ptr<LlmWorker>> LlmWorker::Open(const StagePlan& stage, Backe
                                              std::to_string(config->decoder.vocab_size));
   }
   OE_ASSIGN_OR_RETURN(w->decoder_, decoding::Decoder::Create(config->decoder, stage.graphs, backends));
+  if (!config->media_config.empty()) {
+    OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(config->media_config));
+    OE_ASSIGN_OR_RETURN(Json thinker, ParseJson(text, config->media_config));
+    OE_ASSIGN_OR_RETURN(w->placeholders_, media::PlaceholderIdsFromJson(thinker, config->media_config));
+  }
   return w;
+}
+
+Result<std::vector<TokenId>> LlmWorker::Encode(const std::string& text) const {
+  auto encoded = tokenizer_->Encode(text);
+  if (!encoded.ok()) return Status::Error("invalid_prompt", encoded.status().message());
+  return std::vector<TokenId>(encoded->begin(), encoded->end());
+}
+
+Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
+  if (!placeholders_) return Status::Error("invalid_prompt", "this plan reads text only: it has no media encoders");
+  if (r.continue_conversation) return Status::Error("invalid_prompt", "media in a continued conversation is not supported yet");
+  if (!r.prompt_ids.empty()) return Status::Error("invalid_prompt", "media come with a text prompt, not prompt_ids");
+  // The Qwen2.5-Omni user turn: <|im_start|>user\n, the media, the text, then the assistant's start.
+  std::string head, tail = r.prompt;
+  if (r.chat) {
+    if (config_.chat_format != "chatml") return Status::Error("invalid_prompt", "this plan has no chat format");
+    if (!r.system_prompt.empty()) head = "<|im_start|>system\n" + r.system_prompt + "<|im_end|>\n";
+    head += "<|im_start|>user\n";
+    tail += "<|im_end|>\n<|im_start|>assistant\n";
+  }
+  OE_ASSIGN_OR_RETURN(media_head_, Encode(head));
+  OE_ASSIGN_OR_RETURN(media_tail_, Encode(tail));
+  media_items_ = r.media.size();
+  return Status::Ok();
+}
+
+Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
+  const double start = ctx.ElapsedMs();
+  std::map<int64_t, pipeline::Input> items;
+  for (size_t i = 0; i < ctx.input_count(); ++i) {
+    while (auto in = ctx.Next(i)) {
+      if (in->kind != "embeddings") continue;
+      const int64_t index = in->fields.value("media_index", int64_t(-1));
+      items[index] = std::move(*in);
+    }
+  }
+  media_wait_ms_ = ctx.ElapsedMs() - start;
+  if (ctx.stopping()) return Status::Ok();  // an encoder failed or the request was cancelled
+  if (items.size() != media_items_) {
+    return Status::Error("internal", "the encoders sent " + std::to_string(items.size()) + " of " +
+                                         std::to_string(media_items_) + " media items");
+  }
+  const int64_t H = config_.decoder.hidden_size;
+  prompt_ = media_head_;
+  media_rows_.clear();
+  std::vector<media::ImageGrid> grids;
+  std::vector<int64_t> positions;
+  media_tokens_ = media_bytes_ = 0;
+  for (const auto& [index, in] : items) {
+    const pipeline::Payload* rows = in.Find("embeds");
+    const int64_t n = in.fields.value("tokens", int64_t(0));
+    if (rows == nullptr || rows->dtype != "float32" || n < 1 || int64_t(rows->bytes.size()) != n * H * int64_t(sizeof(float))) {
+      return Status::Error("invalid_input", "media[" + std::to_string(index) + "]: the encoder's rows are not [tokens, " +
+                                                std::to_string(H) + "] float32");
+    }
+    std::vector<int32_t> ids;
+    if (in.fields.value("modality", std::string()) == "image") {
+      const Json& g = in.fields.at("grid");
+      const media::ImageGrid grid{g[0].get<int64_t>(), g[1].get<int64_t>(), g[2].get<int64_t>()};
+      ids = media::ImagePlaceholders(*placeholders_, grid);
+      grids.push_back(grid);
+    } else {
+      ids = media::AudioPlaceholders(*placeholders_, n);
+    }
+    if (int64_t(ids.size()) != n + 2) {
+      return Status::Error("invalid_input", "media[" + std::to_string(index) + "]: " + std::to_string(n) +
+                                                " rows for " + std::to_string(ids.size() - 2) + " placeholders");
+    }
+    for (int64_t k = 0; k < n; ++k) positions.push_back(int64_t(prompt_.size()) + 1 + k);
+    prompt_.insert(prompt_.end(), ids.begin(), ids.end());
+    const float* f = reinterpret_cast<const float*>(rows->bytes.data());
+    media_rows_.insert(media_rows_.end(), f, f + n * H);
+    media_tokens_ += n;
+    media_bytes_ += int64_t(rows->bytes.size());
+  }
+  prompt_.insert(prompt_.end(), media_tail_.begin(), media_tail_.end());
+  const decoding::KvConfig& kv = config_.decoder.kv;
+  if (kv.mode == "full" && kv.overflow == "refuse" && int64_t(prompt_.size()) > kv.buckets.back()) {
+    return Status::Error("context_overflow", "the prompt with its media needs " + std::to_string(prompt_.size()) +
+                                                 " positions but the largest KV bucket holds " + std::to_string(kv.buckets.back()));
+  }
+  splices_.clear();
+  for (size_t k = 0; k < positions.size(); ++k) splices_.push_back({positions[k], media_rows_.data() + k * size_t(H)});
+  OE_ASSIGN_OR_RETURN(media::MropePositions rope, media::ComputeMropePositions(prompt_, *placeholders_, grids));
+  std::vector<int64_t> table;
+  for (const auto& row : rope.rows) table.insert(table.end(), row.begin(), row.end());
+  return decoder_->SetPositionTable(std::move(table), rope.next);
 }
 
 Result<std::vector<TokenId>> LlmWorker::PromptTokens(const pipeline::Request& r) const {
@@ -67,6 +160,10 @@ Status LlmWorker::Prepare(const pipeline::Request& r) {
   sampling_ = r.sampling.value_or(config_.sampling);
   OE_RETURN_IF_ERROR(decoding::Validate(sampling_));
   max_new_tokens_ = r.max_new_tokens > 0 ? r.max_new_tokens : config_.max_new_tokens;
+  media_items_ = 0;
+  media_wait_ms_ = 0;
+  media_tokens_ = media_bytes_ = 0;
+  if (!r.media.empty()) return PrepareMedia(r);  // the prompt is laid out when the encoders' rows arrive
   OE_ASSIGN_OR_RETURN(prompt_, PromptTokens(r));
   const decoding::KvConfig& kv = config_.decoder.kv;
   const size_t resident = r.continue_conversation ? context_.size() : 0;
@@ -91,7 +188,19 @@ Status LlmWorker::Begin(pipeline::StepContext& ctx) {
   last_ms_ = 0;
   backend_before_ = decoder_->backend_seconds();
   begin_ms_ = ctx.ElapsedMs();
-  auto logits = decoder_->Feed(prompt_);
+  splices_.clear();
+  if (placeholders_) {  // a multimodal thinker reads its encoders, whether or not this request has media
+    if (media_items_ > 0) {
+      OE_RETURN_IF_ERROR(ReceiveMedia(ctx));
+    } else {
+      for (size_t i = 0; i < ctx.input_count(); ++i) {
+        while (ctx.Next(i)) {
+        }
+      }
+    }
+    if (ctx.stopping()) return Status::Ok();
+  }
+  auto logits = decoder_->Feed(prompt_, splices_);
   if (!logits.ok()) return Fail(logits.status());  // the cache may hold part of the prompt
   logits_ = logits.value();
   context_.insert(context_.end(), prompt_.begin(), prompt_.end());
@@ -177,7 +286,9 @@ Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
           {"controller_ms_per_token", n > 0 ? (loop_ms - backend_ms) / double(n) : 0.0},
           {"bytes_per_decode_step", StepBytesJson(decoder_->last_decode_bytes())},
           {"bytes_per_prefill_chunk", StepBytesJson(decoder_->last_prefill_bytes())},
-          {"peak_rss_mb", PeakRssMb()}};
+          {"peak_rss_mb", PeakRssMb()},
+          {"media", {{"items", int64_t(media_items_)}, {"tokens", media_tokens_}, {"bytes_received", media_bytes_},
+                     {"wait_ms", media_wait_ms_}}}};
 }
 
 Status LlmWorker::Rewind(int64_t shown) {

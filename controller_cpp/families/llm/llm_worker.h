@@ -14,6 +14,7 @@
 #include "decoding/decoder.h"
 #include "decoding/sampler.h"
 #include "families/llm/config.h"
+#include "media/placeholders.h"
 #include "pipeline/stage_worker.h"
 #include "text/text_stream.h"
 #include "text/tokenizer.h"
@@ -46,6 +47,12 @@ class LlmWorker final : public pipeline::StageWorker {
  private:
   LlmWorker() = default;
   Result<std::vector<TokenId>> PromptTokens(const pipeline::Request& r) const;
+  Result<std::vector<TokenId>> Encode(const std::string& text) const;
+  Status PrepareMedia(const pipeline::Request& r);
+  // Waits for every encoder's rows, then lays out the prompt: the text before the media, each
+  // item's start, placeholders and end in the request's order, the text after; the rows to
+  // splice at the placeholders and the prompt's M-RoPE position table.
+  Status ReceiveMedia(pipeline::StepContext& ctx);
   Status Fail(const Status& status);  // poisons: the cache may hold part of a step
   Status Rewind(int64_t shown);
   Result<bool> EmitToken(pipeline::StepContext& ctx, const std::vector<TokenId>& ids, const std::string& text);
@@ -55,6 +62,13 @@ class LlmWorker final : public pipeline::StageWorker {
   std::unique_ptr<decoding::Decoder> decoder_;
   std::vector<TokenId> stop_ids_;
   bool poisoned_ = false;
+  std::optional<media::PlaceholderIds> placeholders_;  // a multimodal thinker's
+  std::vector<TokenId> media_head_, media_tail_;       // the text ids around a request's media
+  size_t media_items_ = 0;
+  std::vector<float> media_rows_;  // the encoders' rows, in prompt order
+  std::vector<decoding::Decoder::Splice> splices_;
+  double media_wait_ms_ = 0;
+  int64_t media_tokens_ = 0, media_bytes_ = 0;
   std::vector<TokenId> context_;  // tokens whose keys/values are resident
   std::vector<TokenId> pending_;  // the sampled token not yet fed back
 

@@ -21,7 +21,7 @@ class TalkerFamily final : public pipeline::Family {
     return {decoding::StateBytes(c->decoder) + decoding::StateBytes(c->predictor),
             decoding::WorkspaceBytes(c->decoder) + decoding::WorkspaceBytes(c->predictor)};
   }
-  std::vector<std::string> entry_reads() const override { return {"text"}; }
+  std::vector<std::string> entry_reads(const StagePlan&) const override { return {"text"}; }
   Result<std::unique_ptr<pipeline::StageWorker>> Open(const StagePlan& stage, BackendPool& backends) const override {
     OE_ASSIGN_OR_RETURN(std::unique_ptr<TalkerWorker> worker, TalkerWorker::Open(stage, backends));
     return std::unique_ptr<pipeline::StageWorker>(std::move(worker));

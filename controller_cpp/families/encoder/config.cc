@@ -1,0 +1,63 @@
+#include "families/encoder/config.h"
+
+#include <filesystem>
+
+#include "base/platform/os.h"
+
+namespace omni_edge::encoder {
+
+std::optional<std::array<int64_t, 3>> ParseGrid(const std::string& key) {
+  std::array<int64_t, 3> grid{};
+  size_t at = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const size_t end = i < 2 ? key.find('x', at) : key.size();
+    if (end == std::string::npos || end == at || end - at > 6) return std::nullopt;
+    int64_t v = 0;
+    for (size_t k = at; k < end; ++k) {
+      if (key[k] < '0' || key[k] > '9') return std::nullopt;
+      v = v * 10 + (key[k] - '0');
+    }
+    if (v < 1) return std::nullopt;
+    grid[i] = v;
+    at = end + 1;
+  }
+  return grid;
+}
+
+Result<std::shared_ptr<const EncoderConfig>> ParseEncoder(const Json& j, const StagePlan& stage, const std::string& where) {
+  auto c = std::make_shared<EncoderConfig>();
+  FieldReader r(j, where);
+  c->modality = r.String("modality");
+  c->preprocessor = ResolvePath(stage.artifact, r.String("preprocessor"));
+  c->hidden_size = r.Int("hidden_size", true, 1);
+  c->chunk_frames = r.Int("chunk_frames", false, 2, 0);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  if (c->modality != "image" && c->modality != "audio") {
+    return PlanError(where + ".modality: must be image or audio, got '" + c->modality + "'");
+  }
+  if (stage.execution_type != "llm_generation") return PlanError(where + ": an encoder stage is llm_generation (one-shot)");
+  if (!stage.input_sources.empty()) return PlanError(where + ": an encoder stage reads the request's media, not other stages");
+  if (!std::filesystem::is_regular_file(c->preprocessor)) {
+    return Status::Error("file_missing", where + ".preprocessor: " + c->preprocessor);
+  }
+  OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(c->preprocessor));
+  OE_ASSIGN_OR_RETURN(Json pre, ParseJson(text, c->preprocessor));
+  const std::string stage_where = where.substr(0, where.rfind('.'));
+  OE_RETURN_IF_ERROR(RequireGraphs(stage, stage_where, "encoder", {}));
+  const auto& graphs = stage.graphs.at("encoder").graphs;
+  if (c->modality == "image") {
+    OE_ASSIGN_OR_RETURN(c->vision, media::VisionPreprocessingFromJson(pre, c->preprocessor));
+    for (const auto& [key, ref] : graphs) {
+      if (!ParseGrid(key)) return PlanError(stage_where + ".graphs.encoder.graphs." + key + ": a key is a patch grid TxHxW");
+    }
+    if (graphs.empty()) return PlanError(stage_where + ".graphs.encoder: no graph for any image grid");
+  } else {
+    OE_ASSIGN_OR_RETURN(c->audio, media::AudioFeaturesFromJson(pre, c->preprocessor));
+    if (c->chunk_frames < 2 || c->chunk_frames % 4) return PlanError(where + ".chunk_frames: a multiple of 4 (audio)");
+    if (graphs.size() != 1 || graphs.count("chunk") == 0) return PlanError(stage_where + ".graphs.encoder: one graph, \"chunk\"");
+  }
+  return std::shared_ptr<const EncoderConfig>(std::move(c));
+}
+
+}  // namespace omni_edge::encoder

@@ -1,0 +1,171 @@
+#include "families/encoder/encoder_worker.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "base/platform/os.h"
+#include "media/image_decode.h"
+
+namespace omni_edge::encoder {
+namespace {
+
+constexpr size_t kMaxMediaBytes = size_t(256) << 20;
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string GridKey(const std::array<int64_t, 3>& g) {
+  return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EncoderWorker>> EncoderWorker::Open(const StagePlan& stage, BackendPool& backends) {
+  const EncoderConfig* config = stage.config_as<EncoderConfig>();
+  if (config == nullptr) return Status::Error("internal", "stage " + std::to_string(stage.stage_id) + " is not an encoder stage");
+  std::unique_ptr<EncoderWorker> w(new EncoderWorker());
+  w->config_ = *config;
+  const EncoderConfig& c = w->config_;
+  const GraphGroup& group = stage.graphs.at("encoder");
+  for (const auto& [key, ref] : group.graphs) {
+    Bound b;
+    const std::string name = c.modality + "_encoder_" + key;
+    OE_ASSIGN_OR_RETURN(b.graph, LoadGraph(backends, group, key, name));
+    std::vector<TensorView> in, out;
+    if (c.modality == "image") {
+      const auto grid = ParseGrid(key).value();
+      const media::VisionPreprocessing& v = c.vision;
+      const int64_t patches = grid[0] * grid[1] * grid[2], merge = v.merge_size * v.merge_size;
+      if (grid[1] % v.merge_size || grid[2] % v.merge_size) {
+        return Status::Error("invalid_plan", name + ": the grid is not a multiple of the merge size");
+      }
+      b.input = HostTensor(DType::kFloat32, {patches, 3 * v.temporal_patch_size * v.patch_size * v.patch_size});
+      b.output = HostTensor(DType::kFloat32, {patches / merge, c.hidden_size});
+      in = {b.input.view()};
+    } else {
+      b.input = HostTensor(DType::kFloat32, {1, c.audio.feature_size, c.chunk_frames});
+      b.length = HostTensor(DType::kInt64, {1});
+      b.output = HostTensor(DType::kFloat32, {1, c.chunk_frames / 4, c.hidden_size});
+      in = {b.input.view(), b.length.view()};
+    }
+    out = {b.output.view()};
+    OE_RETURN_IF_ERROR(ExpectIo(*b.graph, name, in, out));
+    OE_RETURN_IF_ERROR(b.graph->Bind(in, out));
+    w->graphs_.emplace(key, std::move(b));
+  }
+  return w;
+}
+
+Status EncoderWorker::Prepare(const pipeline::Request& r) {
+  items_.clear();
+  for (size_t i = 0; i < r.media.size(); ++i) {
+    const pipeline::MediaInput& m = r.media[i];
+    if (m.kind != config_.modality) continue;
+    std::string bytes = m.data;
+    if (bytes.empty()) {
+      auto read = platform::ReadWholeFile(m.path);
+      if (!read.ok()) return Status::Error("invalid_media", "media[" + std::to_string(i) + "]: " + read.status().message());
+      bytes = std::move(read.value());
+    }
+    if (bytes.size() > kMaxMediaBytes) {
+      return Status::Error("invalid_media", "media[" + std::to_string(i) + "]: a file of more than 256 MB");
+    }
+    items_.emplace_back(int64_t(i), std::move(bytes));
+  }
+  return Status::Ok();
+}
+
+Status EncoderWorker::Begin(pipeline::StepContext& ctx) {
+  next_ = 0;
+  preprocess_ms_ = encode_ms_ = 0;
+  tokens_ = 0;
+  return Status::Ok();
+}
+
+Status EncoderWorker::Run(Bound& b) {
+  const auto start = std::chrono::steady_clock::now();
+  Status st = b.graph->Run();
+  encode_ms_ += MsSince(start);
+  return st;
+}
+
+Result<std::vector<float>> EncoderWorker::EncodeImage(const std::string& bytes, std::array<int64_t, 3>* grid) {
+  const auto start = std::chrono::steady_clock::now();
+  OE_ASSIGN_OR_RETURN(media::RgbImage image, media::DecodeImage(bytes));
+  OE_ASSIGN_OR_RETURN(media::VisionPatches patches, media::PreprocessImage(image, config_.vision));
+  preprocess_ms_ += MsSince(start);
+  *grid = {patches.grid_t, patches.grid_h, patches.grid_w};
+  auto it = graphs_.find(GridKey(*grid));
+  if (it == graphs_.end()) {
+    std::string have;
+    for (const auto& [key, b] : graphs_) have += (have.empty() ? "" : ", ") + key;
+    return Status::Error("invalid_media", "an image of " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                              " pixels has the patch grid " + GridKey(*grid) +
+                                              "; this plan's vision encoder has graphs for " + have +
+                                              " (export with --image-sizes to add one)");
+  }
+  Bound& b = it->second;
+  std::memcpy(b.input.data<float>(), patches.values.data(), b.input.nbytes());
+  OE_RETURN_IF_ERROR(Run(b));
+  return std::vector<float>(b.output.data<float>(), b.output.data<float>() + b.output.nbytes() / sizeof(float));
+}
+
+Result<std::vector<float>> EncoderWorker::EncodeAudio(const std::string& bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  OE_ASSIGN_OR_RETURN(media::LogMel mel, media::AudioFeatures(bytes, config_.audio));
+  preprocess_ms_ += MsSince(start);
+  Bound& b = graphs_.at("chunk");
+  const int64_t F = config_.chunk_frames, H = config_.hidden_size;
+  std::vector<float> rows;
+  for (int64_t at = 0; at < mel.frames; at += F) {
+    // The chunks transformers cuts: F frames each, the last one shorter (zero-padded, masked).
+    const int64_t n = std::min(F, mel.frames - at);
+    float* in = b.input.data<float>();
+    std::memset(in, 0, b.input.nbytes());
+    for (int64_t m = 0; m < mel.mel; ++m) std::memcpy(in + m * F, mel.values.data() + m * mel.frames + at, size_t(n) * sizeof(float));
+    b.length.data<int64_t>()[0] = n;
+    OE_RETURN_IF_ERROR(Run(b));
+    const int64_t tokens = ((n - 1) / 2 + 1) / 2;
+    rows.insert(rows.end(), b.output.data<float>(), b.output.data<float>() + tokens * H);
+  }
+  return rows;
+}
+
+Result<pipeline::StepResult> EncoderWorker::Step(pipeline::StepContext& ctx) {
+  using pipeline::StepResult;
+  if (next_ >= items_.size()) return StepResult::Finish("done");
+  const auto& [index, bytes] = items_[next_++];
+  std::array<int64_t, 3> grid{};
+  auto rows = config_.modality == "image" ? EncodeImage(bytes, &grid) : EncodeAudio(bytes);
+  if (!rows.ok()) return Status::Error(rows.status().reason(), "media[" + std::to_string(index) + "]: " + rows.status().message());
+  const int64_t tokens = int64_t(rows->size()) / config_.hidden_size;
+  tokens_ += tokens;
+  pipeline::Output out;
+  out.kind = "embeddings";
+  out.fields = {{"media_index", index}, {"modality", config_.modality}, {"tokens", tokens}};
+  if (config_.modality == "image") out.fields["grid"] = {grid[0], grid[1], grid[2]};
+  out.payloads.push_back({"embeds", "float32", {tokens, config_.hidden_size},
+                          std::string(reinterpret_cast<const char*>(rows->data()), rows->size() * sizeof(float))});
+  OE_RETURN_IF_ERROR(ctx.Emit(std::move(out)).status());
+  return next_ >= items_.size() ? StepResult::Finish("done") : StepResult::Continue();
+}
+
+Json EncoderWorker::Metrics(const pipeline::StepContext& ctx) const {
+  return {{"items", int64_t(items_.size())}, {"tokens", tokens_}, {"preprocess_ms", preprocess_ms_},
+          {"encode_ms", encode_ms_}, {"total_ms", ctx.ElapsedMs()}};
+}
+
+std::vector<Placement> EncoderWorker::placements() const {
+  std::vector<Placement> out;
+  for (const auto& [key, b] : graphs_) out.push_back(b.graph->placement());
+  return out;
+}
+
+Json EncoderWorker::Describe() const {
+  Json graphs = Json::array();
+  for (const auto& [key, b] : graphs_) graphs.push_back(key);
+  return {{"modality", config_.modality}, {"graphs", graphs}, {"hidden_size", config_.hidden_size}};
+}
+
+}  // namespace omni_edge::encoder

@@ -1,0 +1,51 @@
+// A media encoder as a stage worker: each step takes the request's next image (or audio), turns
+// it into the encoder's input on the device (decode, resize, patches; or WAV, resampling,
+// log-mel), runs its graph(s) and emits one "embeddings" event: the rows that replace the
+// item's placeholders in the thinker's prompt ([tokens, hidden] float32), with the item's index
+// in the request's media list and, for an image, its patch grid (the thinker's M-RoPE reads it).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "families/encoder/config.h"
+#include "pipeline/stage_worker.h"
+#include "runtime/backend_pool.h"
+#include "runtime/tensor.h"
+
+namespace omni_edge::encoder {
+
+class EncoderWorker final : public pipeline::StageWorker {
+ public:
+  static Result<std::unique_ptr<EncoderWorker>> Open(const StagePlan& stage, BackendPool& backends);
+
+  Status Prepare(const pipeline::Request& request) override;
+  Status Begin(pipeline::StepContext& ctx) override;
+  Result<pipeline::StepResult> Step(pipeline::StepContext& ctx) override;
+  Json Metrics(const pipeline::StepContext& ctx) const override;
+  std::vector<Placement> placements() const override;
+  Json Describe() const override;
+
+ private:
+  struct Bound {  // a graph and the buffers bound to it
+    std::unique_ptr<Graph> graph;
+    HostTensor input, length, output;
+  };
+  EncoderWorker() = default;
+  Result<std::vector<float>> EncodeImage(const std::string& bytes, std::array<int64_t, 3>* grid);
+  Result<std::vector<float>> EncodeAudio(const std::string& bytes);
+  Status Run(Bound& b);
+
+  EncoderConfig config_;
+  std::map<std::string, Bound> graphs_;  // by patch grid "TxHxW", or "chunk"
+  std::vector<std::pair<int64_t, std::string>> items_;  // (index in the request's media, file bytes)
+  size_t next_ = 0;
+  double preprocess_ms_ = 0, encode_ms_ = 0;
+  int64_t tokens_ = 0;
+};
+
+}  // namespace omni_edge::encoder
