@@ -5,6 +5,7 @@
 #ifndef OMNI_EDGE_C_API_H_
 #define OMNI_EDGE_C_API_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -85,6 +86,15 @@ typedef struct {
   uint64_t seed;
 } OeSampling;
 
+/* An image or audio item of a multimodal prompt: a file's bytes (PNG/JPEG/BMP/GIF; WAV), or,
+ * when data is NULL, the path of the file. Copied during oe_session_submit. */
+typedef struct {
+  const char* kind;  /* "image" | "audio" */
+  const void* data;
+  size_t size;
+  const char* path;  /* with data: only its name in reports; may be NULL */
+} OeMedia;
+
 /* One request, whatever the plan: the entry stage's input and how each stream is generated. */
 typedef struct {
   const char* prompt;             /* text to answer (or, for a speech plan, to speak); the user
@@ -103,6 +113,9 @@ typedef struct {
   OeSampling speech_sampling;     /* audio stream: the talker's codes */
   double prebuffer_ms;            /* audio the playback clock queues before it starts; -1 (default): the
                                      plan's (0 with an adaptive chunk schedule, 200 with a fixed one) */
+  const OeMedia* media;           /* images and audio before the prompt, in this order (a multimodal
+                                     plan's encoder stages read them); may be NULL */
+  int n_media;
 } OeRequest;
 
 OE_API void oe_request_default(OeRequest* request);

@@ -55,6 +55,14 @@ pipeline::Request RequestOf(const OeRequest& r) {
   out.max_frames = r.max_frames;
   out.speech_sampling = SamplingOf(r.speech_sampling);
   out.prebuffer_ms = r.prebuffer_ms;
+  for (int i = 0; r.media != nullptr && i < r.n_media; ++i) {
+    const OeMedia& m = r.media[i];
+    pipeline::MediaInput item;
+    item.kind = m.kind != nullptr ? m.kind : "";
+    item.path = m.path != nullptr ? m.path : "";
+    if (m.data != nullptr && m.size > 0) item.data.assign(static_cast<const char*>(m.data), m.size);
+    out.media.push_back(std::move(item));
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 //   omni-edge-run verify ARTIFACT_DIR
 //   omni-edge-run budget PLAN [SESSIONS]
 //   omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)
+//                 [--image IMG]... [--audio WAV]... (a multimodal plan; media in the order given)
 //                 [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]
 //                 [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...
 //                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
@@ -45,6 +46,7 @@ const char* const kUsage =
     "       omni-edge-run verify ARTIFACT_DIR\n"
     "       omni-edge-run budget PLAN [SESSIONS]\n"
     "       omni-edge-run [run] --plan PLAN (--prompt TEXT | --prompt-file F | --prompt-ids 1,2,3)\n"
+    "                     [--image IMG]... [--audio WAV]... (a multimodal plan; media in the order given)\n"
     "                     [--chat] [--system TEXT] [--max-new-tokens N] [--temperature T] [--top-k K]\n"
     "                     [--top-p P] [--min-p M] [--repetition-penalty R] [--seed S] [--stop STR]...\n"
     "                     [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]\n"
@@ -93,6 +95,15 @@ int Budget(const char* plan, const char* sessions_text) {
   return 0;
 }
 
+// A media file given on the command line: why it cannot be read, or "".
+std::string ReadableFile(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(std::filesystem::u8path(path), error);
+  if (error || !std::filesystem::exists(status)) return "no such file";
+  if (!std::filesystem::is_regular_file(status)) return "not a regular file";
+  return "";
+}
+
 // A prompt file: UTF-8 text without NUL bytes (the C ABI takes a C string, so a NUL would
 // silently end the prompt there). Returns why not, or "".
 std::string ReadPrompt(const std::string& path, std::string* out) {
@@ -137,6 +148,7 @@ struct Invocation {
   omni_edge::tools::Output out;
   std::string plan, prompt, system_prompt, pools = "off", trace_path;
   std::vector<std::string> stops;
+  std::vector<std::pair<std::string, std::string>> media;  // (kind, path), in the order given
   std::vector<int32_t> ids;
   bool have_prompt = false, info = false, profile = false;
   int repeat = 1, sessions = 1;
@@ -212,6 +224,10 @@ int Execute(Invocation& in) {
   for (const auto& s : in.stops) stop_ptrs.push_back(s.c_str());
   in.request.stop_strings = stop_ptrs.data();
   in.request.n_stop_strings = int(stop_ptrs.size());
+  std::vector<OeMedia> media;  // by path: the session reads each file when the request starts
+  for (const auto& [kind, path] : in.media) media.push_back(OeMedia{kind.c_str(), nullptr, 0, path.c_str()});
+  in.request.media = media.empty() ? nullptr : media.data();
+  in.request.n_media = int(media.size());
   OeLedger* ledger = nullptr;
   if (in.pools != "off") {
     if (OeError* error = oe_ledger_create(in.pools == "auto" ? nullptr : in.pools.c_str(), &ledger)) return omni_edge::tools::FailBeforeRun(error, in.out);
@@ -247,7 +263,11 @@ int Run(int argc, char** argv, int first) {
     else if (a == "--stop") in.stops.emplace_back(args.Value("--stop"));
     else if (a == "--ignore-stop-tokens") in.request.ignore_stop_tokens = 1;
     else if (a == "--speak") in.out.wav_path = args.Value("--speak"), in.out.tag_streams = true;
-    else return Usage(("unknown argument '" + a + "'").c_str());
+    else if (a == "--image" || a == "--audio") {
+      const std::string path = args.Value(a.c_str());
+      if (std::string why = ReadableFile(path); !why.empty()) return Usage((a + " " + path + ": " + why).c_str());
+      in.media.emplace_back(a.substr(2), path);
+    } else return Usage(("unknown argument '" + a + "'").c_str());
   }
   if (in.plan.empty()) return Usage("--plan is required");
   if (!in.have_prompt) return Usage("one of --prompt, --prompt-file or --prompt-ids is required");

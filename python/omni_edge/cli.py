@@ -363,8 +363,19 @@ def _open(kind: Any, args: argparse.Namespace, streams: _Streams, command: str) 
 def _text_options(args: argparse.Namespace) -> dict[str, Any]:
     """The text stream's request options of `run` (Session.run's keywords), plain or with --speak."""
     return dict(chat=args.chat, system_prompt=args.system or "", prompt_ids=args.prompt_ids or (),
-                max_new_tokens=args.max_new_tokens or 0, sampling=_sampling(args), stop_strings=args.stop or (),
-                ignore_stop_tokens=args.ignore_stop_tokens)
+                media=getattr(args, "media", None) or (), max_new_tokens=args.max_new_tokens or 0,
+                sampling=_sampling(args), stop_strings=args.stop or (), ignore_stop_tokens=args.ignore_stop_tokens)
+
+
+class _Media(argparse.Action):
+    """--image / --audio: (kind, path) appended to one list, so the order given is the prompt's."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option: str | None = None) -> None:
+        kind = "image" if option == "--image" else "audio"
+        if not Path(value).is_file():
+            parser.error(f"{option} {value}: no such file")
+        namespace.media = [*(getattr(namespace, "media", None) or []), (kind, str(Path(value).resolve()))]
 
 
 def _run_omni(args: argparse.Namespace, prompt: str, guard: CancelOnSignal) -> int:
@@ -640,6 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--prompt-ids", type=lambda t: [int(v) for v in t.split(",")], help="exact token ids: 1,2,3")
     p.add_argument("--chat", action="store_true", help="format the prompt as a ChatML user turn")
     p.add_argument("--system", default=None)
+    p.add_argument("--image", action=_Media, metavar="IMG", help="a PNG/JPEG before the prompt (repeatable; a "
+                   "multimodal plan's vision encoder reads it; media keep the order given)")
+    p.add_argument("--audio", action=_Media, metavar="WAV", help="a WAV before the prompt (repeatable; the audio encoder)")
     p.add_argument("--max-new-tokens", type=_whole(0, 1 << 30), default=None)
     _add_sampling(p)
     p.add_argument("--stop", action="append", help="a stop string (repeatable)")
