@@ -74,6 +74,23 @@ def wav(fmt: int, channels: int, rate: int, bits: int, data: bytes, extensible: 
 wav(1, 1, 8000, 16, struct.pack("<100h", *[(i * 331) % 20000 - 10000 for i in range(100)]))
 wav(3, 2, 44100, 32, struct.pack("<64f", *[((i % 7) - 3) / 4 for i in range(64)]))
 wav(1, 1, 22050, 24, bytes(range(90)), extensible=True)
+
+
+def png(width: int, height: int, rows: bytes) -> None:
+    import zlib
+
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body))
+
+    blob = bytes([15]) + b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) + \
+        chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    (out / hashlib.sha1(blob).hexdigest()).write_bytes(blob)
+
+
+png(2, 2, b"\x00" + bytes([255, 0, 0, 0, 255, 0]) + b"\x00" + bytes([0, 0, 255, 10, 20, 30]))
+png(3, 1, b"\x01" + bytes(range(9)))
+bmp = b"BM" + struct.pack("<IHHI", 70, 0, 0, 54) + struct.pack("<IiiHHIIiiII", 40, 2, 2, 1, 24, 0, 16, 0, 0, 0, 0)
+(out / hashlib.sha1(bytes([15]) + bmp + bytes(16)).hexdigest()).write_bytes(bytes([15]) + bmp + bytes(16))
 PY
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"

@@ -6,13 +6,15 @@ transformers' own processors and generate make of it."""
 from __future__ import annotations
 
 import json
+import subprocess
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from llm_reference import cli
+from llm_reference import CLI, cli
 from omni_edge.export.qwen25_omni import (
     MEDIA_TOKENS,
     audio_tokens,
@@ -325,3 +327,55 @@ def test_native_audio_front_end_refuses_what_it_cannot_read(omni_checkpoint: Pat
     truncated = media["tone16"].read_bytes()[:40]
     with pytest.raises(ValueError, match=r"no data|truncated"):
         audio_features(truncated, config)
+
+
+def _generate(checkpoint: Path, items: list[tuple[str, Path]], prompt: str, n: int) -> list[int]:
+    thinker = load_thinker(checkpoint)
+    inputs = reference_inputs(checkpoint, thinker, items, prompt, chat=True)
+    with torch.no_grad():
+        out = thinker.model.generate(**inputs, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+    return [int(t) for t in out[0, inputs["input_ids"].shape[1]:]]
+
+
+def _streamed_ids(stdout: str) -> tuple[list[int], dict[str, Any]]:
+    events = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return [t for e in events for t in e.get("token_ids", [])], events[-1]
+
+
+def test_run_with_an_image_and_audio_streams_generates_ids_natively(omni_checkpoint: Path, omni_artifact: Path,
+                                                                      media: dict[str, Path]) -> None:
+    """The multimodal plan (image and audio encoder stages feeding the thinker) on both CLIs:
+    media decoded and preprocessed on the device, encoded, spliced; greedy ids equal generate's."""
+    items = [("image", media["red"]), ("audio", media["chirp"])]
+    ref = _generate(omni_checkpoint, items, "What is this?", 12)
+    flags = ["--plan", str(omni_artifact / "plan.json"), "--image", str(media["red"]), "--audio", str(media["chirp"]),
+             "--prompt", "What is this?", "--chat", "--max-new-tokens", "12", "--ignore-stop-tokens", "--json"]
+    python = cli("run", *flags)
+    assert python.returncode == 0, python.stderr[-2000:]
+    ids, done = _streamed_ids(python.stdout)
+    assert ids == ref and done["media"]["items"] == 2 and done["media"]["tokens"] == 256 + audio_tokens(330)
+    native = subprocess.run([str(CLI.parent / "omni-edge-run"), "run", *flags], capture_output=True, text=True, timeout=300)
+    assert native.returncode == 0, native.stderr[-2000:]
+    assert _streamed_ids(native.stdout)[0] == ref
+    # The same plan answers text alone.
+    text = cli("run", "--plan", str(omni_artifact / "plan.json"), "--prompt", "Hello", "--chat", "--max-new-tokens", "8",
+               "--ignore-stop-tokens", "--json")
+    assert text.returncode == 0 and _streamed_ids(text.stdout)[0] == _generate(omni_checkpoint, [], "Hello", 8)
+
+
+def test_media_a_plan_cannot_read_are_clear_errors(omni_artifact: Path, media: dict[str, Path], tmp_path: Path) -> None:
+    from omni_edge.contracts import ContractError
+    from omni_edge.runtime import Session
+
+    session = Session.open(omni_artifact / "plan.json")
+    bad = tmp_path / "not_an_image.png"
+    bad.write_bytes(b"\x89PNG but not really")
+    cases = [([("image", media["gradient"])], "patch grid 1x14x22"),  # a size the export did not compile
+             ([("image", bad)], "not an image"), ([("audio", media["red"])], "not a WAV")]
+    for items, message in cases:
+        with pytest.raises(ContractError, match=message):
+            session.run("x", media=items, on_event=lambda e: True)
+    assert session.run("x", media=[("image", media["red"])], max_new_tokens=2, on_event=lambda e: True)["n_generated_tokens"] >= 1
+    text_only = Session.open(omni_artifact / "plan.onnx.json")
+    with pytest.raises(ContractError, match="no media encoders"):
+        text_only.run("x", media=[("image", media["red"])], on_event=lambda e: True)

@@ -1,7 +1,8 @@
 // libFuzzer target: every native parser of untrusted input — the contract types, manifests and
 // validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, the
-// bytes a stream turns into text, a checkpoint's image preprocessing config and WAV files through the
-// audio front end — must refuse bad input with a Status, never crash or leak.
+// bytes a stream turns into text, a checkpoint's image preprocessing config, WAV files through the
+// audio front end and image files through stb_image — must refuse bad input with a Status, never
+// crash or leak.
 // The first byte picks the parser, so one corpus covers them all.
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "contract/manifest.h"
 #include "families/builtin.h"
 #include "media/audio_features.h"
+#include "media/image_decode.h"
 #include "media/image_preprocess.h"
 #include "runtime/plan.h"
 #include "runtime/weights_index.h"
@@ -22,7 +24,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static const char* const kTypes[] = {"buffer", "state", "request", "event", "device"};
-  const uint8_t selector = data[0] % 15;
+  const uint8_t selector = data[0] % 16;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   if (selector < 5) {
     auto canonical = omni_edge::contract::CanonicalJson(kTypes[selector], text);
@@ -31,6 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto again = omni_edge::contract::CanonicalJson(kTypes[selector], canonical.value());
       if (!again.ok() || again.value() != canonical.value()) __builtin_trap();
     }
+    return 0;
+  }
+  if (selector == 15) {
+    // An image file through stb_image (small ones only, so every input runs fast).
+    auto image = omni_edge::media::DecodeImage(text, 1 << 16);
+    if (image.ok() && int64_t(image->pixels.size()) != image->width * image->height * 3) __builtin_trap();
     return 0;
   }
   if (selector == 14) {
