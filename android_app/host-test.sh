@@ -13,7 +13,7 @@ build=${OMNI_EDGE_JNI_BUILD_DIR:-build/native}
 mkdir -p "$out"
 step() { printf '\n-- android host: %s\n' "$*"; }
 
-step "default artifacts (the README's main job) and an omni plan on them"
+step "default artifacts (the README's main job), an omni plan on them, a multimodal plan"
 demo=work/demo
 quiet() { "$@" >"$out/prepare.log" 2>&1 || { tail -30 "$out/prepare.log"; exit 1; }; }
 [ -f "$demo/artifact/plan.json" ] || quiet omni-edge demo --no-speech
@@ -24,6 +24,21 @@ if [ ! -f "$out/omni/plan.json" ]; then
     --validation-frames 8
   quiet omni-edge export omni --thinker-plan "$demo/artifact/plan.onnx.json" --speech-plan "$out/omni-speech/plan.json" \
     --out "$out/omni"
+fi
+
+if [ ! -f "$out/mm/plan.json" ]; then  # a multimodal plan (tiny Qwen2.5-Omni thinker) and an image and a WAV for it
+  rm -rf "$out/mm-checkpoint" "$out/mm"
+  quiet omni-edge make-checkpoint --arch qwen2.5-omni --preset tiny --out "$out/mm-checkpoint"
+  quiet omni-edge export llm --checkpoint "$out/mm-checkpoint" --out "$out/mm" --buckets 512 --prefill-chunk 16
+  quiet python -c "
+import sys, wave, numpy as np
+from PIL import Image
+Image.new('RGB', (448, 448), (200, 30, 30)).save(sys.argv[1])
+t = np.arange(40000) / 16000
+with wave.open(sys.argv[2], 'wb') as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    w.writeframes((0.4 * np.sin(2 * np.pi * 330 * t) * 32767).astype(np.int16).tobytes())
+" "$out/mm/red.png" "$out/mm/tone.wav"
 fi
 
 step "libomniedge_jni for the host JVM ($build)"
@@ -41,7 +56,8 @@ if grep -rn "import android\." android_app/omniedge/src; then echo "dev.omniedge
 step "JUnit under -Xcheck:jni"
 java -Xcheck:jni -Djava.library.path="$lib" -cp "$out/classes:$junit" \
   -Domniedge.textPlan="$PWD/$demo/artifact/plan.onnx.json" -Domniedge.omniPlan="$PWD/$out/omni/plan.json" \
-  -Domniedge.cli="$PWD/$build/controller_cpp/omni-edge-run" \
+  -Domniedge.cli="$PWD/$build/controller_cpp/omni-edge-run" -Domniedge.mediaPlan="$PWD/$out/mm/plan.json" \
+  -Domniedge.image="$PWD/$out/mm/red.png" -Domniedge.audio="$PWD/$out/mm/tone.wav" \
   org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest 2>&1 | tee "$out/junit.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "JUnit failed"; exit 1; }
 if grep -nE "WARNING in native method|FATAL ERROR in native method|JNI local refs|^WARNING: JNI" "$out/junit.log"; then

@@ -9,7 +9,7 @@ namespace {
 
 struct Fields {
   jfieldID prompt, prompt_ids, chat, system_prompt, continue_conversation, max_new_tokens, sampling, stop_strings,
-      ignore_stop_tokens, max_frames, speech_sampling, prebuffer_ms;
+      ignore_stop_tokens, max_frames, speech_sampling, prebuffer_ms, media_kinds, media_data;
   jfieldID use_plan, temperature, top_k, top_p, min_p, repetition_penalty, seed;
   bool ok = false;
 };
@@ -30,6 +30,8 @@ Fields LookUp(JNIEnv* env) {
          (f.max_frames = env->GetFieldID(c.request, "maxFrames", "I")) &&
          (f.speech_sampling = env->GetFieldID(c.request, "speechSampling", sampling)) &&
          (f.prebuffer_ms = env->GetFieldID(c.request, "prebufferMs", "D")) &&
+         (f.media_kinds = env->GetFieldID(c.request, "mediaKinds", "[Ljava/lang/String;")) &&
+         (f.media_data = env->GetFieldID(c.request, "mediaData", "[[B")) &&
          (f.use_plan = env->GetFieldID(c.sampling, "usePlan", "Z")) &&
          (f.temperature = env->GetFieldID(c.sampling, "temperature", "F")) &&
          (f.top_k = env->GetFieldID(c.sampling, "topK", "I")) && (f.top_p = env->GetFieldID(c.sampling, "topP", "F")) &&
@@ -82,6 +84,19 @@ bool OwnedRequest::Read(JNIEnv* env, jobject request) {
       env->DeleteLocalRef(stop);
     }
   }
+  auto kinds = static_cast<jobjectArray>(env->GetObjectField(request, f.media_kinds));
+  auto data = static_cast<jobjectArray>(env->GetObjectField(request, f.media_data));
+  const jsize n_media = kinds == nullptr || data == nullptr ? 0 : env->GetArrayLength(kinds);
+  if (n_media > 0 && env->GetArrayLength(data) != n_media) return ThrowIllegalArgument(env, "media kinds and data differ"), false;
+  for (jsize i = 0; i < n_media; ++i) {  // copied: the request may wait in the queue after the call
+    auto kind = static_cast<jstring>(env->GetObjectArrayElement(kinds, i));
+    auto bytes = static_cast<jbyteArray>(env->GetObjectArrayElement(data, i));
+    media_kinds_.push_back(FromJava(env, kind));
+    std::string& copy = media_data_.emplace_back(bytes == nullptr ? 0 : size_t(env->GetArrayLength(bytes)), '\0');
+    if (!copy.empty()) env->GetByteArrayRegion(bytes, 0, jsize(copy.size()), reinterpret_cast<jbyte*>(copy.data()));
+    env->DeleteLocalRef(kind);
+    env->DeleteLocalRef(bytes);
+  }
   for (const std::string* text : {&prompt_, &system_prompt_}) {
     if (text->find('\0') != std::string::npos) return ThrowIllegalArgument(env, "a prompt contains a NUL character"), false;
   }
@@ -108,6 +123,12 @@ const OeRequest* OwnedRequest::View() {
   for (const std::string& s : stops_) stop_ptrs_.push_back(s.c_str());
   request_.stop_strings = stop_ptrs_.empty() ? nullptr : stop_ptrs_.data();
   request_.n_stop_strings = int(stop_ptrs_.size());
+  media_.clear();
+  for (size_t i = 0; i < media_kinds_.size(); ++i) {
+    media_.push_back(OeMedia{media_kinds_[i].c_str(), media_data_[i].data(), media_data_[i].size(), nullptr});
+  }
+  request_.media = media_.empty() ? nullptr : media_.data();
+  request_.n_media = int(media_.size());
   return &request_;
 }
 

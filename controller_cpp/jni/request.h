@@ -26,6 +26,8 @@ class OwnedRequest {
   std::vector<int32_t> prompt_ids_;
   std::vector<std::string> stops_;
   std::vector<const char*> stop_ptrs_;
+  std::vector<std::string> media_kinds_, media_data_;
+  std::vector<OeMedia> media_;
   OeRequest request_{};
 };
 

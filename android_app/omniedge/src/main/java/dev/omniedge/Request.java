@@ -21,6 +21,8 @@ public final class Request {
   final int maxFrames;
   final Sampling speechSampling;
   final double prebufferMs;
+  final String[] mediaKinds;  // "image" | "audio", in prompt order
+  final byte[][] mediaData;   // each item's file bytes
 
   private Request(Builder b) {
     prompt = b.prompt;
@@ -35,6 +37,8 @@ public final class Request {
     maxFrames = b.maxFrames;
     speechSampling = b.speechSampling;
     prebufferMs = b.prebufferMs;
+    mediaKinds = b.mediaKinds.toArray(new String[0]);
+    mediaData = b.mediaData.toArray(new byte[0][]);
   }
 
   public List<String> stopStrings() {
@@ -67,6 +71,8 @@ public final class Request {
     private int maxFrames;
     private Sampling speechSampling = Sampling.PLAN;
     private double prebufferMs = -1;  // the plan's: OmniEdge.planPrebufferMs()
+    private final List<String> mediaKinds = new ArrayList<>();
+    private final List<byte[]> mediaData = new ArrayList<>();
 
     private Builder(String prompt, int[] promptIds) {
       this.prompt = prompt;
@@ -128,6 +134,24 @@ public final class Request {
     public Builder prebufferMs(double ms) {
       if (!(ms >= 0 && ms <= 60_000)) throw new IllegalArgumentException("prebufferMs out of [0, 60000]");
       this.prebufferMs = ms;
+      return this;
+    }
+
+    /** An image file (PNG, JPEG, BMP, GIF) before the prompt, for a multimodal plan's vision encoder;
+     * media keep the order they are added in. */
+    public Builder image(byte[] file) {
+      return media("image", file);
+    }
+
+    /** A WAV file before the prompt, for a multimodal plan's audio encoder. */
+    public Builder audio(byte[] file) {
+      return media("audio", file);
+    }
+
+    private Builder media(String kind, byte[] file) {
+      if (file == null || file.length == 0) throw new IllegalArgumentException("empty " + kind + " file");
+      mediaKinds.add(kind);
+      mediaData.add(file.clone());
       return this;
     }
 

@@ -32,6 +32,7 @@ public class OmniEdgeTest {
   static final String PROMPT = "Tell me about caf\u00e9s \ud83d\ude00 in a few words.";
   static String textPlan;
   static String omniPlan;
+  static String mediaPlan, image, audio;  // a multimodal plan (image + audio encoders, thinker) and its media
   static String cli;
   static Path scratch;
 
@@ -40,6 +41,9 @@ public class OmniEdgeTest {
     textPlan = System.getProperty("omniedge.textPlan");
     omniPlan = System.getProperty("omniedge.omniPlan");
     cli = System.getProperty("omniedge.cli");
+    mediaPlan = System.getProperty("omniedge.mediaPlan");
+    image = System.getProperty("omniedge.image");
+    audio = System.getProperty("omniedge.audio");
     assertNotNull("run through android_app/host-test.sh (-Domniedge.textPlan=...)", textPlan);
     scratch = Files.createTempDirectory("omniedge-junit");
   }
@@ -89,6 +93,30 @@ public class OmniEdgeTest {
 
     int[] idArray() {
       return ids.stream().mapToInt(Integer::intValue).toArray();
+    }
+  }
+
+  @Test
+  public void imageAndAudioBytesGiveTheCliIdsForTheSameFiles() throws Exception {
+    assertNotNull("-Domniedge.mediaPlan", mediaPlan);
+    int[] expected = cliTokenIds(runCli("--plan", mediaPlan, "--image", image, "--audio", audio, "--prompt", "What is it?",
+                                        "--chat", "--max-new-tokens", "12", "--ignore-stop-tokens"));
+    assertEquals(12, expected.length);
+    try (OmniEdge engine = OmniEdge.open(mediaPlan)) {
+      Collector c = new Collector();
+      Request request = Request.builder("What is it?").chat(null).maxNewTokens(12).ignoreStopTokens()
+          .image(Files.readAllBytes(Paths.get(image))).audio(Files.readAllBytes(Paths.get(audio))).build();
+      engine.generate(request, c);
+      assertArrayEquals(expected, c.idArray());
+      try {  // not an image: the encoder's error, and the engine goes on
+        engine.generate(Request.builder("x").image(new byte[] {1, 2, 3}).build(), new Collector());
+        fail("a non-image was accepted");
+      } catch (OmniEdgeException e) {
+        assertTrue(e.getMessage(), e.getMessage().contains("not an image"));
+      }
+      Collector again = new Collector();
+      engine.generate(request, again);
+      assertArrayEquals(expected, again.idArray());
     }
   }
 
