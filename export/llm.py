@@ -216,6 +216,11 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
 
     if opts.target not in ("cpu", "qnn-htp"):
         raise ValueError(f"unknown target {opts.target!r} (cpu, qnn-htp)")
+    config = checkpoint / "config.json"
+    if config.is_file() and json.loads(config.read_text()).get("model_type") in ("qwen2_5_omni_thinker", "qwen2_5_omni"):
+        from omni_edge.export.qwen25_omni_export import export_omni_llm
+
+        return export_omni_llm(checkpoint, out, opts)  # its own precision defaults (encoders: fp16 on the HTP)
     opts = replace(opts, precision=opts.precision or ("fp32" if opts.target == "cpu" else "w8a16"))
     if opts.target == "cpu":
         from omni_edge.export.cpu_quant import CPU_PRECISIONS
@@ -237,10 +242,6 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
     for name in ("config.json", "tokenizer.json"):  # before transformers mistakes a missing path for a hub id
         if not (checkpoint / name).is_file():
             raise ValueError(f"{checkpoint}: not a checkpoint directory (no {name})")
-    if json.loads((checkpoint / "config.json").read_text()).get("model_type") in ("qwen2_5_omni_thinker", "qwen2_5_omni"):
-        from omni_edge.export.qwen25_omni_export import export_omni_llm
-
-        return export_omni_llm(checkpoint, out, opts)
     model: Any = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32)
     model.eval()
     if model.config.model_type != "qwen3":

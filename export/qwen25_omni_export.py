@@ -263,8 +263,13 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
     graph for the patch grid of each of opts.image_sizes (width, height)."""
     from omni_edge.export import llm
 
+    if opts.target == "qnn-htp":
+        from omni_edge.export.qwen25_omni_qnn import export_encoders_qnn
+
+        return export_encoders_qnn(checkpoint, out, opts)
     if opts.target != "cpu" or opts.formats != ("onnx",) or opts.precision not in ("", "fp32"):
-        raise ValueError("a Qwen2.5-Omni checkpoint exports to --format onnx --target cpu at fp32 so far")
+        raise ValueError("a Qwen2.5-Omni checkpoint exports to --format onnx at fp32 on the CPU (and its encoders "
+                         "to --target qnn-htp) so far")
     opts = replace(opts, precision="fp32")
     thinker = load_thinker(checkpoint)
     parts = ThinkerParts(thinker.model)

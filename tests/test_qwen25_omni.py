@@ -379,3 +379,29 @@ def test_media_a_plan_cannot_read_are_clear_errors(omni_artifact: Path, media: d
     text_only = Session.open(omni_artifact / "plan.onnx.json")
     with pytest.raises(ContractError, match="no media encoders"):
         text_only.run("x", media=[("image", media["red"])], on_event=lambda e: True)
+
+
+def test_encoders_compile_for_the_htp_and_run_there(omni_checkpoint: Path, media: dict[str, Path], tmp_path: Path) -> None:
+    """--target qnn-htp: both encoders compiled at fp16 for the SM8750 HTP (CPU fallback disabled),
+    checked on the emulator against their fp32 graphs and through a whole request; the native
+    session reports them on the QNN EP and the thinker on the CPU. At w8a16 the HTP refuses the
+    vision merger's exact GELU (Erf), and the export names it."""
+    out = tmp_path / "qnn"
+    done = cli("export", "llm", "--checkpoint", str(omni_checkpoint), "--out", str(out), "--buckets", "512",
+               "--prefill-chunk", "16", "--target", "qnn-htp", "--precision", "fp16", "--soc", "sm8750")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for kind, floor in (("vision", 40.0), ("audio", 55.0)):  # measured 46.6 and 64.9 dB
+        component = out / f"{kind}-qnn-sm8750-fp16"
+        assert cli("verify", str(component)).returncode == 0
+        assert _checks(component, "numerical.json")["embeds_sqnr_db"] >= floor
+        assert _checks(component, "task.json")["media_greedy_agreement"] == 1.0
+    info = cli("run", "--plan", str(out / "plan.json"), "--image", str(media["red"]), "--prompt", "hi",
+               "--max-new-tokens", "2", "--info")
+    assert info.returncode == 0, info.stderr[-2000:]
+    placements = json.JSONDecoder().raw_decode(info.stderr[info.stderr.index("{"):])[0]["placements"]
+    engines = {p["graph"]: (p["device"], p["engine"]) for p in placements}
+    assert engines["image_encoder_1x32x32"] == engines["audio_encoder_chunk"] == ("npu", "QNNExecutionProvider")
+    assert engines["decode_s512"] == ("cpu", "CPUExecutionProvider")
+    refused = cli("export", "llm", "--checkpoint", str(omni_checkpoint), "--out", str(tmp_path / "w8"), "--buckets",
+                  "512", "--prefill-chunk", "16", "--target", "qnn-htp", "--precision", "w8a16", "--soc", "sm8750")
+    assert refused.returncode == 2 and "cannot run /merger/mlp/mlp.1/Erf (Erf)" in refused.stderr
