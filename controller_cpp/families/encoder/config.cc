@@ -37,7 +37,8 @@ Result<std::shared_ptr<const EncoderConfig>> ParseEncoder(const Json& j, const S
     return PlanError(where + ".modality: must be image or audio, got '" + c->modality + "'");
   }
   if (stage.execution_type != "llm_generation") return PlanError(where + ": an encoder stage is llm_generation (one-shot)");
-  if (!stage.input_sources.empty()) return PlanError(where + ": an encoder stage reads the request's media, not other stages");
+  // Input sources put encoders in series (A -> B -> thinker): B starts when A ended and passes
+  // A's rows on before its own.
   if (!std::filesystem::is_regular_file(c->preprocessor)) {
     return Status::Error("file_missing", where + ".preprocessor: " + c->preprocessor);
   }

@@ -80,6 +80,13 @@ Status EncoderWorker::Begin(pipeline::StepContext& ctx) {
   next_ = 0;
   preprocess_ms_ = encode_ms_ = 0;
   tokens_ = 0;
+  forward_.clear();
+  for (size_t i = 0; i < ctx.input_count(); ++i) {  // the encoders before this one (a serial plan)
+    while (auto in = ctx.Next(i)) {
+      if (in->kind == "embeddings") forward_.push_back(std::move(*in));
+    }
+  }
+  waited_ms_ = ctx.ElapsedMs();
   return Status::Ok();
 }
 
@@ -134,6 +141,12 @@ Result<std::vector<float>> EncoderWorker::EncodeAudio(const std::string& bytes) 
 
 Result<pipeline::StepResult> EncoderWorker::Step(pipeline::StepContext& ctx) {
   using pipeline::StepResult;
+  if (!forward_.empty()) {  // the earlier encoders' rows, passed on first
+    pipeline::Output out{forward_.front().kind, forward_.front().fields, std::move(forward_.front().payloads), 0};
+    forward_.erase(forward_.begin());
+    OE_RETURN_IF_ERROR(ctx.Emit(std::move(out)).status());
+    return StepResult::Continue();
+  }
   if (next_ >= items_.size()) return StepResult::Finish("done");
   const auto& [index, bytes] = items_[next_++];
   std::array<int64_t, 3> grid{};
@@ -152,14 +165,19 @@ Result<pipeline::StepResult> EncoderWorker::Step(pipeline::StepContext& ctx) {
 }
 
 Json EncoderWorker::Metrics(const pipeline::StepContext& ctx) const {
-  return {{"items", int64_t(items_.size())}, {"tokens", tokens_}, {"preprocess_ms", preprocess_ms_},
-          {"encode_ms", encode_ms_}, {"total_ms", ctx.ElapsedMs()}};
+  return {{"items", int64_t(items_.size())}, {"tokens", tokens_}, {"waited_ms", waited_ms_},
+          {"preprocess_ms", preprocess_ms_}, {"encode_ms", encode_ms_}, {"total_ms", ctx.ElapsedMs()}};
 }
 
 std::vector<Placement> EncoderWorker::placements() const {
   std::vector<Placement> out;
   for (const auto& [key, b] : graphs_) out.push_back(b.graph->placement());
   return out;
+}
+
+Json EncoderWorker::Inspect() const {
+  return {{"items", int64_t(items_.size())}, {"tokens", tokens_}, {"waited_ms", waited_ms_},
+          {"preprocess_ms", preprocess_ms_}, {"encode_ms", encode_ms_}};
 }
 
 Json EncoderWorker::Describe() const {

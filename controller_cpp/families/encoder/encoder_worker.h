@@ -3,6 +3,8 @@
 // log-mel), runs its graph(s) and emits one "embeddings" event: the rows that replace the
 // item's placeholders in the thinker's prompt ([tokens, hidden] float32), with the item's index
 // in the request's media list and, for an image, its patch grid (the thinker's M-RoPE reads it).
+// With input sources (encoders in series: A -> B -> thinker) it starts once they ended and
+// passes their rows on before its own.
 #pragma once
 
 #include <array>
@@ -29,6 +31,7 @@ class EncoderWorker final : public pipeline::StageWorker {
   Json Metrics(const pipeline::StepContext& ctx) const override;
   std::vector<Placement> placements() const override;
   Json Describe() const override;
+  Json Inspect() const override;  // the last request's times: waited for sources, preprocessing, graphs
 
  private:
   struct Bound {  // a graph and the buffers bound to it
@@ -43,8 +46,9 @@ class EncoderWorker final : public pipeline::StageWorker {
   EncoderConfig config_;
   std::map<std::string, Bound> graphs_;  // by patch grid "TxHxW", or "chunk"
   std::vector<std::pair<int64_t, std::string>> items_;  // (index in the request's media, file bytes)
+  std::vector<pipeline::Input> forward_;                // the earlier encoders' events, to pass on
   size_t next_ = 0;
-  double preprocess_ms_ = 0, encode_ms_ = 0;
+  double preprocess_ms_ = 0, encode_ms_ = 0, waited_ms_ = 0;
   int64_t tokens_ = 0;
 };
 
