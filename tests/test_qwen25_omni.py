@@ -357,6 +357,13 @@ def test_run_with_an_image_and_audio_streams_generates_ids_natively(omni_checkpo
     native = subprocess.run([str(CLI.parent / "omni-edge-run"), "run", *flags], capture_output=True, text=True, timeout=300)
     assert native.returncode == 0, native.stderr[-2000:]
     assert _streamed_ids(native.stdout)[0] == ref
+    # Encoders in series (image -> audio, which passes the image's rows on -> thinker): the same ids.
+    plan = json.loads((omni_artifact / "plan.json").read_text())
+    plan["stages"][1]["input_sources"], plan["stages"][2]["input_sources"] = [0], [1]
+    serial = omni_artifact / "plan.serial.json"
+    serial.write_text(json.dumps(plan))
+    chained = cli("run", *flags[:1], str(serial), *flags[2:])
+    assert chained.returncode == 0 and _streamed_ids(chained.stdout)[0] == ref, chained.stderr[-2000:]
     # The same plan answers text alone.
     text = cli("run", "--plan", str(omni_artifact / "plan.json"), "--prompt", "Hello", "--chat", "--max-new-tokens", "8",
                "--ignore-stop-tokens", "--json")
