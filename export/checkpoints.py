@@ -233,6 +233,9 @@ def make_tts_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, thinker:
         if not (thinker / "config.json").is_file() or not (thinker / "tokenizer.json").is_file():
             raise ValueError(f"{thinker}: not a checkpoint directory (config.json and tokenizer.json)")
         text = json.loads((thinker / "config.json").read_text())
+        # A multimodal thinker keeps its decoder's sizes under text_config (a release: under thinker_config).
+        text = text.get("thinker_config", text)
+        text = text.get("text_config", text)
         tokenizer = Tokenizer.from_file(str(thinker / "tokenizer.json"))
         p = dataclasses.replace(p, text_vocab=int(text["vocab_size"]), text_hidden=int(text["hidden_size"]))
     else:

@@ -20,25 +20,32 @@ from omni_edge.files import write_text_atomic
 
 
 def omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> dict[str, Any]:
-    """Stage 0 the thinker (final output: text), 1 the talker (reads 0), 2 the vocoder (reads 1,
-    final output: audio); artifact paths relative to `out_dir`."""
+    """The thinker (final output: text), the talker (reads it), the vocoder (reads the talker,
+    final output: audio); a multimodal thinker plan's encoder stages come first, feeding the
+    thinker as before. Artifact paths relative to `out_dir`."""
     thinker, speech = json.loads(thinker_plan.read_text()), json.loads(speech_plan.read_text())
     llm = [s for s in thinker["stages"] if "llm" in s]
+    encoders = [s for s in thinker["stages"] if "encoder" in s]
     talker = [s for s in speech["stages"] if "talker" in s]
     vocoder = [s for s in speech["stages"] if "vocoder" in s]
-    if len(llm) != 1 or len(talker) != 1 or len(vocoder) != 1:
-        raise ValueError("need a thinker plan with one llm stage and a speech plan with a talker and a vocoder stage")
+    if len(llm) != 1 or len(talker) != 1 or len(vocoder) != 1 or len(encoders) + 1 != len(thinker["stages"]):
+        raise ValueError("need a thinker plan with one llm stage (and encoder stages) and a speech plan with a talker "
+                         "and a vocoder stage")
 
     def rebase(stage: dict[str, Any], plan: Path, stage_id: int, sources: list[int]) -> dict[str, Any]:
         artifact = (plan.parent / stage["artifact"]).resolve()
         return {**stage, "stage_id": stage_id, "input_sources": sources,
                 "artifact": os.path.relpath(artifact, out_dir.resolve())}
 
-    stages = [rebase(llm[0], thinker_plan, 0, []), rebase(talker[0], speech_plan, 1, [0]),
-              rebase(vocoder[0], speech_plan, 2, [1])]
-    stages[0]["final_output"], stages[0]["final_output_type"] = True, "text"
-    return {"plan_version": 1, "name": f"omni ({thinker.get('name', '')} + {speech.get('name', '')})",
-            "stages": stages, "stream_limits": speech.get("stream_limits", thinker.get("stream_limits"))}
+    ids = {s["stage_id"]: i for i, s in enumerate(encoders)}  # encoders keep their order, renumbered from 0
+    stages = [rebase(s, thinker_plan, ids[s["stage_id"]], [ids[i] for i in s["input_sources"]]) for s in encoders]
+    first = len(stages)
+    stages += [rebase(llm[0], thinker_plan, first, [ids[i] for i in llm[0]["input_sources"]]),
+               rebase(talker[0], speech_plan, first + 1, [first]), rebase(vocoder[0], speech_plan, first + 2, [first + 1])]
+    stages[first]["final_output"], stages[first]["final_output_type"] = True, "text"
+    limits = [p["stream_limits"] for p in (thinker, speech) if "stream_limits" in p]
+    return {"plan_version": 1, "name": f"omni ({thinker.get('name', '')} + {speech.get('name', '')})", "stages": stages,
+            "stream_limits": {key: max(lim[key] for lim in limits) for key in limits[0]} if limits else None}
 
 
 def write_omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> Path:

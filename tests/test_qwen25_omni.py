@@ -412,3 +412,45 @@ def test_encoders_compile_for_the_htp_and_run_there(omni_checkpoint: Path, media
     refused = cli("export", "llm", "--checkpoint", str(omni_checkpoint), "--out", str(tmp_path / "w8"), "--buckets",
                   "512", "--prefill-chunk", "16", "--target", "qnn-htp", "--precision", "w8a16", "--soc", "sm8750")
     assert refused.returncode == 2 and "cannot run /merger/mlp/mlp.1/Erf (Erf)" in refused.stderr
+
+
+def test_image_and_audio_in_text_and_speech_out(omni_checkpoint: Path, omni_artifact: Path, media: dict[str, Path],
+                                                tmp_path: Path) -> None:
+    """The multimodal thinker's plan joined with a talker that reads its hidden states (export
+    omni): one request with an image and audio answers in text (generate's ids) and speech (the
+    talker's codes equal the PyTorch dual-track reference fed with transformers' hidden states
+    along those tokens, media included); the audio is exact in length."""
+    from numeric import assert_codes
+    from omni_edge.export.checkpoints import make_tts_checkpoint
+    from omni_edge.export.omni import write_omni_plan
+    from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
+    from omni_edge.export.tts import TtsExportOptions, export_tts
+    from omni_edge.runtime import OmniSession
+
+    talker = make_tts_checkpoint(tmp_path / "talker", preset="tiny", thinker=omni_checkpoint)
+    export_tts(talker, tmp_path / "speech", TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
+    plan = write_omni_plan(omni_artifact / "plan.json", tmp_path / "speech" / "plan.json", tmp_path / "omni")
+    stages = json.loads(plan.read_text())["stages"]
+    assert [(s["model_stage"], s["input_sources"]) for s in stages] == [
+        ("vision_encoder", []), ("audio_encoder", []), ("thinker", [0, 1]), ("talker", [2]), ("code2wav", [3])]
+    items, tokens, frames = [("image", media["red"]), ("audio", media["tone16"])], 8, 12
+    session = OmniSession.open(plan, threads=2)
+    result = session.run("Describe it.", chat=True, media=[(k, str(p)) for k, p in items], max_new_tokens=tokens,
+                         ignore_stop_tokens=True, max_frames=frames)
+    got = [t for e in result.text_events if e["kind"] == "token" for t in e["token_ids"]]
+    assert got == _generate(omni_checkpoint, items, "Describe it.", tokens)
+    # transformers' last decoder layer (pre-norm) at each position that produced a token, from its
+    # own generate (the same tokens, asserted above): the prefill's last row, then each step's.
+    thinker = load_thinker(omni_checkpoint)
+    inputs = reference_inputs(omni_checkpoint, thinker, items, "Describe it.", chat=True)
+    captured: list[torch.Tensor] = []
+    hook = thinker.model.model.language_model.layers[-1].register_forward_hook(
+        lambda _m, _i, out: captured.append((out[0] if isinstance(out, tuple) else out)[0, -1].clone()))
+    with torch.no_grad():
+        thinker.model.generate(**inputs, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
+    hook.remove()
+    hidden = torch.stack(captured[:tokens])
+    model = Qwen3Tts.from_pretrained(talker)
+    assert len(session.codes()) == frames and result.pcm.shape[0] == frames * SAMPLES_PER_FRAME
+    assert_codes(session.codes(), lambda trace: list(stream_codes_from_hidden(model, hidden, frames, trace=trace)),
+                 frames, model.ids.eos, "talker")
