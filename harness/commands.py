@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -136,16 +137,26 @@ def _bundle(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from omni_edge.harness.deploy import deploy
     from omni_edge.harness.profile import run_profile
-    from omni_edge.harness.profile_kinds import SPEECH, WORKLOADS, plan_kind
+    from omni_edge.harness.profile_kinds import SPEECH, WORKLOADS, plan_image_grids, plan_kind, plan_media, write_media
     from tqdm import tqdm
 
     try:
         kind = plan_kind(args.plan)
         device = _open(args)
         d = deploy(device, args.plan.parent, plan_name=args.plan.name, name=args.name, runtime=_runtime(args, device))
+        workload = WORKLOADS[kind][args.workload]
+        modalities = plan_media(args.plan)
+        if modalities:  # a multimodal plan: an image and audio with every request, pushed beside the artifacts
+            grids = plan_image_grids(args.plan)
+            media = []
+            for modality, local in write_media(args.out / "media", modalities, grids[0] if grids else None):
+                remote = f"{d.root}/media/{local.name}"
+                device.put_file(local, remote)
+                media.append((modality, remote))
+            workload = dataclasses.replace(workload, prompt="What do you see and hear?", media=tuple(media))
         groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None) + args.trace + args.reliability
         with tqdm(total=groups, unit="group", file=sys.stderr) as bar:
-            report = run_profile(d, WORKLOADS[kind][args.workload], args.out, kind=kind, runs=args.runs,
+            report = run_profile(d, workload, args.out, kind=kind, runs=args.runs,
                                  warmup=args.warmup, concurrency=args.concurrency, threads=args.threads,
                                  prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, trace=args.trace,
                                  reliability=args.reliability, progress=bar)

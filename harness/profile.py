@@ -250,7 +250,8 @@ class Profiler:
                     rows.append({"process": run.index, "request": k} | row)
                     steady_rss += [m.rss_kb / 1024 for m in run.memory if start <= m.t <= done_t]
                 start = done_t
-        metrics = {k: summarize([float(r[k]) for r in rows if r.get(k) is not None]) for k in metric_names(self.kind)}
+        metrics = {k: summarize([float(r[k]) for r in rows if r.get(k) is not None])
+                   for k in metric_names(self.kind, bool(self.workload.media))}
         if self.kind != SPEECH:
             metrics["token_interval_ms"] = summarize([v for r in rows for v in r["token_intervals_ms"]])
         if self.kind != TEXT:
@@ -409,7 +410,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
         "deployment": deployment.to_dict(),
         "verified_on_target": [{"component": v["manifest"]["component"], "qualified": v["qualified"]} for v in verified],
         "kind": kind,
-        "workload": {"name": workload.name, "prompt_chars": len(workload.prompt),
+        "workload": {"name": workload.name, "prompt_chars": len(workload.prompt), "media": [m for m, _ in workload.media],
                      "max_new_tokens": workload.max_new_tokens if kind != SPEECH else None,
                      "max_frames": workload.max_frames if kind != TEXT else None, "runs": runs, "warmup": warmup},
         "protocol": {"measured_per_group": runs, "minimum": MIN_RUNS, "met": runs >= MIN_RUNS,

@@ -7,6 +7,10 @@ their duration, RTF, the tail after the input ended, the talker's time per frame
 time. The harness adds what only the reader sees: the arrival gaps between chunks at the pipe,
 and the audio delivered against the playback clock along the request (the plot).
 An omni request has both streams; its handoff is the thinker's first token to the first PCM.
+A multimodal plan (encoder stages before the thinker) is profiled with an image and audio: each
+encoder's preprocessing and graph time, how long the thinker waited for their rows and how many
+bytes crossed, the time from the rows to the first token (the rest of the chain), and the audio
+encoder's tokens per second of audio (its alignment with the audio's timeline).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class Workload:
     prompt: str           # the prompt (text, omni) or the text to speak (speech)
     max_new_tokens: int   # text and omni
     max_frames: int = 0   # speech and omni: frames spoken at most (0: the plan's limit)
+    media: tuple[tuple[str, str], ...] = ()  # a multimodal plan's ("image" | "audio", path on the target), in order
 
 
 WORKLOADS: dict[str, dict[str, Workload]] = {
@@ -65,6 +70,47 @@ def plan_kind(plan_path: Path) -> str:
     return TEXT
 
 
+def plan_media(plan_path: Path) -> list[str]:
+    """The media a plan's encoder stages read ("image", "audio"); empty for a text-only thinker."""
+    stages = json.loads(plan_path.read_text())["stages"]
+    return [s["encoder"]["modality"] for s in stages if isinstance(s.get("encoder"), dict)]
+
+
+def plan_image_grids(plan_path: Path) -> list[list[int]]:
+    """The image patch grids (t, h, w) a plan's vision encoder has graphs for."""
+    stages = json.loads(plan_path.read_text())["stages"]
+    return [[int(v) for v in key.split("x")] for s in stages if s.get("encoder", {}).get("modality") == "image"
+            for key in s["graphs"]["encoder"]["graphs"]]
+
+
+def write_media(directory: Path, modalities: list[str], grid: list[int] | None, patch: int = 14,
+                seconds: float = 4.0) -> list[tuple[str, Path]]:
+    """The profile's media for a multimodal plan: noise at the size of its first image grid (no
+    resampling) and `seconds` of a 24 kHz chirp (resampled to the encoder's rate on the way)."""
+    import wave
+
+    import numpy as np
+    from PIL import Image
+
+    directory.mkdir(parents=True, exist_ok=True)
+    out: list[tuple[str, Path]] = []
+    if "image" in modalities and grid:
+        image = directory / "image.png"
+        pixels = np.random.default_rng(0).integers(0, 256, (grid[1] * patch, grid[2] * patch, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(image)
+        out.append(("image", image))
+    if "audio" in modalities:
+        audio = directory / "audio.wav"
+        t = np.arange(int(seconds * 24000)) / 24000
+        with wave.open(str(audio), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(24000)
+            w.writeframes((0.4 * np.sin(2 * np.pi * (200 + 300 * t) * t) * 32767).astype(np.int16).tobytes())
+        out.append(("audio", audio))
+    return out
+
+
 def streams_of(kind: str) -> tuple[str, ...]:
     return {TEXT: ("text",), SPEECH: ("audio",), OMNI: ("text", "audio")}[kind]
 
@@ -81,6 +127,8 @@ def run_argv(kind: str, binary: str, plan: str, workload: Workload, wav: str) ->
     else:
         argv = [binary, "--plan", plan, "--prompt", workload.prompt, "--max-new-tokens", str(workload.max_new_tokens),
                 "--ignore-stop-tokens"]
+        for modality, path in workload.media:
+            argv += [f"--{modality}", path]
         if kind == OMNI:
             argv += ["--speak", wav]
     if kind != TEXT and workload.max_frames:
@@ -101,6 +149,16 @@ def request_row(kind: str, lines: list[tuple[float, dict[str, Any]]], start: flo
     row: dict[str, Any] = {"wall_ms": (done_t - start) * 1000}
     if "text" in terminals:
         row |= {k: terminals["text"].get(k) for k in TEXT_FIELDS}
+        media = terminals["text"].get("media") or {}
+        if media.get("items"):  # the multimodal dimensions: each encoder, the handoff, the rest of the chain
+            row |= {"media_wait_ms": media.get("wait_ms"), "media_tokens": media.get("tokens"),
+                    "media_bytes": media.get("bytes_received")}
+            for modality in ("image", "audio"):
+                for key in ("preprocess_ms", "encode_ms", "tokens_per_second"):
+                    if key in media.get(modality, {}):
+                        row[f"{modality}_{key}"] = media[modality][key]
+            if row.get("ttft_ms") is not None and media.get("wait_ms") is not None:
+                row["after_media_ttft_ms"] = float(row["ttft_ms"]) - float(media["wait_ms"])
         tokens = [t for t, e in lines if e.get("kind") == "token"]
         row["token_intervals_ms"] = [(b - a) * 1000 for a, b in itertools.pairwise(tokens)]
     if "audio" in terminals:
@@ -122,8 +180,12 @@ def request_row(kind: str, lines: list[tuple[float, dict[str, Any]]], start: flo
     return row
 
 
-def metric_names(kind: str) -> list[str]:
-    names = ["wall_ms"]
+MEDIA_METRICS = ("media_wait_ms", "after_media_ttft_ms", "media_tokens", "media_bytes", "image_preprocess_ms",
+                 "image_encode_ms", "audio_preprocess_ms", "audio_encode_ms", "audio_tokens_per_second")
+
+
+def metric_names(kind: str, media: bool = False) -> list[str]:
+    names = ["wall_ms", *(MEDIA_METRICS if media else ())]
     if kind != SPEECH:
         names += ["ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s"]
     if kind != TEXT:

@@ -454,3 +454,22 @@ def test_image_and_audio_in_text_and_speech_out(omni_checkpoint: Path, omni_arti
     assert len(session.codes()) == frames and result.pcm.shape[0] == frames * SAMPLES_PER_FRAME
     assert_codes(session.codes(), lambda trace: list(stream_codes_from_hidden(model, hidden, frames, trace=trace)),
                  frames, model.ids.eos, "talker")
+
+
+def test_profile_reports_the_multimodal_dimensions(omni_artifact: Path, tmp_path: Path) -> None:
+    """`omni-edge profile` on the multimodal plan sends an image and audio with every request and
+    reports each encoder's preprocessing and graph time, the thinker's wait for their rows, the
+    rest of the chain to the first token, and the audio encoder's tokens per second of audio."""
+    out = tmp_path / "profile"
+    done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan",
+               str(omni_artifact / "plan.json"), "--runs", "3", "--warmup", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["workload"]["media"] == ["image", "audio"]
+    metrics = report["groups"]["concurrency-1"]["metrics"]
+    for key in ("media_wait_ms", "after_media_ttft_ms", "image_preprocess_ms", "image_encode_ms",
+                "audio_preprocess_ms", "audio_encode_ms"):
+        assert metrics[key]["n"] == 3 and metrics[key]["p50"] > 0, key
+    assert metrics["media_tokens"]["p50"] == 256 + audio_tokens(400)  # a 448x448 image, 4 s of audio
+    assert abs(metrics["audio_tokens_per_second"]["p50"] - 25.0) < 0.5
+    assert metrics["after_media_ttft_ms"]["p50"] < metrics["ttft_ms"]["p50"]

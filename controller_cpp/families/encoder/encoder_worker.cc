@@ -122,6 +122,7 @@ Result<std::vector<float>> EncoderWorker::EncodeAudio(const std::string& bytes) 
   const auto start = std::chrono::steady_clock::now();
   OE_ASSIGN_OR_RETURN(media::LogMel mel, media::AudioFeatures(bytes, config_.audio));
   preprocess_ms_ += MsSince(start);
+  audio_seconds_ = double(mel.frames * config_.audio.hop_length) / double(config_.audio.sampling_rate);
   Bound& b = graphs_.at("chunk");
   const int64_t F = config_.chunk_frames, H = config_.hidden_size;
   std::vector<float> rows;
@@ -150,14 +151,17 @@ Result<pipeline::StepResult> EncoderWorker::Step(pipeline::StepContext& ctx) {
   if (next_ >= items_.size()) return StepResult::Finish("done");
   const auto& [index, bytes] = items_[next_++];
   std::array<int64_t, 3> grid{};
+  const double preprocess_before = preprocess_ms_, encode_before = encode_ms_;
   auto rows = config_.modality == "image" ? EncodeImage(bytes, &grid) : EncodeAudio(bytes);
   if (!rows.ok()) return Status::Error(rows.status().reason(), "media[" + std::to_string(index) + "]: " + rows.status().message());
   const int64_t tokens = int64_t(rows->size()) / config_.hidden_size;
   tokens_ += tokens;
   pipeline::Output out;
   out.kind = "embeddings";
-  out.fields = {{"media_index", index}, {"modality", config_.modality}, {"tokens", tokens}};
+  out.fields = {{"media_index", index}, {"modality", config_.modality}, {"tokens", tokens},
+                {"preprocess_ms", preprocess_ms_ - preprocess_before}, {"encode_ms", encode_ms_ - encode_before}};
   if (config_.modality == "image") out.fields["grid"] = {grid[0], grid[1], grid[2]};
+  if (config_.modality == "audio") out.fields["seconds"] = audio_seconds_;
   out.payloads.push_back({"embeds", "float32", {tokens, config_.hidden_size},
                           std::string(reinterpret_cast<const char*>(rows->data()), rows->size() * sizeof(float))});
   OE_RETURN_IF_ERROR(ctx.Emit(std::move(out)).status());

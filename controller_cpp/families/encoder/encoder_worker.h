@@ -2,7 +2,8 @@
 // it into the encoder's input on the device (decode, resize, patches; or WAV, resampling,
 // log-mel), runs its graph(s) and emits one "embeddings" event: the rows that replace the
 // item's placeholders in the thinker's prompt ([tokens, hidden] float32), with the item's index
-// in the request's media list and, for an image, its patch grid (the thinker's M-RoPE reads it).
+// in the request's media list, its preprocessing and graph times, and, for an image, its patch
+// grid (the thinker's M-RoPE reads it) or, for audio, its length in seconds.
 // With input sources (encoders in series: A -> B -> thinker) it starts once they ended and
 // passes their rows on before its own.
 #pragma once
@@ -49,6 +50,7 @@ class EncoderWorker final : public pipeline::StageWorker {
   std::vector<pipeline::Input> forward_;                // the earlier encoders' events, to pass on
   size_t next_ = 0;
   double preprocess_ms_ = 0, encode_ms_ = 0, waited_ms_ = 0;
+  double audio_seconds_ = 0;  // of the last audio item (its mel frames x hop)
   int64_t tokens_ = 0;
 };
 

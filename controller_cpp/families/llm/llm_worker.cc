@@ -80,6 +80,7 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
   std::vector<media::ImageGrid> grids;
   std::vector<int64_t> positions;
   media_tokens_ = media_bytes_ = 0;
+  media_kinds_ = Json::object();
   for (const auto& [index, in] : items) {
     const pipeline::Payload* rows = in.Find("embeds");
     const int64_t n = in.fields.value("tokens", int64_t(0));
@@ -106,6 +107,15 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
     media_rows_.insert(media_rows_.end(), f, f + n * H);
     media_tokens_ += n;
     media_bytes_ += int64_t(rows->bytes.size());
+    // Per modality, what the encoders report: items, tokens, preprocessing and graph time, and
+    // for audio its length (tokens per second: how the encoder's rows align with the audio).
+    Json& kind = media_kinds_[in.fields.value("modality", std::string("unknown"))];
+    if (!kind.is_object()) kind = Json::object();
+    for (const char* key : {"preprocess_ms", "encode_ms", "seconds"}) {
+      if (in.fields.contains(key)) kind[key] = kind.value(key, 0.0) + in.fields.value(key, 0.0);
+    }
+    kind["items"] = kind.value("items", int64_t(0)) + 1;
+    kind["tokens"] = kind.value("tokens", int64_t(0)) + n;
   }
   prompt_.insert(prompt_.end(), media_tail_.begin(), media_tail_.end());
   const decoding::KvConfig& kv = config_.decoder.kv;
@@ -161,6 +171,7 @@ Status LlmWorker::Prepare(const pipeline::Request& r) {
   OE_RETURN_IF_ERROR(decoding::Validate(sampling_));
   max_new_tokens_ = r.max_new_tokens > 0 ? r.max_new_tokens : config_.max_new_tokens;
   media_items_ = 0;
+  media_kinds_ = Json::object();
   media_wait_ms_ = 0;
   media_tokens_ = media_bytes_ = 0;
   if (!r.media.empty()) return PrepareMedia(r);  // the prompt is laid out when the encoders' rows arrive
@@ -267,6 +278,17 @@ Json StepBytesJson(const decoding::Decoder::StepBytes& b) {
 }
 }  // namespace
 
+Json LlmWorker::MediaMetrics() const {
+  Json out = {{"items", int64_t(media_items_)}, {"tokens", media_tokens_}, {"bytes_received", media_bytes_},
+              {"wait_ms", media_wait_ms_}};
+  for (const auto& [kind, fields] : media_kinds_.items()) {
+    out[kind] = fields;
+    const double seconds = fields.value("seconds", 0.0);
+    if (kind == "audio" && seconds > 0) out[kind]["tokens_per_second"] = fields.value("tokens", 0.0) / seconds;
+  }
+  return out;
+}
+
 Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
   const int64_t n = int64_t(generated_.size());
   const double total_ms = ctx.ElapsedMs();
@@ -287,8 +309,7 @@ Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
           {"bytes_per_decode_step", StepBytesJson(decoder_->last_decode_bytes())},
           {"bytes_per_prefill_chunk", StepBytesJson(decoder_->last_prefill_bytes())},
           {"peak_rss_mb", PeakRssMb()},
-          {"media", {{"items", int64_t(media_items_)}, {"tokens", media_tokens_}, {"bytes_received", media_bytes_},
-                     {"wait_ms", media_wait_ms_}}}};
+          {"media", MediaMetrics()}};
 }
 
 Status LlmWorker::Rewind(int64_t shown) {

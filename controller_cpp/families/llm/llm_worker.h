@@ -68,6 +68,8 @@ class LlmWorker final : public pipeline::StageWorker {
   std::vector<float> media_rows_;  // the encoders' rows, in prompt order
   std::vector<decoding::Decoder::Splice> splices_;
   double media_wait_ms_ = 0;
+  Json media_kinds_ = Json::object();  // per modality: the encoders' items, tokens and times
+  Json MediaMetrics() const;
   int64_t media_tokens_ = 0, media_bytes_ = 0;
   std::vector<TokenId> context_;  // tokens whose keys/values are resident
   std::vector<TokenId> pending_;  // the sampled token not yet fed back
