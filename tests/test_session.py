@@ -10,7 +10,7 @@ from pathlib import Path
 
 from llm_reference import CLI, cli
 from omni_edge import _native
-from omni_edge.request import Request, Sampling
+from omni_edge.request import Media, Request, Sampling
 from omni_edge.runtime import Session
 
 RUN = CLI.parent / "omni-edge-run"
@@ -25,7 +25,7 @@ def test_the_python_request_is_the_native_schema() -> None:
                    max_new_tokens=3, sampling=Sampling(temperature=0.5, top_k=4, top_p=0.9, min_p=0.1,
                                                        repetition_penalty=1.1, seed=9),
                    stop_strings=("a",), ignore_stop_tokens=True, max_frames=2,
-                   speech_sampling=Sampling(seed=3), prebuffer_ms=0.0)
+                   speech_sampling=Sampling(seed=3), prebuffer_ms=0.0, media=(Media("image", "a.png"),))
     assert set(full.to_json()) == set(native)
 
 
@@ -36,7 +36,11 @@ def test_bad_requests_name_the_field(tiny_artifact: Path) -> None:
     for request, says in ((json.dumps({"prompt": "x", "max_frames": "2"}), "request.max_frames"),
                           (json.dumps({"prompt": "x", "colour": 1}), "request.colour: unknown field"),
                           (json.dumps({"prompt": "x", "sampling": {"top_k": -1}}), "request.sampling.top_k"),
-                          (json.dumps({"prompt": "x", "prompt_ids": [2 ** 40]}), "request.prompt_ids[0]")):
+                          (json.dumps({"prompt": "x", "prompt_ids": [2 ** 40]}), "request.prompt_ids[0]"),
+                          (json.dumps({"prompt": "x", "media": [{"kind": "video", "path": "a"}]}), "request.media[0].kind"),
+                          (json.dumps({"prompt": "x", "media": [{"kind": "image"}]}), "request.media[0].path"),
+                          (json.dumps({"prompt": "x", "media": [{"kind": "image", "path": "a", "x": 1}]}),
+                           "request.media[0].x: unknown field")):
         try:
             session._s.submit(request, lambda *a: True)
         except ContractError as exc:

@@ -26,6 +26,8 @@ TEST(CApi, TheRequestDefaultsArePinned) {
   EXPECT_EQ(r.ignore_stop_tokens, 0);
   EXPECT_EQ(r.max_frames, 0);
   EXPECT_EQ(r.prebuffer_ms, -1.0);  // the plan's: 0 with an adaptive chunk schedule, 200 with a fixed one
+  EXPECT_EQ(r.media, nullptr);
+  EXPECT_EQ(r.n_media, 0);
   for (const OeSampling& s : {r.sampling, r.speech_sampling}) {
     EXPECT_EQ(s.use_plan_sampling, 1);
     EXPECT_EQ(s.temperature, 0.0f);
