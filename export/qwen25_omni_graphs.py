@@ -3,9 +3,11 @@ weights (the decoder reuses `qwen3.BodyGraph` with M-RoPE positions as inputs).
 
 Vision, one graph per image grid (t, h, w in 14-pixel patches): the patches in the image
 processor's order -> the image's tokens after the 2x2 merge, in the thinker's order. The
-window permutation, both attention patterns (windows of `window_size` pixels; the whole image
-in the full-attention blocks) and the 2-D rotary tables depend only on the grid, so they are
-constants of the graph; attention is one masked softmax over the image's patches.
+window permutation, the windows (of `window_size` pixels) and the 2-D rotary tables depend
+only on the grid, so they are constants of the graph. Windowed blocks attend within each window
+as one batch of windows (gathered, the shorter ones padded and masked), so their cost grows
+with the patches times the window, not the patches squared; full-attention blocks attend over
+the whole image, unmasked.
 
 Audio, one graph per chunk of 2 x n_window mel frames (the chunks transformers cuts an audio
 into: positions restart and attention stays inside each): features [1, mel, 2 n_window] and the
@@ -26,13 +28,20 @@ from torch import nn
 MASK_VALUE = -10000.0  # finite: exp underflows to exactly 0 in float32, and fp16 can hold it
 
 
-def _block_mask(bounds: torch.Tensor, size: int) -> torch.Tensor:
-    """An additive [size, size] mask letting each position see only its block of `bounds`
-    (cumulative lengths, as transformers' cu_seqlens)."""
-    mask = torch.full((size, size), MASK_VALUE)
-    for start, end in itertools.pairwise(int(x) for x in bounds):
-        mask[start:end, start:end] = 0.0
-    return mask
+def _windows(bounds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Windows of contiguous positions (transformers' cu_window_seqlens) as a padded batch: the
+    positions each window gathers [n, W] (padding repeats its first), an additive mask on the
+    padded keys [n, 1, 1, W], and where each position's row sits in the flattened batch [S]."""
+    spans = [(a, b) for a, b in itertools.pairwise(int(x) for x in bounds) if b > a]
+    width = max(b - a for a, b in spans)
+    gather = torch.zeros(len(spans), width, dtype=torch.int64)
+    mask = torch.zeros(len(spans), 1, 1, width)
+    unpad = torch.zeros(spans[-1][1], dtype=torch.int64)
+    for w, (a, b) in enumerate(spans):
+        gather[w] = torch.tensor([a + min(i, b - a - 1) if i < b - a else a for i in range(width)])
+        mask[w, ..., b - a:] = MASK_VALUE
+        unpad[a:b] = w * width + torch.arange(b - a)
+    return gather, mask, unpad
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -48,8 +57,9 @@ class VisionGraph(nn.Module):
     sin: torch.Tensor
     window_index: torch.Tensor
     reverse_index: torch.Tensor
+    window_gather: torch.Tensor
     window_mask: torch.Tensor
-    full_mask: torch.Tensor
+    window_unpad: torch.Tensor
 
     def __init__(self, visual: Any, grid: tuple[int, int, int]) -> None:
         from transformers.vision_utils import get_vision_attention_seqlens, get_vision_position_ids, get_vision_window_index
@@ -73,8 +83,12 @@ class VisionGraph(nn.Module):
         self.register_buffer("reverse_index", torch.argsort(window_index).to(torch.int64), persistent=False)
         self.register_buffer("cos", self._permute(cos.float(), seq), persistent=False)
         self.register_buffer("sin", self._permute(sin.float(), seq), persistent=False)
-        self.register_buffer("window_mask", _block_mask(cu_window, seq), persistent=False)
-        self.register_buffer("full_mask", _block_mask(cu_seqlens, seq), persistent=False)
+        if len(cu_seqlens) != 2:
+            raise ValueError(f"grid {grid}: one image is one attention segment, got {len(cu_seqlens) - 1}")
+        gather, mask, unpad = _windows(cu_window)
+        self.register_buffer("window_gather", gather, persistent=False)
+        self.register_buffer("window_mask", mask, persistent=False)
+        self.register_buffer("window_unpad", unpad, persistent=False)
         embed = visual.patch_embed.proj  # a Conv3d whose kernel is the patch: a matrix product
         self.patch = nn.Linear(embed.weight[0].numel(), embed.weight.shape[0], bias=False)
         self.patch.weight = nn.Parameter(embed.weight.detach().reshape(embed.weight.shape[0], -1).clone(),
@@ -84,23 +98,30 @@ class VisionGraph(nn.Module):
         """Rows in the window order (groups of merge_unit patches moved together)."""
         return x.reshape(seq // self.merge_unit, self.merge_unit, -1)[self.window_index].reshape(seq, -1)
 
-    def _attention(self, block: Any, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _attention(self, block: Any, x: torch.Tensor, windowed: bool) -> torch.Tensor:
         att, seq = block.attn, x.shape[0]
         q = att.q(x).reshape(seq, self.heads, -1)
         k = att.k(x).reshape(seq, self.heads, -1)
-        v = att.v(x).reshape(seq, self.heads, -1).transpose(0, 1)                 # [H, S, D]
+        v = att.v(x).reshape(seq, self.heads, -1)
         cos, sin = self.cos[:, None], self.sin[:, None]
-        q = ((q * cos + _rotate_half(q) * sin) * att.scaling).transpose(0, 1)
-        k = (k * cos + _rotate_half(k) * sin).transpose(0, 1)
-        probs = torch.softmax(torch.bmm(q, k.transpose(1, 2)) + mask, dim=-1)
-        out: torch.Tensor = att.proj(torch.bmm(probs, v).transpose(0, 1).reshape(seq, -1))
+        q = (q * cos + _rotate_half(q) * sin) * att.scaling
+        k = k * cos + _rotate_half(k) * sin
+        if windowed:  # [n, W, H, D] -> [n, H, W, D]: every window a batch of its own
+            q, k, v = (t[self.window_gather].permute(0, 2, 1, 3) for t in (q, k, v))
+            probs = torch.softmax(q @ k.transpose(-1, -2) + self.window_mask, dim=-1)
+            rows = (probs @ v).permute(0, 2, 1, 3).reshape(-1, q.shape[1] * q.shape[3])[self.window_unpad]
+        else:  # the whole image: [H, S, D]
+            q, k, v = (t.transpose(0, 1) for t in (q, k, v))
+            probs = torch.softmax(torch.bmm(q, k.transpose(1, 2)), dim=-1)
+            rows = torch.bmm(probs, v).transpose(0, 1).reshape(seq, -1)
+        out: torch.Tensor = att.proj(rows)
         return out
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         seq = pixel_values.shape[0]
         x = self._permute(self.patch(pixel_values), seq)
         for i, block in enumerate(self.visual.blocks):
-            x = x + self._attention(block, block.norm1(x), self.full_mask if i in self.full_blocks else self.window_mask)
+            x = x + self._attention(block, block.norm1(x), windowed=i not in self.full_blocks)
             x = x + block.mlp(block.norm2(x))
         merged: torch.Tensor = self.visual.merger(x)
         return merged[self.reverse_index]
