@@ -256,6 +256,38 @@ def _media_report(checkpoint: Path, thinker: Thinker, plan: Path, encoders: Enco
     ))
 
 
+def session_agreement(checkpoint: Path, plan: Path, image: tuple[int, int]) -> float:
+    """Greedy agreement of a whole image + audio request through the native session on `plan`
+    (whatever runs its encoders) with transformers' generate: the share of the reference's tokens
+    before the first difference that is not a near tie."""
+    import tempfile
+
+    from omni_edge.runtime import Session
+
+    thinker = load_thinker(checkpoint)
+    with tempfile.TemporaryDirectory() as tmp:
+        media = _request_media(Path(tmp), image)
+        inputs = reference_inputs(checkpoint, thinker, media, "What do you see and hear?", chat=True)
+        with torch.no_grad():
+            ref = thinker.model.generate(**inputs, max_new_tokens=MEDIA_TOKENS, min_new_tokens=MEDIA_TOKENS,
+                                         do_sample=False, output_logits=True, return_dict_in_generate=True)
+        ref_ids = [int(t) for t in ref.sequences[0, inputs["input_ids"].shape[1]:]]
+        got: list[int] = []
+
+        def collect(event: dict[str, Any]) -> bool:
+            got.extend(event.get("token_ids", []))
+            return True
+
+        Session.open(plan, allow_unqualified=True).run("What do you see and hear?", chat=True, on_event=collect,
+                                                       media=[(k, str(p)) for k, p in media],
+                                                       max_new_tokens=MEDIA_TOKENS, ignore_stop_tokens=True)
+    for i, (a, b) in enumerate(zip(got, ref_ids, strict=False)):
+        if a != b:
+            logits = ref.logits[i][0].double().numpy()
+            return 1.0 if float(logits.max() - logits[a]) < FP32_TIE_GAP else i / MEDIA_TOKENS
+    return 1.0 if len(got) == MEDIA_TOKENS else len(got) / MEDIA_TOKENS
+
+
 # ---- the command -------------------------------------------------------------------------------
 
 def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
@@ -267,9 +299,9 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         from omni_edge.export.qwen25_omni_qnn import export_encoders_qnn
 
         return export_encoders_qnn(checkpoint, out, opts)
-    if opts.target != "cpu" or opts.formats != ("onnx",) or opts.precision not in ("", "fp32"):
-        raise ValueError("a Qwen2.5-Omni checkpoint exports to --format onnx at fp32 on the CPU (and its encoders "
-                         "to --target qnn-htp) so far")
+    if opts.target != "cpu" or not set(opts.formats) <= {"onnx", "pte"} or opts.precision not in ("", "fp32"):
+        raise ValueError("a Qwen2.5-Omni checkpoint exports to --format onnx, pte or both at fp32 on the CPU (and its "
+                         "encoders to --target qnn-htp) so far")
     opts = replace(opts, precision="fp32")
     thinker = load_thinker(checkpoint)
     parts = ThinkerParts(thinker.model)
@@ -313,28 +345,34 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         "llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk, "format": "onnx"},
         "omni": {"vision": "vision-onnx", "audio": "audio-onnx", "image_grids": [list(g) for g in grids],
                  "skipped": thinker.skipped}})
-    multimodal = _multimodal_plan(out, checkpoint.name, json.loads(plan.read_text())["stages"][0], vision, audio,
-                                  shape.hidden, grids)
-    return [multimodal, plan]
+    multimodal = multimodal_plan(out / "plan.json", checkpoint.name, json.loads(plan.read_text())["stages"][0],
+                                 vision["graphs"], audio["graphs"], audio["chunk_frames"], shape.hidden, grids)
+    plans = [multimodal, plan]
+    if "pte" in opts.formats:
+        from omni_edge.export.qwen25_omni_pte import export_omni_pte
+
+        plans += export_omni_pte(checkpoint, out, opts, thinker, grids, audio["chunk_frames"])
+    return plans
 
 
-def _multimodal_plan(out: Path, name: str, thinker_stage: dict[str, Any], vision: dict[str, Any], audio: dict[str, Any],
-                     hidden: int, grids: list[tuple[int, int, int]]) -> Path:
-    """OUT/plan.json: the image and audio encoders as entry stages whose rows feed the thinker."""
-    def encoder(stage_id: int, kind: str, modality: str, graphs: dict[str, str], **extra: Any) -> dict[str, Any]:
+def multimodal_plan(path: Path, name: str, thinker_stage: dict[str, Any], vision: dict[str, Any], audio: dict[str, Any],
+                    chunk_frames: int, hidden: int, grids: list[tuple[int, int, int]], fmt: str = "onnx",
+                    backend: str = "onnxruntime") -> Path:
+    """The image and audio encoders (components vision-FMT, audio-FMT; their graph references) as
+    entry stages whose rows feed the thinker."""
+    def encoder(stage_id: int, kind: str, modality: str, graphs: dict[str, Any], **extra: Any) -> dict[str, Any]:
         return {"stage_id": stage_id, "model_stage": f"{kind}_encoder", "execution_type": "llm_generation", "input_sources": [],
-                "engine_output_type": "embeddings", "artifact": f"{kind}-onnx",
+                "engine_output_type": "embeddings", "artifact": f"{kind}-{fmt}",
                 "encoder": {"modality": modality, "preprocessor": "preprocessor_config.json", "hidden_size": hidden, **extra},
-                "graphs": {"encoder": {"backend": "onnxruntime", "device": "cpu", "graphs": graphs}}}
+                "graphs": {"encoder": {"backend": backend, "device": "cpu", "graphs": graphs}}}
 
     thinker = {**thinker_stage, "stage_id": 2, "input_sources": [0, 1],
                "llm": {**thinker_stage["llm"], "media": {"config": THINKER_CONFIG}}}
     # An encoder event carries one item's rows: the largest image's, or 30 s of audio (750 tokens).
     largest = max([g[0] * g[1] * g[2] // 4 for g in grids] + [750]) * hidden * 4
-    plan = {"plan_version": 1, "name": f"{name} (image + audio -> text, onnx)",
-            "stages": [encoder(0, "vision", "image", vision["graphs"]),
-                       encoder(1, "audio", "audio", audio["graphs"], chunk_frames=audio["chunk_frames"]), thinker],
+    plan = {"plan_version": 1, "name": f"{name} (image + audio -> text, {fmt})",
+            "stages": [encoder(0, "vision", "image", vision),
+                       encoder(1, "audio", "audio", audio, chunk_frames=chunk_frames), thinker],
             "stream_limits": {"max_events": 64, "max_bytes": max(1 << 20, 2 * largest)}}
-    path = out / "plan.json"
     write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
     return path

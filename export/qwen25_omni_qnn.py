@@ -104,42 +104,6 @@ def _report(kind: str, identity: dict[str, str], checks: tuple[ReportCheck, ...]
                             identity["shape_bucket"], identity["target_abi"], checks)
 
 
-def _agreement(checkpoint: Path, plan: Path, image: tuple[int, int]) -> float:
-    """Greedy agreement of a whole image + audio request (the native session, encoders on the
-    HTP) with transformers' generate: the share of the reference's tokens before the first
-    difference that is not a near tie."""
-    import tempfile
-
-    import torch
-    from omni_edge.export.comparison import FP32_TIE_GAP
-    from omni_edge.export.qwen25_omni import load_thinker, reference_inputs
-    from omni_edge.export.qwen25_omni_export import MEDIA_TOKENS, _request_media
-    from omni_edge.runtime import Session
-
-    thinker = load_thinker(checkpoint)
-    with tempfile.TemporaryDirectory() as tmp:
-        media = _request_media(Path(tmp), image)
-        inputs = reference_inputs(checkpoint, thinker, media, "What do you see and hear?", chat=True)
-        with torch.no_grad():
-            ref = thinker.model.generate(**inputs, max_new_tokens=MEDIA_TOKENS, min_new_tokens=MEDIA_TOKENS,
-                                         do_sample=False, output_logits=True, return_dict_in_generate=True)
-        ref_ids = [int(t) for t in ref.sequences[0, inputs["input_ids"].shape[1]:]]
-        got: list[int] = []
-
-        def collect(event: dict[str, Any]) -> bool:
-            got.extend(event.get("token_ids", []))
-            return True
-
-        Session.open(plan, allow_unqualified=True).run("What do you see and hear?", chat=True, on_event=collect,
-                                                       media=[(k, str(p)) for k, p in media],
-                                                       max_new_tokens=MEDIA_TOKENS, ignore_stop_tokens=True)
-    for i, (a, b) in enumerate(zip(got, ref_ids, strict=False)):
-        if a != b:
-            logits = ref.logits[i][0].double().numpy()
-            return 1.0 if float(logits.max() - logits[a]) < FP32_TIE_GAP else i / MEDIA_TOKENS
-    return 1.0 if len(got) == MEDIA_TOKENS else len(got) / MEDIA_TOKENS
-
-
 def _manifests(components: dict[str, tuple[Path, dict[str, str]]], identity: dict[str, str], sqnr: dict[str, float],
                soc: qnn_target.Soc, prec: qnn_target.Precision, task: ValidationReport) -> None:
     """Each encoder component's reports (its own graphs' worst SQNR; the request's agreement) and manifest."""
@@ -162,7 +126,7 @@ def _manifests(components: dict[str, tuple[Path, dict[str, str]]], identity: dic
 
 def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
     """The CPU export, then per SoC the encoders compiled for its HTP and their plan."""
-    from omni_edge.export.qwen25_omni_export import Encoders, export_omni_llm
+    from omni_edge.export.qwen25_omni_export import Encoders, export_omni_llm, session_agreement
 
     precision = opts.precision or "fp16"
     if precision not in SQNR_LIMITS:
@@ -204,7 +168,7 @@ def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         task = pending
         if opts.validate:
             _manifests(components, identity, sqnr, soc, prec, pending)  # verified by the session before it runs them
-            agree = _agreement(checkpoint, plan_path, opts.image_sizes[0])
+            agree = session_agreement(checkpoint, plan_path, opts.image_sizes[0])
             # Reported, held to half: a random thinker's greedy path flips on the HTP's rounding.
             task = _report("task", identity, (ReportCheck("media_greedy_agreement", agree, 0.5, ">="),))
         _manifests(components, identity, sqnr, soc, prec, task)

@@ -200,7 +200,7 @@ class BodyGraph(nn.Module):
             # product and a sum select it exactly (x * 1 + 0 + 0), with no gather over dims.
             row = torch.cat([torch.full((n,), i % 3) for i, n in enumerate(s.mrope_section)])
             rows = torch.nn.functional.one_hot(torch.cat((row, row)), 3).t().to(torch.float32)
-            self.register_buffer("mrope_rows", rows[:, None, None, :], persistent=False)
+            self.register_buffer("mrope_rows", rows[:, None, None, :].contiguous(), persistent=False)
         self.rope_table = rope_table
         if rope_table:
             emb = self._angles(torch.arange(rope_table, dtype=torch.int64)[None])[0, 0]  # [P, D]

@@ -218,7 +218,7 @@ def omni_artifact(omni_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
     """`export llm` on the thinker: thinker, vision (448x448) and audio components, validated."""
     out = tmp_path_factory.mktemp("omni-art")
     done = cli("export", "llm", "--checkpoint", str(omni_checkpoint), "--out", str(out), "--buckets", "512",
-               "--prefill-chunk", "16")
+               "--prefill-chunk", "16", "--format", "both")
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -231,8 +231,12 @@ def test_export_writes_thinker_vision_and_audio_components_checked_against_trans
     """Each encoder graph against the transformers module (vision on the 448x448 grid; audio over
     2.6 chunks, the last one shorter), the thinker as any LLM through the native engine, and a
     whole image + audio chat request: encoders, splice, M-RoPE rows, 16 greedy ids equal to generate."""
-    for component in ("thinker-onnx", "vision-onnx", "audio-onnx"):
+    for component in ("thinker-onnx", "vision-onnx", "audio-onnx", "thinker-pte", "vision-pte", "audio-pte"):
         assert cli("verify", str(omni_artifact / component)).returncode == 0, component
+    # ExecuTorch: each encoder method against transformers, and the whole request on ExecuTorch.
+    assert _checks(omni_artifact / "vision-pte", "numerical.json")["embeds_sqnr_db"] >= 100  # measured 121.6 dB
+    assert _checks(omni_artifact / "audio-pte", "numerical.json")["embeds_sqnr_db"] >= 100   # measured 137.3 dB
+    assert _checks(omni_artifact / "thinker-pte", "task.json")["media_greedy_agreement"] == 1.0
     assert _checks(omni_artifact / "vision-onnx", "numerical.json")["embeds_sqnr_db"] >= 100  # measured 122 dB
     assert _checks(omni_artifact / "audio-onnx", "numerical.json")["embeds_sqnr_db"] >= 100   # measured 140 dB
     thinker = _checks(omni_artifact / "thinker-onnx", "numerical.json")
