@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import peak_rss_mb  # benchmarks/common.py (the script's folder is on sys.path)
 from omni_edge.files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,12 +45,6 @@ BLOCK_SIZE = 32  # int8/int4 weights per quantization block, for both omni-edge 
 # its whole bucket (measured: int4 decode 3.8 ms per body step at 512 slots, 2.9 ms at 256).
 BUCKETS = (256, 512, 1024)
 
-
-def peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return float(line.split()[1]) / 1024
-    return 0.0
 
 
 def prompt_ids(checkpoint: Path, n: int) -> list[int]:

@@ -23,42 +23,24 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import time
-import wave
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from common import omni_edge, peak_rss_mb, run_worker  # benchmarks/common.py (the script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("stages, side by side", "stages, in series", "transformers (encoders in the thinker's forward)")
 PROMPT = "What do you see and hear?"
 
 
-def peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return float(line.split()[1]) / 1024
-    return 0.0
-
 
 def media(directory: Path, seconds: float) -> list[tuple[str, Path]]:
-    from PIL import Image
+    """Noise at 448x448 (no resampling) and `seconds` of a 24 kHz chirp: the profiler's media."""
+    from omni_edge.harness.profile_kinds import write_media
 
-    image, audio = directory / "image_448.png", directory / f"speech_{seconds:g}s_24k.wav"
-    if not image.exists():
-        rng = np.random.default_rng(0)
-        Image.fromarray(rng.integers(0, 256, (448, 448, 3), dtype=np.uint8)).save(image)
-    if not audio.exists():
-        t = np.arange(int(seconds * 24000)) / 24000
-        with wave.open(str(audio), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(24000)
-            w.writeframes((0.5 * np.sin(2 * np.pi * (200 + 300 * t) * t) * 32767).astype(np.int16).tobytes())
-    return [("image", image), ("audio", audio)]
+    return write_media(directory / "media", ["image", "audio"], [1, 32, 32], seconds=seconds)
 
 
 def run_native(args: argparse.Namespace, plan: Path, items: list[tuple[str, Path]]) -> list[dict[str, Any]]:
@@ -105,16 +87,13 @@ def worker(args: argparse.Namespace) -> None:
     print(json.dumps({"runs": runs, "peak_rss_mb": peak_rss_mb()}))
 
 
-def _cli(*argv: str) -> None:
-    subprocess.run([sys.executable, "-m", "omni_edge.cli", *argv], check=True, stdout=subprocess.DEVNULL)
-
 
 def ensure_artifacts(args: argparse.Namespace) -> None:
     if not (args.checkpoint / "model.safetensors").exists():
-        _cli("make-checkpoint", "--arch", "qwen2.5-omni", "--preset", args.preset, "--out", str(args.checkpoint))
+        omni_edge("make-checkpoint", "--arch", "qwen2.5-omni", "--preset", args.preset, "--out", str(args.checkpoint))
     if not (args.artifact / "plan.json").exists():
         shutil.rmtree(args.artifact, ignore_errors=True)
-        _cli("export", "llm", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact), "--buckets", "1024")
+        omni_edge("export", "llm", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact), "--buckets", "1024")
     plan = json.loads((args.artifact / "plan.json").read_text())
     audio = next(s for s in plan["stages"] if s["model_stage"] == "audio_encoder")
     vision = next(s for s in plan["stages"] if s["model_stage"] == "vision_encoder")
@@ -132,7 +111,7 @@ def measure(args: argparse.Namespace, system: str) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--worker", system, "--checkpoint", str(args.checkpoint), "--artifact",
            str(args.artifact), "--requests", str(args.requests), "--threads", str(args.threads), "--tokens",
            str(args.tokens), "--seconds", str(args.seconds)]
-    got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    got = run_worker(cmd)
     return {**summarize(got["runs"]), "peak_rss_mb": got["peak_rss_mb"]}
 
 

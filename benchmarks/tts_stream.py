@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from common import omni_edge, peak_rss_mb, run_worker  # benchmarks/common.py (the script's folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ("native adaptive", "native fixed")
 PYTORCH = "pytorch loop (fixed)"
@@ -51,12 +53,6 @@ TEXTS = (("short", "Hello there.", 25),
                   "talking and the vocoder keeps up with it.", 150))
 OMNI_PROMPT = "Tell me about the weather in a few words."
 
-
-def peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return float(line.split()[1]) / 1024
-    return 0.0
 
 
 def utterances(n: int) -> list[tuple[str, str, int]]:
@@ -186,9 +182,6 @@ def worker(args: argparse.Namespace) -> None:
     print(json.dumps({"runs": runs, "peak_rss_mb": peak_rss_mb()}))
 
 
-def _cli(*argv: str) -> None:
-    subprocess.run([sys.executable, "-m", "omni_edge.cli", *argv], check=True, stdout=subprocess.DEVNULL)
-
 
 def _adaptive(plan: Path) -> bool:
     if not plan.is_file():
@@ -199,10 +192,10 @@ def _adaptive(plan: Path) -> bool:
 
 def ensure_artifacts(args: argparse.Namespace) -> None:
     if not (args.checkpoint / "model.safetensors").exists():
-        _cli("make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--out", str(args.checkpoint))
+        omni_edge("make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--out", str(args.checkpoint))
     if not _adaptive(args.artifact / "plan.json"):  # missing, or exported before the adaptive schedule
         shutil.rmtree(args.artifact, ignore_errors=True)
-        _cli("export", "tts", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact))
+        omni_edge("export", "tts", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact))
     plan = json.loads((args.artifact / "plan.json").read_text())
     plan["stages"][1]["vocoder"]["schedule"] = {"policy": "fixed"}  # the same windows, cut the old way
     (args.artifact / "plan.fixed.json").write_text(json.dumps(plan, indent=1))
@@ -214,15 +207,15 @@ def ensure_omni(args: argparse.Namespace) -> None:
     """The README's default thinker with a talker of its width, as `omni-edge demo` would."""
     demo = ROOT / "work" / "demo"
     if not (demo / "artifact" / "plan.onnx.json").exists():
-        _cli("demo", "--no-speech")
+        omni_edge("demo", "--no-speech")
     base = ROOT / "work" / f"bench-omni-{args.preset}"
     if _adaptive(base / "speech" / "plan.json") and (base / "omni" / "plan.json").exists():
         return
     shutil.rmtree(base, ignore_errors=True)
-    _cli("make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--thinker",
+    omni_edge("make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--thinker",
          str(demo / "checkpoint-qwen3-tiny"), "--out", str(base / "talker"))
-    _cli("export", "tts", "--checkpoint", str(base / "talker"), "--out", str(base / "speech"))
-    _cli("export", "omni", "--thinker-plan", str(demo / "artifact" / "plan.onnx.json"), "--speech-plan",
+    omni_edge("export", "tts", "--checkpoint", str(base / "talker"), "--out", str(base / "speech"))
+    omni_edge("export", "omni", "--thinker-plan", str(demo / "artifact" / "plan.onnx.json"), "--speech-plan",
          str(base / "speech" / "plan.json"), "--out", str(base / "omni"))
 
 
@@ -245,8 +238,7 @@ def measure(args: argparse.Namespace, system: str) -> dict[str, Any]:
            str(args.artifact), "--utterances", str(args.utterances), "--threads", str(args.threads)]
     if system == OMNI:
         cmd += ["--omni-plan", str(ROOT / "work" / f"bench-omni-{args.preset}" / "omni" / "plan.json")]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    got = json.loads(out.strip().splitlines()[-1])
+    got = run_worker(cmd)
     return {**summarize(got["runs"]), "peak_rss_mb": got["peak_rss_mb"]}
 
 
