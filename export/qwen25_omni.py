@@ -218,6 +218,20 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
     return x.reshape(-1, channels).mean(axis=1).astype(np.float32), rate
 
 
+def wav_bytes(samples: np.ndarray, rate: int) -> bytes:
+    """Samples in [-1, 1] as a 16-bit mono PCM WAV file (clipped)."""
+    import io
+    import wave
+
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(samples, -1, 1) * 32767).astype(np.int16).tobytes())
+    return buffer.getvalue()
+
+
 def resample(x: np.ndarray, rate: int, target: int) -> np.ndarray:
     """The reference resampler: polyphase, Kaiser-windowed (scipy's resample_poly)."""
     from math import gcd

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import wave
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, Va
 from omni_edge.export import onnx_target
 from omni_edge.export.comparison import FP32_TIE_GAP, sqnr_db
 from omni_edge.export.qwen3 import Qwen3Shape
-from omni_edge.export.qwen25_omni import Thinker, load_thinker, processors, reference_inputs
+from omni_edge.export.qwen25_omni import Thinker, load_thinker, processors, reference_inputs, wav_bytes
 from omni_edge.export.qwen25_omni_graphs import AudioChunkGraph, ThinkerParts, VisionGraph, chunk_tokens
 from omni_edge.files import write_text_atomic
 from tqdm import tqdm
@@ -159,13 +158,8 @@ def _request_media(directory: Path, size: tuple[int, int]) -> list[tuple[str, Pa
 
     image, audio = directory / "red_square.png", directory / "tone_440hz.wav"
     Image.new("RGB", size, (255, 0, 0)).save(image)
-    rate = 24000
-    t = np.arange(int(2.5 * rate)) / rate
-    with wave.open(str(audio), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes((0.5 * np.sin(2 * np.pi * 440 * t) * 32767).astype(np.int16).tobytes())
+    t = np.arange(int(2.5 * 24000)) / 24000
+    audio.write_bytes(wav_bytes(0.5 * np.sin(2 * np.pi * 440 * t), 24000))
     return [("image", image), ("audio", audio)]
 
 
@@ -256,7 +250,7 @@ def _media_report(checkpoint: Path, thinker: Thinker, plan: Path, encoders: Enco
     ))
 
 
-def session_agreement(checkpoint: Path, plan: Path, image: tuple[int, int]) -> float:
+def session_agreement(checkpoint: Path, thinker: Thinker, plan: Path, image: tuple[int, int]) -> float:
     """Greedy agreement of a whole image + audio request through the native session on `plan`
     (whatever runs its encoders) with transformers' generate: the share of the reference's tokens
     before the first difference that is not a near tie."""
@@ -264,7 +258,6 @@ def session_agreement(checkpoint: Path, plan: Path, image: tuple[int, int]) -> f
 
     from omni_edge.runtime import Session
 
-    thinker = load_thinker(checkpoint)
     with tempfile.TemporaryDirectory() as tmp:
         media = _request_media(Path(tmp), image)
         inputs = reference_inputs(checkpoint, thinker, media, "What do you see and hear?", chat=True)
@@ -345,8 +338,8 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         "llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk, "format": "onnx"},
         "omni": {"vision": "vision-onnx", "audio": "audio-onnx", "image_grids": [list(g) for g in grids],
                  "skipped": thinker.skipped}})
-    multimodal = multimodal_plan(out / "plan.json", checkpoint.name, json.loads(plan.read_text())["stages"][0],
-                                 vision["graphs"], audio["graphs"], audio["chunk_frames"], shape.hidden, grids)
+    multimodal = multimodal_plan(out / "plan.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
+                                 vision["graphs"], audio["graphs"], audio["chunk_frames"], grids)
     plans = [multimodal, plan]
     if "pte" in opts.formats:
         from omni_edge.export.qwen25_omni_pte import export_omni_pte
@@ -355,24 +348,30 @@ def export_omni_llm(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
     return plans
 
 
-def multimodal_plan(path: Path, name: str, thinker_stage: dict[str, Any], vision: dict[str, Any], audio: dict[str, Any],
-                    chunk_frames: int, hidden: int, grids: list[tuple[int, int, int]], fmt: str = "onnx",
+def multimodal_plan(path: Path, name: str, thinker: Thinker, thinker_stage: dict[str, Any], vision: dict[str, Any],
+                    audio: dict[str, Any], chunk_frames: int, grids: list[tuple[int, int, int]], fmt: str = "onnx",
                     backend: str = "onnxruntime") -> Path:
     """The image and audio encoders (components vision-FMT, audio-FMT; their graph references) as
     entry stages whose rows feed the thinker."""
+    hidden = int(thinker.config.text_config.hidden_size)
+    v = thinker.config.vision_config
+    widths = {"image": v.in_channels * v.temporal_patch_size * v.patch_size ** 2,
+              "audio": thinker.config.audio_config.num_mel_bins}
+
     def encoder(stage_id: int, kind: str, modality: str, graphs: dict[str, Any], **extra: Any) -> dict[str, Any]:
         return {"stage_id": stage_id, "model_stage": f"{kind}_encoder", "execution_type": "llm_generation", "input_sources": [],
                 "engine_output_type": "embeddings", "artifact": f"{kind}-{fmt}",
-                "encoder": {"modality": modality, "preprocessor": "preprocessor_config.json", "hidden_size": hidden, **extra},
+                "encoder": {"modality": modality, "preprocessor": "preprocessor_config.json", "hidden_size": hidden,
+                            "input_width": widths[modality], **extra},
                 "graphs": {"encoder": {"backend": backend, "device": "cpu", "graphs": graphs}}}
 
-    thinker = {**thinker_stage, "stage_id": 2, "input_sources": [0, 1],
-               "llm": {**thinker_stage["llm"], "media": {"config": THINKER_CONFIG}}}
+    reader = {**thinker_stage, "stage_id": 2, "input_sources": [0, 1],
+              "llm": {**thinker_stage["llm"], "media": {"config": THINKER_CONFIG}}}
     # An encoder event carries one item's rows: the largest image's, or 30 s of audio (750 tokens).
     largest = max([g[0] * g[1] * g[2] // 4 for g in grids] + [750]) * hidden * 4
     plan = {"plan_version": 1, "name": f"{name} (image + audio -> text, {fmt})",
             "stages": [encoder(0, "vision", "image", vision),
-                       encoder(1, "audio", "audio", audio, chunk_frames=chunk_frames), thinker],
+                       encoder(1, "audio", "audio", audio, chunk_frames=chunk_frames), reader],
             "stream_limits": {"max_events": 64, "max_bytes": max(1 << 20, 2 * largest)}}
     write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
     return path

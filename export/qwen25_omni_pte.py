@@ -103,8 +103,8 @@ def export_omni_pte(checkpoint: Path, out: Path, opts: Any, thinker: Thinker, gr
         graphs = llm._export_pte(cdir, parts, shape, opts, caches, bar)
     section = {**llm._llm_section(shape, opts, caches), "position_rows": 3}
     plan = llm._write_plan(out, f"{checkpoint.name} (pte, {opts.kv} KV)", llm._stage("thinker-pte", section, graphs))
-    mm = multimodal_plan(out / "plan.mm-pte.json", checkpoint.name, json.loads(plan.read_text())["stages"][0], vision,
-                         audio, chunk_frames, shape.hidden, grids, fmt="pte", backend="executorch")
+    mm = multimodal_plan(out / "plan.mm-pte.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
+                         vision, audio, chunk_frames, grids, fmt="pte", backend="executorch")
     identity = {**_identity(checkpoint, "ctx" + "-".join(map(str, caches)) + f"-n{opts.prefill_chunk}"), "target_abi": "x86_64-linux"}
     skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
     numerical, task = _report("numerical", identity, skipped), _report("task", identity, skipped)
@@ -125,7 +125,7 @@ def export_omni_pte(checkpoint: Path, out: Path, opts: Any, thinker: Thinker, gr
 
         numerical, task = validate_llm(thinker.model, plan, cdir / "tokenizer.json", identity, True, threads=opts.threads)
         manifests()  # the session verifies every component before it runs the request
-        agree = session_agreement(checkpoint, mm, opts.image_sizes[0])
+        agree = session_agreement(checkpoint, thinker, mm, opts.image_sizes[0])
         media = _report("task", identity, (ReportCheck("media_greedy_agreement", agree, 1.0, ">="),))
         task = _report("task", identity, task.checks + media.checks)
     manifests()

@@ -16,10 +16,8 @@ session, encoders on the HTP, against transformers' generate (greedy agreement, 
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
-import wave
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,23 +27,14 @@ from omni_edge import __version__
 from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
 from omni_edge.export import qnn_target
+from omni_edge.export.qwen25_omni import load_thinker, wav_bytes
+from omni_edge.export.qwen25_omni_export import PREPROCESSOR, _report
 from omni_edge.files import write_text_atomic
 from tqdm import tqdm
 
 # Encoder outputs on the HTP against fp32, held-out media; below what the tiny checkpoint measured
 # on the sm8750 emulator (fp16: vision 47 dB, audio 65 dB).
 SQNR_LIMITS = {"fp16": 35.0, "w8a16": 15.0}
-PREPROCESSOR = ("tokenizer.json", "config.json", "preprocessor_config.json")
-
-
-def _wav(samples: np.ndarray, rate: int) -> bytes:
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes((np.clip(samples, -1, 1) * 32767).astype(np.int16).tobytes())
-    return buffer.getvalue()
 
 
 def media_samples(checkpoint: Path, grids: list[tuple[int, int, int]], chunk_frames: int, held_out: bool
@@ -71,7 +60,7 @@ def media_samples(checkpoint: Path, grids: list[tuple[int, int, int]], chunk_fra
               0.5 * np.sin(2 * np.pi * (150 + 900 * time) * time), 0.2 * rng.standard_normal(time.size)]
     chunks: list[list[np.ndarray]] = []
     for sound in sounds:
-        features = audio_features(_wav(sound, rate), config)
+        features = audio_features(wav_bytes(sound, rate), config)
         for start in range(0, features.shape[1], chunk_frames):
             n = min(chunk_frames, features.shape[1] - start)
             chunk = np.zeros((1, features.shape[0], chunk_frames), np.float32)
@@ -97,11 +86,6 @@ def _compile(build: Path, component: Path, graphs: dict[str, str], fp32_dir: Pat
                 qnn_target.quantize_graph(prepared, device, samples[key], recipe)
         refs[key] = qnn_target.compile_context(device, component, soc, recipe).name
     return refs
-
-
-def _report(kind: str, identity: dict[str, str], checks: tuple[ReportCheck, ...]) -> ValidationReport:
-    return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
-                            identity["shape_bucket"], identity["target_abi"], checks)
 
 
 def _manifests(components: dict[str, tuple[Path, dict[str, str]]], identity: dict[str, str], sqnr: dict[str, float],
@@ -133,6 +117,7 @@ def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         raise ValueError(f"the encoders compile at {' or '.join(SQNR_LIMITS)} for qnn-htp, not {precision!r}")
     targets = [(key, *qnn_target.check_target(key, precision)) for key in opts.socs]  # refuse before any work
     cpu_plan = export_omni_llm(checkpoint, out, replace(opts, target="cpu", precision="fp32"))[0]
+    thinker = load_thinker(checkpoint) if opts.validate else None  # the request's reference, once for every SoC
     encoders = Encoders.of(out)
     vision_files = {key: path.name for key, path in encoders.vision.items()}
     grids = [tuple(int(v) for v in key.split("x")) for key in vision_files]
@@ -166,9 +151,9 @@ def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
 
         write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
         task = pending
-        if opts.validate:
+        if thinker is not None:
             _manifests(components, identity, sqnr, soc, prec, pending)  # verified by the session before it runs them
-            agree = session_agreement(checkpoint, plan_path, opts.image_sizes[0])
+            agree = session_agreement(checkpoint, thinker, plan_path, opts.image_sizes[0])
             # Reported, held to half: a random thinker's greedy path flips on the HTP's rounding.
             task = _report("task", identity, (ReportCheck("media_greedy_agreement", agree, 0.5, ">="),))
         _manifests(components, identity, sqnr, soc, prec, task)

@@ -86,27 +86,25 @@ def plan_image_grids(plan_path: Path) -> list[list[int]]:
 def write_media(directory: Path, modalities: list[str], grid: list[int] | None, patch: int = 14,
                 seconds: float = 4.0) -> list[tuple[str, Path]]:
     """The profile's media for a multimodal plan: noise at the size of its first image grid (no
-    resampling) and `seconds` of a 24 kHz chirp (resampled to the encoder's rate on the way)."""
-    import wave
-
+    resampling) and `seconds` of a 24 kHz chirp (resampled to the encoder's rate on the way).
+    Each file is written whole or not at all."""
     import numpy as np
+    from omni_edge.export.qwen25_omni import wav_bytes
+    from omni_edge.files import atomic_output
     from PIL import Image
 
-    directory.mkdir(parents=True, exist_ok=True)
     out: list[tuple[str, Path]] = []
     if "image" in modalities and grid:
         image = directory / "image.png"
         pixels = np.random.default_rng(0).integers(0, 256, (grid[1] * patch, grid[2] * patch, 3), dtype=np.uint8)
-        Image.fromarray(pixels).save(image)
+        with atomic_output(image) as part:
+            Image.fromarray(pixels).save(part, format="PNG")
         out.append(("image", image))
     if "audio" in modalities:
         audio = directory / "audio.wav"
         t = np.arange(int(seconds * 24000)) / 24000
-        with wave.open(str(audio), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(24000)
-            w.writeframes((0.4 * np.sin(2 * np.pi * (200 + 300 * t) * t) * 32767).astype(np.int16).tobytes())
+        with atomic_output(audio) as part:
+            part.write_bytes(wav_bytes(0.4 * np.sin(2 * np.pi * (200 + 300 * t) * t), 24000))
         out.append(("audio", audio))
     return out
 

@@ -387,6 +387,17 @@ def test_media_a_plan_cannot_read_are_clear_errors(omni_artifact: Path, media: d
         with pytest.raises(ContractError, match=message):
             session.run("x", media=items, on_event=lambda e: True)
     assert session.run("x", media=[("image", media["red"])], max_new_tokens=2, on_event=lambda e: True)["n_generated_tokens"] >= 1
+    # Plans: the preprocessor must be a hashed file of the encoder's artifact, read only after
+    # verification, and make rows of the width the plan declares.
+    for key, value, message in (("preprocessor", "../thinker-onnx/config.json", "not hashed"),
+                                ("input_width", 17, "input_width is 17")):
+        plan = json.loads((omni_artifact / "plan.json").read_text())
+        plan["stages"][0]["encoder"][key] = value
+        bad_plan = tmp_path / f"bad_{key}.json"
+        bad_plan.write_text(json.dumps({**plan, "stages": [{**s, "artifact": str(omni_artifact / s["artifact"])}
+                                                           for s in plan["stages"]]}))
+        with pytest.raises(ContractError, match=message):
+            Session.open(bad_plan)
     text_only = Session.open(omni_artifact / "plan.onnx.json")
     with pytest.raises(ContractError, match="no media encoders"):
         text_only.run("x", media=[("image", media["red"])], on_event=lambda e: True)

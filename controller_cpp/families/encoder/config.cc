@@ -2,8 +2,6 @@
 
 #include <filesystem>
 
-#include "base/platform/os.h"
-
 namespace omni_edge::encoder {
 
 std::optional<std::array<int64_t, 3>> ParseGrid(const std::string& key) {
@@ -30,6 +28,7 @@ Result<std::shared_ptr<const EncoderConfig>> ParseEncoder(const Json& j, const S
   c->modality = r.String("modality");
   c->preprocessor = ResolvePath(stage.artifact, r.String("preprocessor"));
   c->hidden_size = r.Int("hidden_size", true, 1);
+  c->input_width = r.Int("input_width", true, 1);
   c->chunk_frames = r.Int("chunk_frames", false, 2, 0);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
@@ -42,19 +41,15 @@ Result<std::shared_ptr<const EncoderConfig>> ParseEncoder(const Json& j, const S
   if (!std::filesystem::is_regular_file(c->preprocessor)) {
     return Status::Error("file_missing", where + ".preprocessor: " + c->preprocessor);
   }
-  OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(c->preprocessor));
-  OE_ASSIGN_OR_RETURN(Json pre, ParseJson(text, c->preprocessor));
   const std::string stage_where = where.substr(0, where.rfind('.'));
   OE_RETURN_IF_ERROR(RequireGraphs(stage, stage_where, "encoder", {}));
   const auto& graphs = stage.graphs.at("encoder").graphs;
   if (c->modality == "image") {
-    OE_ASSIGN_OR_RETURN(c->vision, media::VisionPreprocessingFromJson(pre, c->preprocessor));
     for (const auto& [key, ref] : graphs) {
       if (!ParseGrid(key)) return PlanError(stage_where + ".graphs.encoder.graphs." + key + ": a key is a patch grid TxHxW");
     }
     if (graphs.empty()) return PlanError(stage_where + ".graphs.encoder: no graph for any image grid");
   } else {
-    OE_ASSIGN_OR_RETURN(c->audio, media::AudioFeaturesFromJson(pre, c->preprocessor));
     if (c->chunk_frames < 2 || c->chunk_frames % 4) return PlanError(where + ".chunk_frames: a multiple of 4 (audio)");
     if (graphs.size() != 1 || graphs.count("chunk") == 0) return PlanError(stage_where + ".graphs.encoder: one graph, \"chunk\"");
   }

@@ -27,6 +27,7 @@ Result<std::unique_ptr<EncoderWorker>> EncoderWorker::Open(const StagePlan& stag
   std::unique_ptr<EncoderWorker> w(new EncoderWorker());
   w->config_ = *config;
   const EncoderConfig& c = w->config_;
+  OE_RETURN_IF_ERROR(w->ReadPreprocessor());
   const GraphGroup& group = stage.graphs.at("encoder");
   for (const auto& [key, ref] : group.graphs) {
     Bound b;
@@ -35,16 +36,16 @@ Result<std::unique_ptr<EncoderWorker>> EncoderWorker::Open(const StagePlan& stag
     std::vector<TensorView> in, out;
     if (c.modality == "image") {
       const auto grid = ParseGrid(key).value();
-      const media::VisionPreprocessing& v = c.vision;
+      const media::VisionPreprocessing& v = w->vision_;
       const int64_t patches = grid[0] * grid[1] * grid[2], merge = v.merge_size * v.merge_size;
       if (grid[1] % v.merge_size || grid[2] % v.merge_size) {
         return Status::Error("invalid_plan", name + ": the grid is not a multiple of the merge size");
       }
-      b.input = HostTensor(DType::kFloat32, {patches, 3 * v.temporal_patch_size * v.patch_size * v.patch_size});
+      b.input = HostTensor(DType::kFloat32, {patches, c.input_width});
       b.output = HostTensor(DType::kFloat32, {patches / merge, c.hidden_size});
       in = {b.input.view()};
     } else {
-      b.input = HostTensor(DType::kFloat32, {1, c.audio.feature_size, c.chunk_frames});
+      b.input = HostTensor(DType::kFloat32, {1, c.input_width, c.chunk_frames});
       b.length = HostTensor(DType::kInt64, {1});
       b.output = HostTensor(DType::kFloat32, {1, c.chunk_frames / 4, c.hidden_size});
       in = {b.input.view(), b.length.view()};
@@ -55,6 +56,25 @@ Result<std::unique_ptr<EncoderWorker>> EncoderWorker::Open(const StagePlan& stag
     w->graphs_.emplace(key, std::move(b));
   }
   return w;
+}
+
+Status EncoderWorker::ReadPreprocessor() {
+  const std::string& path = config_.preprocessor;
+  OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(path));
+  OE_ASSIGN_OR_RETURN(Json json, ParseJson(text, path));
+  int64_t width = 0;
+  if (config_.modality == "image") {
+    OE_ASSIGN_OR_RETURN(vision_, media::VisionPreprocessingFromJson(json, path));
+    width = 3 * vision_.temporal_patch_size * vision_.patch_size * vision_.patch_size;
+  } else {
+    OE_ASSIGN_OR_RETURN(audio_, media::AudioFeaturesFromJson(json, path));
+    width = audio_.feature_size;
+  }
+  if (width != config_.input_width) {
+    return Status::Error("invalid_plan", "the encoder's input_width is " + std::to_string(config_.input_width) + " but " +
+                                             path + " makes rows of " + std::to_string(width));
+  }
+  return Status::Ok();
 }
 
 Status EncoderWorker::Prepare(const pipeline::Request& r) {
@@ -100,7 +120,7 @@ Status EncoderWorker::Run(Bound& b) {
 Result<std::vector<float>> EncoderWorker::EncodeImage(const std::string& bytes, std::array<int64_t, 3>* grid) {
   const auto start = std::chrono::steady_clock::now();
   OE_ASSIGN_OR_RETURN(media::RgbImage image, media::DecodeImage(bytes));
-  OE_ASSIGN_OR_RETURN(media::VisionPatches patches, media::PreprocessImage(image, config_.vision));
+  OE_ASSIGN_OR_RETURN(media::VisionPatches patches, media::PreprocessImage(image, vision_));
   preprocess_ms_ += MsSince(start);
   *grid = {patches.grid_t, patches.grid_h, patches.grid_w};
   auto it = graphs_.find(GridKey(*grid));
@@ -120,9 +140,9 @@ Result<std::vector<float>> EncoderWorker::EncodeImage(const std::string& bytes, 
 
 Result<std::vector<float>> EncoderWorker::EncodeAudio(const std::string& bytes) {
   const auto start = std::chrono::steady_clock::now();
-  OE_ASSIGN_OR_RETURN(media::LogMel mel, media::AudioFeatures(bytes, config_.audio));
+  OE_ASSIGN_OR_RETURN(media::LogMel mel, media::AudioFeatures(bytes, audio_));
   preprocess_ms_ += MsSince(start);
-  audio_seconds_ = double(mel.frames * config_.audio.hop_length) / double(config_.audio.sampling_rate);
+  audio_seconds_ = double(mel.frames * audio_.hop_length) / double(audio_.sampling_rate);
   Bound& b = graphs_.at("chunk");
   const int64_t F = config_.chunk_frames, H = config_.hidden_size;
   std::vector<float> rows;
@@ -169,8 +189,9 @@ Result<pipeline::StepResult> EncoderWorker::Step(pipeline::StepContext& ctx) {
 }
 
 Json EncoderWorker::Metrics(const pipeline::StepContext& ctx) const {
-  return {{"items", int64_t(items_.size())}, {"tokens", tokens_}, {"waited_ms", waited_ms_},
-          {"preprocess_ms", preprocess_ms_}, {"encode_ms", encode_ms_}, {"total_ms", ctx.ElapsedMs()}};
+  Json out = Inspect();
+  out["total_ms"] = ctx.ElapsedMs();
+  return out;
 }
 
 std::vector<Placement> EncoderWorker::placements() const {

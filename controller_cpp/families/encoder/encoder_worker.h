@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "families/encoder/config.h"
+#include "media/audio_features.h"
+#include "media/image_preprocess.h"
 #include "pipeline/stage_worker.h"
 #include "runtime/backend_pool.h"
 #include "runtime/tensor.h"
@@ -40,11 +42,14 @@ class EncoderWorker final : public pipeline::StageWorker {
     HostTensor input, length, output;
   };
   EncoderWorker() = default;
+  Status ReadPreprocessor();  // the verified preprocessor_config.json, checked against the plan
   Result<std::vector<float>> EncodeImage(const std::string& bytes, std::array<int64_t, 3>* grid);
   Result<std::vector<float>> EncodeAudio(const std::string& bytes);
   Status Run(Bound& b);
 
   EncoderConfig config_;
+  media::VisionPreprocessing vision_;
+  media::AudioFeatureConfig audio_;
   std::map<std::string, Bound> graphs_;  // by patch grid "TxHxW", or "chunk"
   std::vector<std::pair<int64_t, std::string>> items_;  // (index in the request's media, file bytes)
   std::vector<pipeline::Input> forward_;                // the earlier encoders' events, to pass on

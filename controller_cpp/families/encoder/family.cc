@@ -22,9 +22,7 @@ class EncoderFamily final : public pipeline::Family {
     for (const auto& [key, ref] : stage.graphs.at("encoder").graphs) {
       const auto grid = ParseGrid(key);
       const int64_t patches = grid ? (*grid)[0] * (*grid)[1] * (*grid)[2] : 0;
-      const int64_t in = c->modality == "image" ? patches * 3 * c->vision.temporal_patch_size * c->vision.patch_size *
-                                                       c->vision.patch_size
-                                                 : c->audio.feature_size * c->chunk_frames;
+      const int64_t in = c->input_width * (c->modality == "image" ? patches : c->chunk_frames);
       const int64_t out = c->modality == "image" ? patches * c->hidden_size : c->chunk_frames / 4 * c->hidden_size;
       largest = std::max(largest, 4 * (in + out));
     }
