@@ -131,6 +131,12 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
         from omni_edge.export.qwen25_omni import make_omni_checkpoint
 
         return make_omni_checkpoint(out, preset, seed)
+    if arch == "pi0":
+        if sliding_window is not None or train_steps or thinker is not None:
+            raise ValueError("pi0 checkpoints take none of --sliding-window, --train-steps, --thinker")
+        from omni_edge.export.pi0 import make_pi0_checkpoint
+
+        return make_pi0_checkpoint(out, preset, seed)
     if thinker is not None:
         raise ValueError("--thinker makes an omni talker: it needs --arch qwen3-tts")
     if arch != "qwen3":
@@ -164,7 +170,7 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
 
 # ---- Qwen3-TTS-shaped speech checkpoints ----------------------------------------------------
 
-ARCHS = ("qwen3", "qwen3-tts", "qwen2.5-omni")
+ARCHS = ("qwen3", "qwen3-tts", "qwen2.5-omni", "pi0")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 #include "families/encoder/family.h"
 #include "families/llm/family.h"
+#include "families/policy/family.h"
 #include "families/talker/family.h"
 #include "families/vocoder/family.h"
 
@@ -12,6 +13,7 @@ const pipeline::FamilyRegistry& Builtin() {
     pipeline::FamilyRegistry r;
     r.Add(encoder::MakeFamily());
     r.Add(llm::MakeFamily());
+    r.Add(policy::MakeFamily());
     r.Add(talker::MakeFamily());
     r.Add(vocoder::MakeFamily());
     return r;

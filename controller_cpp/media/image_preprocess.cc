@@ -186,3 +186,31 @@ Result<VisionPatches> PreprocessImage(const RgbImage& image, const VisionPreproc
 }
 
 }  // namespace omni_edge::media
+
+namespace omni_edge::media {
+
+Result<std::vector<float>> ResizeWithPad(const RgbImage& image, int64_t size, const float mean[3], const float std[3]) {
+  if (image.width < 1 || image.height < 1 || int64_t(image.pixels.size()) != image.width * image.height * 3) {
+    return Status::Error("invalid_media", "an image of " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                              " needs that many 3-byte pixels");
+  }
+  // transformers' get_image_size_for_max_height_width, in Python's double arithmetic.
+  const double scale = std::min(double(size) / double(image.height), double(size) / double(image.width));
+  const auto H = int64_t(double(image.height) * scale), W = int64_t(double(image.width) * scale);
+  if (H < 1 || W < 1) return Status::Error("invalid_media", "an image of " + std::to_string(image.width) + "x" +
+                                                               std::to_string(image.height) + " is too thin to resize to " +
+                                                               std::to_string(size));
+  const RgbImage resized = (H == image.height && W == image.width) ? image : ResizeBicubic(image, W, H);
+  std::vector<float> out(size_t(3 * size * size), 0.0f);  // padded after normalization: zeros
+  for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t y = 0; y < H; ++y) {
+      for (int64_t x = 0; x < W; ++x) {
+        const float v = float(resized.pixels[size_t((y * W + x) * 3 + c)]) / 255.0f;
+        out[size_t((c * size + y) * size + x)] = (v - mean[c]) / std[c];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace omni_edge::media

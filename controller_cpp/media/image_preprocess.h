@@ -50,4 +50,9 @@ RgbImage ResizeBicubic(const RgbImage& in, int64_t width, int64_t height);
 
 Result<VisionPatches> PreprocessImage(const RgbImage& image, const VisionPreprocessing& p);
 
+// A π0-style policy camera image, [3, size, size]: resized keeping its aspect ratio until one
+// side is `size` (transformers' max height/width rule; Pillow's bicubic), x / 255, normalized per
+// channel, then zero-padded at the bottom and right (after normalization, as PI0ImageProcessor).
+Result<std::vector<float>> ResizeWithPad(const RgbImage& image, int64_t size, const float mean[3], const float std[3]);
+
 }  // namespace omni_edge::media

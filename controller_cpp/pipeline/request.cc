@@ -1,6 +1,7 @@
 #include "pipeline/request.h"
 
 #include <climits>
+#include <cmath>
 
 namespace omni_edge::pipeline {
 namespace {
@@ -51,6 +52,64 @@ std::vector<MediaInput> Media(FieldReader& r) {
   return out;
 }
 
+// Numbers, or rows of numbers (a 2-D array, its shape in `shape`), as float32.
+Status Floats(const Json& v, const std::string& where, std::vector<float>* out, std::vector<int64_t>* shape) {
+  constexpr size_t kMaxFloats = size_t(1) << 22;
+  if (!v.is_array()) return Status::Error("invalid_field", where + ": expected an array, got " + JsonTypeName(v));
+  const bool rows = !v.empty() && v[0].is_array();
+  size_t width = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Json& row = v[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (rows != row.is_array()) return Status::Error("invalid_field", at + ": rows of numbers, or numbers, not both");
+    const Json single = Json::array({row});
+    const Json& items = rows ? row : single;
+    if (rows && i == 0) width = items.size();
+    if (rows && items.size() != width) return Status::Error("invalid_field", at + ": every row has " + std::to_string(width) + " numbers");
+    for (size_t k = 0; k < items.size(); ++k) {
+      const Json& x = items[k];
+      if (!x.is_number() || x.is_boolean()) {
+        return Status::Error("invalid_field", at + (rows ? "[" + std::to_string(k) + "]" : "") + ": expected a number, got " + JsonTypeName(x));
+      }
+      const double d = x.get<double>();
+      if (!std::isfinite(d) || std::fabs(d) > 3.0e38) return Status::Error("invalid_field", at + ": not a finite float32");
+      if (out->size() >= kMaxFloats) return Status::Error("invalid_field", where + ": more than 4M numbers");
+      out->push_back(float(d));
+    }
+  }
+  if (shape != nullptr) *shape = rows ? std::vector<int64_t>{int64_t(v.size()), int64_t(width)} : std::vector<int64_t>{int64_t(v.size())};
+  return Status::Ok();
+}
+
+std::optional<Observation> ObservationFrom(FieldReader& r) {
+  const Json* j = r.Object("observation", false);
+  if (j == nullptr || !r.ok()) return std::nullopt;
+  FieldReader o(*j, r.Path("observation"));
+  Observation obs;
+  obs.timestamp_ms = o.Number("timestamp_ms", false, -1.0);
+  const Json* images = o.Array("images", false);
+  const Json* state = o.Array("state", false);
+  const Json* noise = o.Array("noise", false);
+  obs.noise_seed = uint64_t(o.Int("noise_seed", false, 0, 0));
+  Status st = o.Done();
+  for (size_t i = 0; st.ok() && images != nullptr && i < images->size(); ++i) {
+    FieldReader m((*images)[i], o.Path("images") + "[" + std::to_string(i) + "]");
+    CameraImage c;
+    c.camera = m.String("camera");
+    c.image.kind = "image";
+    c.image.path = m.String("path");
+    st = m.Done();
+    obs.images.push_back(std::move(c));
+  }
+  if (st.ok() && state != nullptr) st = Floats(*state, o.Path("state"), &obs.state, nullptr);
+  if (st.ok() && noise != nullptr) st = Floats(*noise, o.Path("noise"), &obs.noise, &obs.noise_shape);
+  if (st.ok() && obs.timestamp_ms != -1 && !(obs.timestamp_ms >= 0 && obs.timestamp_ms < 1.0e15)) {
+    st = Status::Error("invalid_field", o.Path("timestamp_ms") + ": milliseconds since the Unix epoch (or -1: unknown)");
+  }
+  if (!st.ok()) r.Fail(st);
+  return obs;
+}
+
 }  // namespace
 
 Result<decoding::SamplingParams> SamplingFromJson(const Json& j, const std::string& where) {
@@ -88,11 +147,24 @@ Json ToJson(const Request& r) {
             {"ignore_stop_tokens", r.ignore_stop_tokens},
             {"max_frames", r.max_frames},
             {"speech_sampling", r.speech_sampling ? ToJson(*r.speech_sampling) : Json()},
-            {"prebuffer_ms", r.prebuffer_ms}};
+            {"prebuffer_ms", r.prebuffer_ms},
+            {"observation", Json()},
+            {"deadline_ms", r.deadline_ms}};
   for (const auto& m : r.media) {
     Json item = {{"kind", m.kind}, {"path", m.path}};
     if (!m.data.empty()) item["bytes"] = int64_t(m.data.size());
     j["media"].push_back(item);
+  }
+  if (r.observation) {
+    const Observation& o = *r.observation;
+    Json images = Json::array();
+    for (const auto& c : o.images) {
+      Json item = {{"camera", c.camera}, {"path", c.image.path}};
+      if (!c.image.data.empty()) item["bytes"] = int64_t(c.image.data.size());
+      images.push_back(item);
+    }
+    j["observation"] = {{"timestamp_ms", o.timestamp_ms}, {"images", images}, {"state", o.state},
+                        {"noise_shape", o.noise_shape}, {"noise_seed", o.noise_seed}};
   }
   return j;
 }
@@ -113,6 +185,8 @@ Result<Request> RequestFromJson(const Json& j) {
   r.max_frames = f.Int("max_frames", false, 0, 0);
   const Json* speech_sampling = f.Object("speech_sampling", false);
   r.prebuffer_ms = f.Number("prebuffer_ms", false, kDefaultPrebufferMs);
+  r.observation = ObservationFrom(f);
+  r.deadline_ms = f.Number("deadline_ms", false, 0.0);
   OE_RETURN_IF_ERROR(f.Done());
   if (sampling != nullptr) {
     OE_ASSIGN_OR_RETURN(r.sampling, SamplingFromJson(*sampling, "request.sampling"));
@@ -133,6 +207,15 @@ Status Validate(const Request& r) {
   for (const auto& m : r.media) {
     if (m.kind != "image" && m.kind != "audio") return Status::Error("invalid_argument", "media kind must be image or audio");
     if (m.path.empty() && m.data.empty()) return Status::Error("invalid_argument", "a media item needs a path or its bytes");
+  }
+  if (!(r.deadline_ms >= 0 && r.deadline_ms <= 3.6e6)) {
+    return Status::Error("invalid_argument", "deadline_ms must be within [0, 3600000] (0: none)");
+  }
+  if (r.observation) {
+    for (const auto& c : r.observation->images) {
+      if (c.camera.empty()) return Status::Error("invalid_argument", "an observation image needs its camera's name");
+      if (c.image.path.empty() && c.image.data.empty()) return Status::Error("invalid_argument", "an observation image needs a path or its bytes");
+    }
   }
   for (int32_t id : r.prompt_ids) {
     if (id < 0) return Status::Error("invalid_prompt", "prompt token id " + std::to_string(id) + " is negative");

@@ -27,6 +27,22 @@ struct MediaInput {
   std::string data;  // when set, `path` is only its name in reports
 };
 
+// What a policy (vision-language-action) plan acts on: camera images by name, the robot state,
+// when it was captured, and optionally the flow's initial noise (to compare with a reference).
+struct CameraImage {
+  std::string camera;
+  MediaInput image;  // kind "image"
+};
+
+struct Observation {
+  double timestamp_ms = -1;  // capture time, milliseconds since the Unix epoch (system clock); -1: unknown
+  std::vector<CameraImage> images;
+  std::vector<float> state;
+  std::vector<float> noise;          // [chunk, action_dim] row-major; empty: drawn from noise_seed
+  std::vector<int64_t> noise_shape;  // its shape as given
+  uint64_t noise_seed = 0;
+};
+
 struct Request {
   // The input of the entry stage: text (raw, or the user message when `chat`), or exact ids.
   std::string prompt;
@@ -46,6 +62,10 @@ struct Request {
   std::optional<decoding::SamplingParams> speech_sampling;  // none: the plan's
   // Audio the playback clock queues before it starts; -1: the plan's (see kDefaultPrebufferMs).
   double prebuffer_ms = kDefaultPrebufferMs;
+  // A policy plan's input (the prompt above is its task text) and the application's deadline:
+  // the action is due `deadline_ms` after the observation's capture (0: none).
+  std::optional<Observation> observation;
+  double deadline_ms = 0;
 };
 
 // The fields a request may carry, with their defaults: {"prompt": "", "chat": false, ...}.

@@ -9,7 +9,7 @@ __version__ = "0.3.0"
 import os as _os
 import sys as _sys
 
-if _sys.argv[1:2] in (["run"], ["speak"]) and _os.path.basename(_sys.argv[0]) == "omni-edge":
+if _sys.argv[1:2] in (["run"], ["speak"], ["act"]) and _os.path.basename(_sys.argv[0]) == "omni-edge":
     # The CLI cancels cleanly on SIGINT/SIGTERM/SIGHUP from here on, the imports included
     # (omni_edge/interrupt.py); only the interpreter's own start-up is left to the default action.
     from omni_edge.interrupt import GUARD as _GUARD

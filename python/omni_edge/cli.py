@@ -214,6 +214,74 @@ def _export_llm_with(args: argparse.Namespace, opts: Any) -> int:
     return 0
 
 
+def _export_policy(args: argparse.Namespace) -> int:
+    from omni_edge.export.pi0_export import PolicyExportOptions, export_policy
+
+    formats = ("onnx", "pte") if args.format == "both" else (args.format,)
+    opts = PolicyExportOptions(formats=formats, target=args.target, cameras=tuple(args.cameras or ()),
+                               prompt_tokens=args.prompt_tokens, action_spec=args.action_spec,
+                               max_observation_age_ms=args.max_observation_age_ms, threads=args.threads)
+
+    def work() -> int:
+        try:
+            plans = export_policy(args.checkpoint, args.out, opts)
+        except ValueError as exc:
+            print(f"omni-edge export policy: {exc}", file=sys.stderr)
+            return 2
+        for plan in plans:
+            print(f"wrote {plan}")
+        return 0
+    return _quietly(args, _log_beside(args.out), work)
+
+
+def _act(args: argparse.Namespace) -> int:
+    """One observation to one action chunk; --json: the last line is the action (or the terminal
+    cancelled/error event)."""
+    from omni_edge.contracts import ContractError
+    from omni_edge.observation import read_observation
+    from omni_edge.runtime import PolicySession
+
+    guard = _GUARD.install()
+    try:
+        observation, prompt = read_observation(args.observation, args.noise)
+    except ValueError as exc:
+        print(f"omni-edge act: {exc}", file=sys.stderr)
+        return 2
+    streams = _Streams(args, ("action",), guard)
+    session = _open(PolicySession, args, streams, "act")
+    if session is None:
+        return streams.end("act") if guard.cancelled else 1
+    try:
+        result = guard.run(session, lambda: session.act(observation, prompt, deadline_ms=args.deadline_ms,
+                                                         on_event=lambda e: guard.keep_going()))
+    except ContractError as exc:
+        return streams.end("act", exc)
+    if args.json:
+        print(json.dumps(result), flush=True)
+    elif result.get("kind") == "action":
+        _print_action(result)
+    else:
+        print(f"omni-edge act: {result.get('kind')}: {result.get('error') or result.get('finish_reason')}", file=sys.stderr)
+    if result.get("kind") == "action":
+        return 0
+    return guard.exit_code if guard.cancelled else 1
+
+
+def _print_action(a: dict[str, Any]) -> None:
+    t, age = a["timings"], a["observation_age_ms"]
+    print(f"action chunk: {a['chunk_size']} steps x {a['action_dim']} ({', '.join(a['action_names'][:4])}"
+          f"{', ...' if a['action_dim'] > 4 else ''}; {a['action_units'][0]}), every {a['dt_ms']:g} ms")
+    for k, row in enumerate(a["actions"][:3]):
+        print(f"  t0+{k * a['dt_ms']:g} ms: " + " ".join(f"{v:+.4f}" for v in row[:8]) + (" ..." if len(row) > 8 else ""))
+    late = ""
+    if a["deadline_ms"]:
+        late = f"; deadline {a['deadline_ms']:g} ms {'MISSED by' if a['deadline_missed'] else 'met with'} " \
+               f"{abs(a['lateness_ms']):.1f} ms"
+    print(f"observation age {age['at_start']:.1f} ms at start, {age['at_emission']:.1f} ms at emission{late}", file=sys.stderr)
+    print(f"preprocess {t['preprocess_ms']:.1f} ms, vision {t['vision_ms']:.1f} ms, prefix {t['prefix_ms']:.1f} ms, "
+          f"{len(t['step_ms'])} steps {t['denoise_ms']:.1f} ms, total {t.get('total_ms', 0):.1f} ms", file=sys.stderr)
+
+
 def _print_event(event: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(event, ensure_ascii=False), flush=True)
@@ -551,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_verify)
 
     p = sub.add_parser("make-checkpoint", help="write a local checkpoint of a real architecture (random/briefly trained)")
-    p.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3-tts", "qwen2.5-omni"],
+    p.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3-tts", "qwen2.5-omni", "pi0"],
                    help="qwen2.5-omni: a Qwen2.5-Omni thinker (vision and audio encoders, M-RoPE decoder)")
     p.add_argument("--preset", default="tiny", choices=["tiny", "small", "bench"],
                    help="qwen3: tiny|small|bench; qwen3-tts, qwen2.5-omni: tiny|small")
@@ -593,6 +661,23 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--verbose", action="store_true",
                    help="also show third-party warnings and native logs (default: in OUT.export.log beside OUT)")
     e.set_defaults(func=_export_llm)
+
+    e = export_sub.add_parser("policy", help="a π0 vision-language-action policy: vision, prefix, action expert")
+    e.add_argument("--checkpoint", type=Path, required=True)
+    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--format", choices=["onnx", "pte", "both"], default="onnx")
+    e.add_argument("--target", choices=["cpu", "qnn-htp"], default="cpu")
+    e.add_argument("--cameras", type=lambda t: [c for c in t.split(",") if c], default=None,
+                   help="camera names in the prefix's order (default: base_0_rgb,left_wrist_0_rgb)")
+    e.add_argument("--prompt-tokens", type=_whole(1, 4096), default=0, help="text slots of the prefix (default 48)")
+    e.add_argument("--action-spec", type=Path, default=None,
+                   help='JSON {"names": [...], "units": [...], "dt_ms": ...} declaring the action dimensions')
+    e.add_argument("--max-observation-age-ms", type=_finite, default=1000.0,
+                   help="older observations are refused as stale (0: no limit; default 1000)")
+    e.add_argument("--threads", type=int, default=0)
+    e.add_argument("--verbose", action="store_true",
+                   help="also show third-party warnings and native logs (default: in OUT.export.log beside OUT)")
+    e.set_defaults(func=_export_policy)
 
     e = export_sub.add_parser("tts", help="a Qwen3-TTS-shaped speech model: talker, code predictor, vocoder")
     e.add_argument("--checkpoint", type=Path, required=True)
@@ -667,6 +752,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-frames", type=_whole(0, 1 << 20), default=0, help="with --speak: at most this many 80 ms frames")
     add_device_arguments(p)
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("act", help="one observation to one action chunk through a policy plan, natively")
+    p.add_argument("--plan", type=Path, required=True)
+    p.add_argument("--observation", type=Path, required=True,
+                   help='OBS.json: {"timestamp_ms", "images": {camera: file}, "state": [...], "prompt"}')
+    p.add_argument("--noise", type=Path, default=None, help="NOISE.npy: float32 (chunk, action_dim), the flow's x_1")
+    p.add_argument("--deadline-ms", type=_finite, default=0.0,
+                   help="the action is due this long after the observation's capture (reported, 0: none)")
+    p.add_argument("--json", action="store_true", help="JSON lines; the last is the action (or cancelled/error)")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--allow-unqualified", action="store_true")
+    p.add_argument("--info", action="store_true", help="print where each graph runs")
+    p.set_defaults(func=_act)
 
     p = sub.add_parser("speak", help="text to a WAV through a speech plan (talker -> vocoder), streamed natively")
     p.add_argument("--plan", type=Path, required=True)

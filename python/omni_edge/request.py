@@ -46,6 +46,34 @@ class Media:
 
 
 @dataclass(frozen=True)
+class CameraImage:
+    """One camera's image of an observation (a file the session reads)."""
+
+    camera: str
+    path: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"camera": self.camera, "path": self.path}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a policy plan acts on: camera images by name, the robot state, the capture time
+    (milliseconds since the Unix epoch), and optionally the flow's initial noise
+    [chunk, action_dim] (to compare with a reference; else drawn from noise_seed)."""
+
+    timestamp_ms: float = -1.0
+    images: tuple[CameraImage, ...] = ()
+    state: tuple[float, ...] = ()
+    noise: tuple[tuple[float, ...], ...] = ()
+    noise_seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"timestamp_ms": self.timestamp_ms, "images": [i.to_json() for i in self.images],
+                "state": list(self.state), "noise": [list(row) for row in self.noise], "noise_seed": self.noise_seed}
+
+
+@dataclass(frozen=True)
 class Request:
     """The entry stage's input (a prompt to answer or speak, or exact token ids) and how each
     stream is generated. None sampling: the plan's."""
@@ -63,9 +91,12 @@ class Request:
     max_frames: int = 0
     speech_sampling: Sampling | None = None
     prebuffer_ms: float = -1.0
+    observation: Observation | None = None  # a policy plan's input; the prompt is its task
+    deadline_ms: float = 0.0  # the action is due this long after the observation's capture (0: none)
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
+        out["observation"] = None if self.observation is None else self.observation.to_json()
         out["prompt_ids"] = list(self.prompt_ids)
         out["media"] = [m.to_json() for m in self.media]
         out["stop_strings"] = list(self.stop_strings)

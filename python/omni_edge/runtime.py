@@ -26,7 +26,7 @@ import numpy as np
 
 from omni_edge import _native
 from omni_edge.files import atomic_output
-from omni_edge.request import Media, Request, Sampling
+from omni_edge.request import Media, Observation, Request, Sampling
 
 # on_event(stream, event, pcm): pcm is a float32 array for audio events, else None; False cancels.
 Listener = Callable[[str, dict[str, Any], "np.ndarray | None"], object]
@@ -280,3 +280,26 @@ def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
         w.setsampwidth(2)
         w.setframerate(sample_rate)
         w.writeframes(samples.tobytes())
+
+
+class PolicySession(_Plan):
+    """A policy plan's session: one observation in, one action chunk out (or a refusal)."""
+
+    def act(self, observation: Observation, prompt: str = "", *, deadline_ms: float = 0.0,
+            on_event: Callable[[dict[str, Any]], object] | None = None) -> dict[str, Any]:
+        """The "action" event merged with its terminal's timings, or the terminal event itself
+        ("cancelled", "error") when no action came. A stale observation raises ContractError."""
+        action: dict[str, Any] = {}
+        terminal: dict[str, Any] = {}
+
+        def deliver(stream: str, event: dict[str, Any], pcm: np.ndarray | None) -> object:
+            if event["kind"] == "action":
+                action.update(event)
+            elif "finish_reason" in event:
+                terminal.update(event)
+            return on_event is None or on_event(event) is not False
+
+        self.submit(Request(prompt=prompt, observation=observation, deadline_ms=deadline_ms), deliver)
+        if not action or terminal.get("kind") != "done":
+            return terminal
+        return {**action, "timings": terminal.get("timings", action.get("timings", {}))}

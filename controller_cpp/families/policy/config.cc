@@ -1,0 +1,119 @@
+#include "families/policy/config.h"
+
+#include <filesystem>
+#include <set>
+
+namespace omni_edge::policy {
+namespace {
+
+Status ReadStrings(const Json* array, const std::string& where, size_t count, std::vector<std::string>* out) {
+  if (array == nullptr) return Status::Ok();
+  if (array->size() != count) {
+    return PlanError(where + ": " + std::to_string(count) + " entries expected, got " + std::to_string(array->size()));
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const Json& v = (*array)[i];
+    if (!v.is_string() || v.get<std::string>().empty()) return PlanError(where + "[" + std::to_string(i) + "]: a non-empty string");
+    out->push_back(v.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status ReadTriple(const Json* array, const std::string& where, bool positive, std::array<float, 3>* out) {
+  if (array == nullptr) return Status::Ok();
+  if (array->size() != 3) return PlanError(where + ": three numbers (R, G, B)");
+  for (size_t i = 0; i < 3; ++i) {
+    const Json& v = (*array)[i];
+    if (!v.is_number() || (positive && v.get<double>() <= 0)) {
+      return PlanError(where + "[" + std::to_string(i) + "]: " + (positive ? "a positive number" : "a number"));
+    }
+    (*out)[i] = v.get<float>();
+  }
+  return Status::Ok();
+}
+
+Result<ActionSpec> ParseActions(const Json& j, int64_t action_dim, const std::string& where) {
+  ActionSpec a;
+  FieldReader r(j, where);
+  a.schema_version = r.Int("schema_version", true, 1);
+  const Json* names = r.Array("names");
+  const Json* units = r.Array("units");
+  a.dt_ms = r.Number("dt_ms");
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  if (a.schema_version != 1) return PlanError(where + ".schema_version: 1 is the only version, got " + std::to_string(a.schema_version));
+  OE_RETURN_IF_ERROR(ReadStrings(names, where + ".names", size_t(action_dim), &a.names));
+  OE_RETURN_IF_ERROR(ReadStrings(units, where + ".units", size_t(action_dim), &a.units));
+  if (std::set<std::string>(a.names.begin(), a.names.end()).size() != a.names.size()) {
+    return PlanError(where + ".names: each dimension has its own name");
+  }
+  if (!(a.dt_ms > 0 && a.dt_ms <= 60000)) return PlanError(where + ".dt_ms: in (0, 60000]");
+  return a;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const StagePlan& stage, const std::string& where) {
+  auto c = std::make_shared<PolicyConfig>();
+  FieldReader r(j, where);
+  c->tokenizer = ResolvePath(stage.artifact, r.String("tokenizer"));
+  const Json* cameras = r.Array("cameras");
+  c->image_size = r.Int("image_size", true, 1);
+  c->image_tokens = r.Int("image_tokens", true, 1);
+  c->hidden_size = r.Int("hidden_size", true, 1);
+  const Json* mean = r.Array("image_mean", false);
+  const Json* std_dev = r.Array("image_std", false);
+  c->prompt_tokens = r.Int("prompt_tokens", true, 1);
+  c->bos_id = r.Int("bos_id", false, -1, -1);
+  c->image_token_id = r.Int("image_token_id", false, -1, -1);
+  c->prompt_suffix = r.String("prompt_suffix", false, false);
+  c->state_dim = r.Int("state_dim", true, 1);
+  c->action_dim = r.Int("action_dim", true, 1);
+  c->chunk_size = r.Int("chunk_size", true, 1);
+  c->num_steps = r.Int("num_steps", true, 1);
+  c->layers = r.Int("layers", true, 1);
+  c->kv_heads = r.Int("kv_heads", true, 1);
+  c->head_dim = r.Int("head_dim", true, 1);
+  c->max_observation_age_ms = r.Number("max_observation_age_ms", false, 0.0);
+  const Json* actions = r.Object("actions");
+  const Json* identity = r.Object("identity", false);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  if (cameras == nullptr || cameras->empty() || cameras->size() > 16) return PlanError(where + ".cameras: 1 to 16 camera names");
+  OE_RETURN_IF_ERROR(ReadStrings(cameras, where + ".cameras", cameras->size(), &c->cameras));
+  if (std::set<std::string>(c->cameras.begin(), c->cameras.end()).size() != c->cameras.size()) {
+    return PlanError(where + ".cameras: a camera is named twice");
+  }
+  OE_RETURN_IF_ERROR(ReadTriple(mean, where + ".image_mean", false, &c->image_mean));
+  OE_RETURN_IF_ERROR(ReadTriple(std_dev, where + ".image_std", true, &c->image_std));
+  // Bounds that keep every buffer size far from overflow (a real π0: 224, 256, 2048, 48, 32, 50, 10, 18).
+  const auto bounded = [&](int64_t v, int64_t max, const char* name) {
+    return v <= max ? Status::Ok() : PlanError(where + "." + name + ": at most " + std::to_string(max));
+  };
+  OE_RETURN_IF_ERROR(bounded(c->image_size, 4096, "image_size"));
+  OE_RETURN_IF_ERROR(bounded(c->image_tokens, 65536, "image_tokens"));
+  OE_RETURN_IF_ERROR(bounded(c->hidden_size, 65536, "hidden_size"));
+  OE_RETURN_IF_ERROR(bounded(c->prompt_tokens, 65536, "prompt_tokens"));
+  OE_RETURN_IF_ERROR(bounded(c->state_dim, 4096, "state_dim"));
+  OE_RETURN_IF_ERROR(bounded(c->action_dim, 4096, "action_dim"));
+  OE_RETURN_IF_ERROR(bounded(c->chunk_size, 65536, "chunk_size"));
+  OE_RETURN_IF_ERROR(bounded(c->num_steps, 10000, "num_steps"));
+  OE_RETURN_IF_ERROR(bounded(c->layers, 1024, "layers"));
+  OE_RETURN_IF_ERROR(bounded(c->kv_heads, 1024, "kv_heads"));
+  OE_RETURN_IF_ERROR(bounded(c->head_dim, 4096, "head_dim"));
+  if (!(c->max_observation_age_ms >= 0 && c->max_observation_age_ms <= 3.6e6)) {
+    return PlanError(where + ".max_observation_age_ms: in [0, 3600000] (0: no limit)");
+  }
+  OE_ASSIGN_OR_RETURN(c->actions, ParseActions(*actions, c->action_dim, where + ".actions"));
+  if (identity != nullptr) c->identity = *identity;
+  if (stage.execution_type != "llm_generation") return PlanError(where + ": a policy stage is llm_generation (one-shot)");
+  if (!stage.input_sources.empty()) return PlanError(where + ": a policy stage reads the observation itself (no input sources)");
+  if (!std::filesystem::is_regular_file(c->tokenizer)) return Status::Error("file_missing", where + ".tokenizer: " + c->tokenizer);
+  const std::string stage_where = where.substr(0, where.rfind('.'));
+  OE_RETURN_IF_ERROR(RequireGraphs(stage, stage_where, "vision", {"image"}));
+  OE_RETURN_IF_ERROR(RequireGraphs(stage, stage_where, "prefix", {"prefix"}));
+  OE_RETURN_IF_ERROR(RequireGraphs(stage, stage_where, "expert", {"step"}));
+  return std::shared_ptr<const PolicyConfig>(std::move(c));
+}
+
+}  // namespace omni_edge::policy

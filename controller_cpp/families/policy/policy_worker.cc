@@ -1,0 +1,275 @@
+#include "families/policy/policy_worker.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "base/platform/os.h"
+#include "media/image_decode.h"
+#include "media/image_preprocess.h"
+
+namespace omni_edge::policy {
+namespace {
+
+constexpr size_t kMaxImageBytes = size_t(64) << 20;
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+Status Invalid(const std::string& what) { return Status::Error("invalid_observation", what); }
+
+}  // namespace
+
+double NowUnixMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Result<std::unique_ptr<PolicyWorker>> PolicyWorker::Open(const StagePlan& stage, BackendPool& backends) {
+  const PolicyConfig* config = stage.config_as<PolicyConfig>();
+  if (config == nullptr) return Status::Error("internal", "stage " + std::to_string(stage.stage_id) + " is not a policy stage");
+  std::unique_ptr<PolicyWorker> w(new PolicyWorker());
+  w->config_ = *config;
+  const PolicyConfig& c = w->config_;
+  OE_ASSIGN_OR_RETURN(w->tokenizer_, text::Tokenizer::Load(c.tokenizer));
+  const int64_t C = int64_t(c.cameras.size()), T = c.image_tokens, H = c.hidden_size, P = c.prefix_length();
+  w->pixels_ = HostTensor(DType::kFloat32, {1, 3, c.image_size, c.image_size});
+  w->image_rows_ = HostTensor(DType::kFloat32, {1, T, H});
+  w->prefix_rows_ = HostTensor(DType::kFloat32, {1, C * T, H});
+  w->prompt_ids_ = HostTensor(DType::kInt64, {1, c.prompt_tokens});
+  w->mask_ = HostTensor(DType::kInt64, {1, P});
+  w->keys_ = HostTensor(DType::kFloat32, {c.layers, 1, c.kv_heads, P, c.head_dim});
+  w->values_ = HostTensor(DType::kFloat32, {c.layers, 1, c.kv_heads, P, c.head_dim});
+  w->x_ = HostTensor(DType::kFloat32, {1, c.chunk_size, c.action_dim});
+  w->t_ = HostTensor(DType::kFloat32, {1});
+  w->state_ = HostTensor(DType::kFloat32, {1, c.state_dim});
+  w->velocity_ = HostTensor(DType::kFloat32, {1, c.chunk_size, c.action_dim});
+
+  const auto load = [&](const char* role, const char* key, std::vector<TensorView> in, std::vector<TensorView> out,
+                        std::unique_ptr<Graph>* graph) -> Status {
+    const std::string name = std::string("policy_") + role;
+    OE_ASSIGN_OR_RETURN(*graph, LoadGraph(backends, stage.graphs.at(role), key, name));
+    OE_RETURN_IF_ERROR(ExpectIo(**graph, name, in, out));
+    return (*graph)->Bind(in, out);
+  };
+  OE_RETURN_IF_ERROR(load("vision", "image", {w->pixels_.view()}, {w->image_rows_.view()}, &w->vision_));
+  OE_RETURN_IF_ERROR(load("prefix", "prefix", {w->prefix_rows_.view(), w->prompt_ids_.view(), w->mask_.view()},
+                          {w->keys_.view(), w->values_.view()}, &w->prefix_));
+  OE_RETURN_IF_ERROR(load("expert", "step",
+                          {w->keys_.view(), w->values_.view(), w->mask_.view(), w->x_.view(), w->t_.view(), w->state_.view()},
+                          {w->velocity_.view()}, &w->expert_));
+  return w;
+}
+
+Status PolicyWorker::CheckAge(double timestamp_ms, const char* when) const {
+  const double age = NowUnixMs() - timestamp_ms;
+  if (config_.max_observation_age_ms > 0 && age > config_.max_observation_age_ms) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the observation is %.1f ms old %s; this plan acts on observations up to %.1f ms old",
+                  age, when, config_.max_observation_age_ms);
+    return Status::Error("stale_observation", buf);
+  }
+  return Status::Ok();
+}
+
+Status PolicyWorker::Prepare(const pipeline::Request& r) {
+  const PolicyConfig& c = config_;
+  if (!r.observation) return Invalid("a policy plan acts on an observation (request.observation)");
+  const pipeline::Observation& o = *r.observation;
+  if (o.timestamp_ms < 0) return Invalid("the observation has no capture time (timestamp_ms)");
+  if (o.timestamp_ms > NowUnixMs() + 1000) return Invalid("the observation was captured more than 1 s in the future: clocks disagree");
+  OE_RETURN_IF_ERROR(CheckAge(o.timestamp_ms, "when it arrives"));
+  // Cameras by name, each exactly once, in the plan's order.
+  std::vector<std::string> images(c.cameras.size());
+  std::vector<bool> seen(c.cameras.size(), false);
+  for (const auto& cam : o.images) {
+    size_t k = 0;
+    while (k < c.cameras.size() && c.cameras[k] != cam.camera) ++k;
+    if (k == c.cameras.size()) {
+      std::string have;
+      for (const auto& name : c.cameras) have += (have.empty() ? "" : ", ") + name;
+      return Invalid("camera '" + cam.camera + "' is not one of this policy's cameras (" + have + ")");
+    }
+    if (seen[k]) return Invalid("camera '" + cam.camera + "' has two images");
+    seen[k] = true;
+    std::string bytes = cam.image.data;
+    if (bytes.empty()) {
+      auto read = platform::ReadWholeFile(cam.image.path);
+      if (!read.ok()) return Invalid("camera '" + cam.camera + "': " + read.status().message());
+      bytes = std::move(read.value());
+    }
+    if (bytes.size() > kMaxImageBytes) return Invalid("camera '" + cam.camera + "': an image file of more than 64 MB");
+    images[k] = std::move(bytes);
+  }
+  for (size_t k = 0; k < seen.size(); ++k) {
+    if (!seen[k]) return Invalid("no image from camera '" + c.cameras[k] + "'");
+  }
+  if (int64_t(o.state.size()) > c.state_dim) {
+    return Invalid("the state has " + std::to_string(o.state.size()) + " values; this policy takes at most " +
+                   std::to_string(c.state_dim));
+  }
+  if (!o.noise.empty() && (o.noise_shape.size() != 2 || o.noise_shape[0] != c.chunk_size || o.noise_shape[1] != c.action_dim)) {
+    std::string shape;
+    for (int64_t d : o.noise_shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    return Invalid("the noise has shape (" + shape + "); this policy's is (" + std::to_string(c.chunk_size) + ", " +
+                   std::to_string(c.action_dim) + ")");
+  }
+  if (!r.prompt_ids.empty()) return Invalid("a policy reads its task as text (prompt), not as ids");
+  OE_ASSIGN_OR_RETURN(std::vector<text::TokenId> ids, tokenizer_->Encode(r.prompt + c.prompt_suffix));
+  std::vector<int64_t> prompt;
+  if (c.bos_id >= 0) prompt.push_back(c.bos_id);
+  for (text::TokenId id : ids) {
+    if (id == c.image_token_id) return Status::Error("invalid_prompt", "the prompt holds the image placeholder token");
+    prompt.push_back(id);
+  }
+  if (int64_t(prompt.size()) > c.prompt_tokens) {
+    return Status::Error("invalid_prompt", "the prompt is " + std::to_string(prompt.size()) + " tokens; this policy's prefix holds " +
+                                               std::to_string(c.prompt_tokens));
+  }
+  images_ = std::move(images);
+  state_values_ = o.state;
+  state_values_.resize(size_t(c.state_dim), 0.0f);
+  if (o.noise.empty()) {  // x_1 ~ N(0, 1), reproducible from the seed
+    std::mt19937_64 gen(o.noise_seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    noise_.resize(size_t(c.chunk_size * c.action_dim));
+    for (float& v : noise_) v = normal(gen);
+  } else {
+    noise_ = o.noise;
+  }
+  prompt_ = std::move(prompt);
+  timestamp_ms_ = o.timestamp_ms;
+  deadline_ms_ = r.deadline_ms;
+  return Status::Ok();
+}
+
+Status PolicyWorker::Run(Graph& graph, double* ms) {
+  const auto start = std::chrono::steady_clock::now();
+  Status st = graph.Run();
+  *ms += MsSince(start);
+  return st;
+}
+
+Status PolicyWorker::Begin(pipeline::StepContext& ctx) {
+  const PolicyConfig& c = config_;
+  step_ = 0;
+  emitted_ = deadline_missed_ = false;
+  preprocess_ms_ = vision_ms_ = prefix_ms_ = lateness_ms_ = age_at_emission_ms_ = 0;
+  step_ms_.clear();
+  age_at_start_ms_ = NowUnixMs() - timestamp_ms_;
+  OE_RETURN_IF_ERROR(CheckAge(timestamp_ms_, "when its request starts"));
+  const int64_t T = c.image_tokens, H = c.hidden_size;
+  for (size_t k = 0; k < images_.size(); ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    auto image = media::DecodeImage(images_[k]);
+    if (!image.ok()) return Invalid("camera '" + c.cameras[k] + "': " + image.status().message());
+    auto pixels = media::ResizeWithPad(*image, c.image_size, c.image_mean.data(), c.image_std.data());
+    if (!pixels.ok()) return Invalid("camera '" + c.cameras[k] + "': " + pixels.status().message());
+    std::memcpy(pixels_.data<float>(), pixels->data(), pixels_.nbytes());
+    preprocess_ms_ += MsSince(start);
+    OE_RETURN_IF_ERROR(Run(*vision_, &vision_ms_));
+    std::memcpy(prefix_rows_.data<float>() + int64_t(k) * T * H, image_rows_.data<float>(), image_rows_.nbytes());
+  }
+  // The prefix: the cameras' rows, then the prompt's ids; its unused text slots masked out.
+  int64_t* ids = prompt_ids_.data<int64_t>();
+  int64_t* mask = mask_.data<int64_t>();
+  const int64_t image_rows = int64_t(images_.size()) * T;
+  for (int64_t i = 0; i < c.prompt_tokens; ++i) ids[i] = i < int64_t(prompt_.size()) ? prompt_[size_t(i)] : 0;
+  for (int64_t i = 0; i < c.prefix_length(); ++i) mask[i] = i < image_rows + int64_t(prompt_.size()) ? 1 : 0;
+  OE_RETURN_IF_ERROR(Run(*prefix_, &prefix_ms_));
+  std::memcpy(x_.data<float>(), noise_.data(), x_.nbytes());
+  std::memcpy(state_.data<float>(), state_values_.data(), state_.nbytes());
+  begin_ms_ = ctx.ElapsedMs();
+  return Status::Ok();
+}
+
+Result<pipeline::StepResult> PolicyWorker::Step(pipeline::StepContext& ctx) {
+  using pipeline::StepResult;
+  const PolicyConfig& c = config_;
+  // Euler from t = 1 to 0 in num_steps steps (transformers' sample_actions: t = 1 + k dt, in
+  // double, then float32).
+  const double dt = -1.0 / double(c.num_steps);
+  t_.data<float>()[0] = float(1.0 + double(step_) * dt);
+  double ms = 0;
+  OE_RETURN_IF_ERROR(Run(*expert_, &ms));
+  step_ms_.push_back(ms);
+  float* x = x_.data<float>();
+  const float* v = velocity_.data<float>();
+  const auto dtf = float(dt);
+  for (int64_t i = 0; i < c.chunk_size * c.action_dim; ++i) x[i] += dtf * v[i];
+  if (++step_ < c.num_steps) return StepResult::Continue();
+  OE_ASSIGN_OR_RETURN(pipeline::Output out, ActionEvent(NowUnixMs()));
+  OE_ASSIGN_OR_RETURN(bool delivered, ctx.Emit(std::move(out)));
+  emitted_ = delivered;
+  return StepResult::Finish("done");
+}
+
+Result<pipeline::Output> PolicyWorker::ActionEvent(double produced_ms) {
+  const PolicyConfig& c = config_;
+  age_at_emission_ms_ = produced_ms - timestamp_ms_;
+  if (deadline_ms_ > 0) {
+    lateness_ms_ = produced_ms - (timestamp_ms_ + deadline_ms_);
+    deadline_missed_ = lateness_ms_ > 0;
+  }
+  const float* x = x_.data<float>();
+  Json actions = Json::array(), targets = Json::array();
+  for (int64_t k = 0; k < c.chunk_size; ++k) {
+    actions.push_back(std::vector<float>(x + k * c.action_dim, x + (k + 1) * c.action_dim));
+    targets.push_back(timestamp_ms_ + double(k) * c.actions.dt_ms);
+  }
+  pipeline::Output out;
+  out.kind = "action";
+  out.fields = {{"schema_version", c.actions.schema_version},
+                {"actions", std::move(actions)},
+                {"action_names", c.actions.names},
+                {"action_units", c.actions.units},
+                {"chunk_size", c.chunk_size},
+                {"action_dim", c.action_dim},
+                {"dt_ms", c.actions.dt_ms},
+                {"observation_timestamp_ms", timestamp_ms_},
+                {"produced_ms", produced_ms},
+                {"target_times_ms", std::move(targets)},
+                {"observation_age_ms", {{"at_start", age_at_start_ms_}, {"at_emission", age_at_emission_ms_}}},
+                {"deadline_ms", deadline_ms_},
+                {"deadline_missed", deadline_missed_},
+                {"lateness_ms", deadline_ms_ > 0 ? Json(lateness_ms_) : Json()},
+                {"model", c.identity},
+                {"timings", Inspect()["timings"]}};
+  out.payloads.push_back({"actions", "float32", {c.chunk_size, c.action_dim},
+                          std::string(reinterpret_cast<const char*>(x), x_.nbytes())});
+  return out;
+}
+
+Json PolicyWorker::Metrics(const pipeline::StepContext& ctx) const {
+  Json out = Inspect();
+  out["timings"]["total_ms"] = ctx.ElapsedMs();
+  return out;
+}
+
+Json PolicyWorker::Inspect() const {
+  double denoise = 0;
+  for (double ms : step_ms_) denoise += ms;
+  return {{"action_emitted", emitted_},
+          {"steps", int64_t(step_ms_.size())},
+          {"observation_age_ms", {{"at_start", age_at_start_ms_}, {"at_emission", emitted_ ? Json(age_at_emission_ms_) : Json()}}},
+          {"deadline_ms", deadline_ms_},
+          {"deadline_missed", deadline_missed_},
+          {"timings", {{"preprocess_ms", preprocess_ms_}, {"vision_ms", vision_ms_}, {"prefix_ms", prefix_ms_},
+                       {"step_ms", step_ms_}, {"denoise_ms", denoise}}}};
+}
+
+std::vector<Placement> PolicyWorker::placements() const {
+  return {vision_->placement(), prefix_->placement(), expert_->placement()};
+}
+
+Json PolicyWorker::Describe() const {
+  const PolicyConfig& c = config_;
+  return {{"cameras", c.cameras}, {"image_size", c.image_size}, {"state_dim", c.state_dim}, {"action_dim", c.action_dim},
+          {"chunk_size", c.chunk_size}, {"num_steps", c.num_steps}, {"max_observation_age_ms", c.max_observation_age_ms},
+          {"actions", {{"schema_version", c.actions.schema_version}, {"names", c.actions.names}, {"units", c.actions.units},
+                       {"dt_ms", c.actions.dt_ms}}},
+          {"model", c.identity}};
+}
+
+}  // namespace omni_edge::policy

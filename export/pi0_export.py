@@ -1,0 +1,278 @@
+"""`omni-edge export policy`: a π0 checkpoint into one component (policy-onnx: the vision,
+prefix and action-expert graphs sharing one weights file, the tokenizer, the action spec) and a
+plan whose policy stage runs the denoising loop natively.
+
+Reports, against transformers on a synthetic two-image observation with fixed noise:
+numerical: each graph against its module (SQNR); task: the whole chunk through the native
+session against sample_actions, max abs and max relative error per step of the chunk."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omni_edge import __version__
+from omni_edge.artifacts import new_component, write_manifest, write_report
+from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
+from omni_edge.export import onnx_target
+from omni_edge.export.comparison import sqnr_db
+from omni_edge.export.pi0 import (
+    IMAGE_MEAN,
+    IMAGE_STD,
+    PROMPT_SUFFIX,
+    PROMPT_TOKENS,
+    Policy,
+    camera_pixels,
+    load_policy,
+    reference_actions,
+)
+from omni_edge.export.pi0_graphs import ExpertStepGraph, PrefixGraph, VisionGraph
+from omni_edge.files import write_text_atomic
+from tqdm import tqdm
+
+COMPONENT = "policy-onnx"
+ACTION_MAX_ABS = 1e-4   # fp32 graphs against transformers, the whole chunk after every step
+GRAPH_SQNR_DB = 60.0    # each graph against its module: summation order only
+DEFAULT_DT_MS = 20.0    # π0's 50 Hz control when the checkpoint does not say
+DEFAULT_CAMERAS = ("base_0_rgb", "left_wrist_0_rgb")
+TASK = "pick up the red block"
+
+
+@dataclass(frozen=True)
+class PolicyShape:
+    cameras: tuple[str, ...]
+    image_size: int
+    image_tokens: int
+    hidden: int
+    prompt_tokens: int
+    layers: int
+    kv_heads: int
+    head_dim: int
+    chunk: int
+    state_dim: int
+    action_dim: int
+    num_steps: int
+
+    @classmethod
+    def of(cls, policy: Policy, cameras: tuple[str, ...], prompt_tokens: int) -> PolicyShape:
+        c, text = policy.config, policy.config.vlm_config.text_config
+        return cls(cameras, policy.image_size, policy.image_tokens, int(text.hidden_size), prompt_tokens,
+                   int(text.num_hidden_layers), int(text.num_key_value_heads), int(text.head_dim), int(c.chunk_size),
+                   int(c.max_state_dim), int(c.max_action_dim), int(c.num_inference_steps))
+
+    @property
+    def prefix(self) -> int:
+        return len(self.cameras) * self.image_tokens + self.prompt_tokens
+
+
+@dataclass(frozen=True)
+class PolicyExportOptions:
+    formats: tuple[str, ...] = ("onnx",)
+    target: str = "cpu"
+    cameras: tuple[str, ...] = ()        # default: DEFAULT_CAMERAS
+    prompt_tokens: int = 0               # default: PROMPT_TOKENS
+    action_spec: Path | None = None
+    max_observation_age_ms: float = 1000.0
+    threads: int = 0
+
+
+def action_spec(path: Path | None, action_dim: int) -> dict[str, Any]:
+    """--action-spec FILE ({"names": [...], "units": [...], "dt_ms": ...}), or the checkpoint's
+    undeclared default: a0..aN in normalized units at 50 Hz."""
+    spec: dict[str, Any] = {"schema_version": 1, "names": [f"a{i}" for i in range(action_dim)],
+                            "units": ["normalized"] * action_dim, "dt_ms": DEFAULT_DT_MS}
+    if path is not None:
+        given = json.loads(path.read_text())
+        unknown = set(given) - {"names", "units", "dt_ms"}
+        if unknown:
+            raise ValueError(f"{path}: unknown fields {sorted(unknown)} (names, units, dt_ms)")
+        for key in ("names", "units"):
+            if key in given and (not isinstance(given[key], list) or len(given[key]) != action_dim):
+                raise ValueError(f"{path}: {key} needs {action_dim} entries, one per action dimension")
+        spec.update(given)
+    return spec
+
+
+def synthetic_observation(directory: Path, shape: PolicyShape, seed: int = 0) -> dict[str, Any]:
+    """Two differently sized gradient images (one wider, one taller than square), a state
+    shorter than the model's (zero-padded), fixed noise; written as PNGs."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    images = {}
+    for k, camera in enumerate(shape.cameras):
+        w, h = (320, 240) if k % 2 == 0 else (200, 260)
+        yy, xx = np.mgrid[0:h, 0:w]
+        rgb = np.stack([(xx * 255 // w), (yy * 255 // h), (rng.integers(0, 256, (h, w)))], -1).astype(np.uint8)
+        path = directory / f"{camera}.png"
+        Image.fromarray(rgb).save(path)
+        images[camera] = path
+    state = rng.standard_normal(max(1, shape.state_dim - 2)).astype(np.float32)
+    noise = rng.standard_normal((shape.chunk, shape.action_dim)).astype(np.float32)
+    return {"images": images, "state": state, "noise": noise, "prompt": TASK}
+
+
+def _session(path: Path) -> Any:
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def _export_graphs(cdir: Path, policy: Policy, shape: PolicyShape, bar: tqdm) -> dict[str, float]:
+    """The three graphs, each checked against its module on its own example inputs."""
+    g = torch.Generator().manual_seed(0)
+    P = shape.prefix
+    pixels = torch.randn(1, 3, shape.image_size, shape.image_size, generator=g)
+    rows = torch.randn(1, len(shape.cameras) * shape.image_tokens, shape.hidden, generator=g)
+    ids = torch.randint(0, 100, (1, shape.prompt_tokens), generator=g)
+    mask = torch.ones(1, P, dtype=torch.long)
+    mask[0, P - shape.prompt_tokens // 2:] = 0
+    modules = {"vision": VisionGraph(policy.model).eval(), "prefix": PrefixGraph(policy.model).eval(),
+               "expert": ExpertStepGraph(policy.model).eval()}
+    with torch.no_grad():
+        keys, values = modules["prefix"](rows, ids, mask)
+    x = torch.randn(1, shape.chunk, shape.action_dim, generator=g)
+    t, state = torch.tensor([0.7]), torch.randn(1, shape.state_dim, generator=g)
+    examples: dict[str, tuple[tuple[torch.Tensor, ...], list[str], list[str]]] = {
+        "vision": ((pixels,), ["pixel_values"], ["image_rows"]),
+        "prefix": ((rows, ids, mask), ["image_rows", "prompt_ids", "mask"], ["keys", "values"]),
+        "expert": ((keys, values, mask, x, t, state), ["keys", "values", "mask", "x", "t", "state"], ["velocity"]),
+    }
+    sqnrs = {}
+    for name, (args, inputs, outputs) in examples.items():
+        bar.set_postfix_str(name)
+        onnx_target.export_graph(modules[name], args, inputs, outputs, cdir / f"{name}.onnx")
+        with torch.no_grad():
+            ref = modules[name](*args)
+        refs = [r.numpy() for r in (ref if isinstance(ref, tuple) else (ref,))]
+        got = _session(cdir / f"{name}.onnx").run(None, {n: a.numpy() for n, a in zip(inputs, args, strict=True)})
+        sqnrs[name] = min(sqnr_db(r, o) for r, o in zip(refs, got, strict=True))
+        bar.update()
+    onnx_target.share_weights(cdir, [f"{name}.onnx" for name in examples])
+    return sqnrs
+
+
+def policy_stage(shape: PolicyShape, policy: Policy, spec: dict[str, Any], identity: dict[str, Any],
+                 max_age_ms: float, artifact: str = COMPONENT, backend: str = "onnxruntime",
+                 device: str = "cpu") -> dict[str, Any]:
+    def group(key: str, file: str) -> dict[str, Any]:
+        return {"backend": backend, "device": device, "graphs": {key: file}}
+
+    return {"stage_id": 0, "model_stage": "policy", "execution_type": "llm_generation", "input_sources": [],
+            "final_output": True, "final_output_type": "action", "engine_output_type": "action", "artifact": artifact,
+            "policy": {"tokenizer": "tokenizer.json", "cameras": list(shape.cameras), "image_size": shape.image_size,
+                       "image_tokens": shape.image_tokens, "hidden_size": shape.hidden,
+                       "image_mean": list(IMAGE_MEAN), "image_std": list(IMAGE_STD),
+                       "prompt_tokens": shape.prompt_tokens, "bos_id": policy.bos_id,
+                       "image_token_id": policy.image_token_id, "prompt_suffix": PROMPT_SUFFIX,
+                       "state_dim": shape.state_dim, "action_dim": shape.action_dim, "chunk_size": shape.chunk,
+                       "num_steps": shape.num_steps, "layers": shape.layers, "kv_heads": shape.kv_heads,
+                       "head_dim": shape.head_dim, "max_observation_age_ms": max_age_ms, "actions": spec,
+                       "identity": identity},
+            "graphs": {"vision": group("image", "vision.onnx"), "prefix": group("prefix", "prefix.onnx"),
+                       "expert": group("step", "expert.onnx")}}
+
+
+def native_actions(plan: Path, observation: dict[str, Any], threads: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
+    """The action chunk and its event from the native session on `plan`, captured now."""
+    from omni_edge.request import CameraImage, Observation, Request
+    from omni_edge.runtime import Session
+
+    request = Request(prompt=observation["prompt"], observation=Observation(
+        timestamp_ms=time.time() * 1000.0,
+        images=tuple(CameraImage(cam, str(p)) for cam, p in observation["images"].items()),
+        state=tuple(float(v) for v in observation["state"]),
+        noise=tuple(tuple(float(v) for v in row) for row in observation["noise"])))
+    events: list[dict[str, Any]] = []
+    with Session.open(plan, allow_unqualified=True, threads=threads) as session:
+        session.submit(request, lambda stream, event, pcm: events.append(event))
+    actions = [e for e in events if e["kind"] == "action"]
+    if len(actions) != 1:
+        raise RuntimeError(f"the policy session emitted {[e['kind'] for e in events]}, not one action")
+    return np.asarray(actions[0]["actions"], np.float32), actions[0]
+
+
+def agreement_checks(got: np.ndarray, ref: np.ndarray) -> tuple[tuple[ReportCheck, ...], dict[str, Any]]:
+    """Max abs and relative error over the chunk, and per step of the chunk."""
+    err = np.abs(got - ref)
+    per_step_abs = err.max(axis=1)
+    per_step_rel = (err / np.maximum(np.abs(ref), 1e-6)).max(axis=1)
+    # The gated check: the share of the chunk's values within ACTION_MAX_ABS of the reference (all).
+    checks = (ReportCheck("action_agreement", float((err <= ACTION_MAX_ABS).mean()), 1.0, ">="),
+              ReportCheck("action_max_abs", float(err.max()), ACTION_MAX_ABS, "<="))
+    detail = {"per_step_max_abs": [float(v) for v in per_step_abs], "per_step_max_rel": [float(v) for v in per_step_rel],
+              "max_abs": float(err.max()), "max_rel": float(per_step_rel.max()),
+              "reference_max_abs_value": float(np.abs(ref).max())}
+    return checks, detail
+
+
+def export_policy(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
+    if opts.target != "cpu" or set(opts.formats) != {"onnx"}:
+        raise ValueError("export policy writes --format onnx for the CPU so far (ExecuTorch and --target qnn-htp: "
+                         "not yet; see README)")
+    policy = load_policy(checkpoint)
+    cameras = tuple(opts.cameras) if opts.cameras else DEFAULT_CAMERAS
+    shape = PolicyShape.of(policy, cameras, opts.prompt_tokens or PROMPT_TOKENS)
+    spec = action_spec(opts.action_spec, shape.action_dim)
+    out.mkdir(parents=True, exist_ok=True)
+    cdir = new_component(out / COMPONENT, checkpoint)
+    with tqdm(total=4, desc="export π0 policy", unit="graph", leave=False) as bar:
+        sqnrs = _export_graphs(cdir, policy, shape, bar)
+        revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
+        identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",
+                        shape_bucket=f"cams{len(cameras)}-img{shape.image_size}-txt{shape.prompt_tokens}-chunk{shape.chunk}",
+                        target_abi="x86_64-linux")
+        plan = out / "plan.json"
+        stage = policy_stage(shape, policy, spec, {"checkpoint_id": identity["checkpoint_id"],
+                                                   "checkpoint_revision": revision, "artifact": COMPONENT,
+                                                   "precision": "fp32", "exporter_version": __version__},
+                             opts.max_observation_age_ms)
+        write_text_atomic(plan, json.dumps({"plan_version": 1, "name": f"{checkpoint.name} (π0 policy, onnx)",
+                                            "stages": [stage]}, indent=2) + "\n")
+        # Task: the whole chunk natively (the manifest below is what the session verifies, so
+        # write a provisional one first and the final one with the measured reports).
+        numerical = ValidationReport("numerical", identity["checkpoint_id"], revision, "fp32", identity["shape_bucket"],
+                                     identity["target_abi"],
+                                     tuple(ReportCheck(f"{n}_sqnr_db", v, GRAPH_SQNR_DB, ">=") for n, v in sqnrs.items()))
+        pending = ValidationReport("task", identity["checkpoint_id"], revision, "fp32", identity["shape_bucket"],
+                                   identity["target_abi"], (ReportCheck("validation_run", 0.0, 1.0, ">="),))
+        _manifest(cdir, identity, numerical, pending, {})
+        bar.set_postfix_str("native chunk vs sample_actions")
+        with tempfile.TemporaryDirectory() as tmp:
+            obs = synthetic_observation(Path(tmp), shape)
+            ref = reference_actions(policy, [camera_pixels(_open(p), shape.image_size) for p in obs["images"].values()],
+                                    obs["prompt"], obs["state"], obs["noise"])
+            got, _ = native_actions(plan, obs, opts.threads)
+        bar.update()
+    checks, detail = agreement_checks(got, ref)
+    task = ValidationReport("task", identity["checkpoint_id"], revision, "fp32", identity["shape_bucket"],
+                            identity["target_abi"], checks)
+    _manifest(cdir, identity, numerical, task, {"policy": {"cameras": list(cameras), "graphs": ["vision.onnx", "prefix.onnx",
+                                                                                                "expert.onnx"],
+                                                           "actions": spec, "agreement": detail}})
+    return [plan]
+
+
+def _open(path: Path) -> Any:
+    from PIL import Image
+
+    return Image.open(path)
+
+
+def _manifest(cdir: Path, identity: dict[str, str], numerical: ValidationReport, task: ValidationReport,
+              extra: dict[str, Any]) -> None:
+    from onnxruntime import __version__ as ort_version
+
+    write_report(cdir / "reports" / "numerical.json", numerical)
+    write_report(cdir / "reports" / "task.json", task)
+    write_manifest(cdir, COMPONENT, ArtifactMetadata(
+        **identity, runtime="onnxruntime", runtime_version=ort_version, adapter_version="1",
+        exporter_version=__version__, compiler_version=f"torch-{torch.__version__}", state_layout_version=1,
+        numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
+        task_validation=ValidationRef("reports/task.json", task.passed)), extra_metadata=extra)
