@@ -30,6 +30,7 @@
 #include "media/audio_features.h"
 #include "media/image_preprocess.h"
 #include "media/placeholders.h"
+#include "pipeline/latest_queue.h"
 #include "pipeline/playback.h"
 #include "pipeline/request.h"
 #include "pipeline/session.h"
@@ -196,15 +197,71 @@ class PythonConsumer {
   std::optional<nb::python_error> raised_;
 };
 
+nb::object PayloadBytes(const pipeline::SessionEvent& ev) {
+  return ev.payload != nullptr ? nb::object(nb::bytes(ev.payload->bytes.data(), ev.payload->bytes.size())) : nb::none();
+}
+
+// A LatestQueue for Python: its callbacks run on the queue's thread, so each takes the GIL, and a
+// Python exception there is reported as unraisable (there is no caller to raise it to).
+struct QueueHandle {
+  struct Callbacks {
+    nb::object on_event, on_done;
+    ~Callbacks() {
+      nb::gil_scoped_acquire acquire;
+      on_event.reset();
+      on_done.reset();
+    }
+  };
+  std::unique_ptr<pipeline::LatestQueue> queue;
+
+  void Post(const std::string& request_json, nb::object on_event, nb::object on_done) {
+    if (!queue) throw std::runtime_error("closed: this queue takes no more requests");
+    pipeline::Request request = Unwrap(pipeline::RequestFromJson(Parse(request_json, "request")));
+    auto cb = std::make_shared<Callbacks>();
+    cb->on_event = std::move(on_event);
+    cb->on_done = std::move(on_done);
+    const auto listener = [cb](const pipeline::SessionEvent& ev) {
+      nb::gil_scoped_acquire acquire;
+      if (cb->on_event.is_none()) return true;
+      try {
+        nb::object keep = cb->on_event(ev.stream, ev.json.dump(), PayloadBytes(ev));
+        return keep.is_none() || nb::cast<bool>(keep);
+      } catch (nb::python_error& e) {
+        e.discard_as_unraisable("omni_edge LatestQueue on_event");
+        return false;
+      }
+    };
+    const auto done = [cb](const Result<Json>& result) {
+      nb::gil_scoped_acquire acquire;
+      if (cb->on_done.is_none()) return;
+      try {
+        if (result.ok()) {
+          cb->on_done(result->dump(), nb::none(), nb::none());
+        } else {
+          cb->on_done(nb::none(), result.status().reason(), result.status().message());
+        }
+      } catch (nb::python_error& e) {
+        e.discard_as_unraisable("omni_edge LatestQueue on_done");
+      }
+    };
+    nb::gil_scoped_release release;
+    queue->Post(std::move(request), listener, done);
+  }
+  void Close() {
+    nb::gil_scoped_release release;  // the running request's callbacks need the GIL to finish
+    queue.reset();
+  }
+  ~QueueHandle() {
+    if (queue) Close();
+  }
+};
+
 nb::list PlacementList(const std::vector<Placement>& placements) {
   nb::list out;
   for (const auto& p : placements) out.append(PlacementDict(p));
   return out;
 }
 
-nb::object PayloadBytes(const pipeline::SessionEvent& ev) {
-  return ev.payload != nullptr ? nb::object(nb::bytes(ev.payload->bytes.data(), ev.payload->bytes.size())) : nb::none();
-}
 
 }  // namespace
 
@@ -272,6 +329,17 @@ NB_MODULE(_native, m) {
   }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("config_json"),
      "An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: "
      "(float32 patches, grid_t, grid_h, grid_w).");
+
+  m.def("policy_pixels", [](nb::bytes pixels, int64_t width, int64_t height, int64_t size, std::vector<float> mean,
+                            std::vector<float> std_dev) {
+    if (mean.size() != 3 || std_dev.size() != 3) throw std::invalid_argument("mean and std: three values each");
+    media::RgbImage image{width, height, {}};
+    const auto* bytes = reinterpret_cast<const uint8_t*>(pixels.c_str());
+    image.pixels.assign(bytes, bytes + pixels.size());
+    const std::vector<float> out = Unwrap(media::ResizeWithPad(image, size, mean.data(), std_dev.data()));
+    return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+  }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("size"), nb::arg("mean"), nb::arg("std"),
+     "An 8-bit RGB image as a π0 policy reads a camera: float32 [3, size, size], resized with padding, normalized.");
 
   m.def("decode_wav", [](nb::bytes wav) {
     const media::Pcm pcm = Unwrap(media::DecodeWav(std::string(wav.c_str(), wav.size())));
@@ -463,6 +531,19 @@ NB_MODULE(_native, m) {
       .def_prop_ro("epoch", &pipeline::Session::epoch)
       .def("placements", [](const pipeline::Session& s) { return PlacementList(s.placements()); },
            nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+
+  nb::class_<QueueHandle>(m, "LatestQueue")
+      .def("__init__", [](QueueHandle* self, pipeline::Session& session) {
+        new (self) QueueHandle{std::make_unique<pipeline::LatestQueue>(session)};
+      }, nb::arg("session"), nb::keep_alive<1, 2>(),
+         "A mailbox in front of a session: a posted request still waiting when a newer one is posted is superseded.")
+      .def("post", &QueueHandle::Post, nb::arg("request_json"), nb::arg("on_event").none(), nb::arg("on_done").none(),
+           nb::sig("def post(self, request_json: str, on_event: typing.Callable[[str, str, bytes | None], object] | None, "
+                   "on_done: typing.Callable[[str | None, str | None, str | None], object] | None) -> None"),
+           "Queue a request; on_event(stream, event_json, payload) and then on_done(terminal_json, None, None) or "
+           "on_done(None, reason, message) run on the queue's thread (reason 'superseded': it never ran).")
+      .def("counters", [](const QueueHandle& h) { return h.queue ? h.queue->Counters().dump() : std::string("{}"); })
+      .def("close", &QueueHandle::Close, "Supersede the waiting request and wait for the running one to end.");
 
   nb::class_<EventStream>(m, "EventStream")
       .def("__init__", [](EventStream* self, const std::string& request_json, int64_t max_events, int64_t max_bytes) {

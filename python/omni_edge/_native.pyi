@@ -145,6 +145,22 @@ class Session:
 
     def placements(self) -> list[dict[str, str | int]]: ...
 
+class LatestQueue:
+    def __init__(self, session: Session) -> None:
+        """
+        A mailbox in front of a session: a posted request still waiting when a newer one is posted is superseded.
+        """
+
+    def post(self, request_json: str, on_event: Callable[[str, str, bytes | None], object] | None, on_done: Callable[[str | None, str | None, str | None], object] | None) -> None:
+        """
+        Queue a request; on_event(stream, event_json, payload) and then on_done(terminal_json, None, None) or on_done(None, reason, message) run on the queue's thread (reason 'superseded': it never ran).
+        """
+
+    def counters(self) -> str: ...
+
+    def close(self) -> None:
+        """Supersede the waiting request and wait for the running one to end."""
+
 class EventStream:
     def __init__(self, request_json: str, max_events: int, max_bytes: int) -> None: ...
 

@@ -283,23 +283,60 @@ def write_wav(path: str | Path, pcm: np.ndarray, sample_rate: int) -> None:
 
 
 class PolicySession(_Plan):
-    """A policy plan's session: one observation in, one action chunk out (or a refusal)."""
+    """A policy plan's session: one observation in, one action chunk out (or a refusal).
+    act() runs one now; post() is a control loop's mailbox, where a newer observation
+    supersedes one still waiting."""
+
+    _queue: Any = None
 
     def act(self, observation: Observation, prompt: str = "", *, deadline_ms: float = 0.0,
             on_event: Callable[[dict[str, Any]], object] | None = None) -> dict[str, Any]:
         """The "action" event merged with its terminal's timings, or the terminal event itself
         ("cancelled", "error") when no action came. A stale observation raises ContractError."""
-        action: dict[str, Any] = {}
-        terminal: dict[str, Any] = {}
+        events: list[dict[str, Any]] = []
 
         def deliver(stream: str, event: dict[str, Any], pcm: np.ndarray | None) -> object:
-            if event["kind"] == "action":
-                action.update(event)
-            elif "finish_reason" in event:
-                terminal.update(event)
+            events.append(event)
             return on_event is None or on_event(event) is not False
 
         self.submit(Request(prompt=prompt, observation=observation, deadline_ms=deadline_ms), deliver)
-        if not action or terminal.get("kind") != "done":
-            return terminal
-        return {**action, "timings": terminal.get("timings", action.get("timings", {}))}
+        return _action_result(events)
+
+    def post(self, observation: Observation, prompt: str = "", *, deadline_ms: float = 0.0,
+             on_done: Callable[[dict[str, Any]], object]) -> None:
+        """Queue an observation. on_done(result) runs on the queue's thread, once: what act()
+        returns, or {"kind": "error", "reason", "error"} for a request that was refused, or
+        superseded (reason "superseded": a newer observation came before it ran)."""
+        if self._queue is None:
+            self._queue = _native.LatestQueue(self._s)
+        events: list[dict[str, Any]] = []
+
+        def deliver(stream: str, event_json: str, payload: bytes | None) -> bool:
+            events.append(json.loads(event_json))
+            return True
+
+        def done(terminal: str | None, reason: str | None, message: str | None) -> None:
+            if terminal is None:
+                on_done({"kind": "error", "finish_reason": "error", "reason": reason, "error": message})
+            else:
+                on_done(_action_result(events))
+
+        request = Request(prompt=prompt, observation=observation, deadline_ms=deadline_ms)
+        self._queue.post(json.dumps(request.to_json()), deliver, done)
+
+    def queue_counters(self) -> dict[str, int]:
+        counters: dict[str, int] = json.loads(self._queue.counters()) if self._queue is not None else {}
+        return counters
+
+    def __exit__(self, *exc: object) -> None:
+        if self._queue is not None:
+            self._queue.close()  # supersedes what waits, waits for what runs
+            self._queue = None
+
+
+def _action_result(events: list[dict[str, Any]]) -> dict[str, Any]:
+    action = next((e for e in events if e["kind"] == "action"), None)
+    terminal = next((e for e in events if "finish_reason" in e), {})
+    if action is None or terminal.get("kind") != "done":
+        return terminal
+    return {**action, "timings": terminal.get("timings", action.get("timings", {}))}

@@ -1,0 +1,218 @@
+"""π0 policies end to end: a checkpoint of the architecture the project never saw (its own
+sizes, two cameras with their own names), exported, and `omni-edge act` natively against
+transformers' sample_actions for the same noise; the time rules (stale observations refused,
+deadlines reported, a cancel mid-denoise leaves no action, a newer observation supersedes a
+waiting one); refusals that leave the session usable."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from llm_reference import cli
+from omni_edge.contracts import ContractError
+from omni_edge.export.pi0 import Pi0Preset, camera_pixels, load_policy, make_pi0_checkpoint, reference_actions
+from omni_edge.observation import read_observation
+from omni_edge.request import CameraImage, Observation
+from omni_edge.runtime import PolicySession
+from PIL import Image
+
+CAMERAS = ("front", "wrist")
+# Sizes no preset has: 128-pixel images in 16-pixel patches (64 rows per camera), 3 layers of
+# 2 heads of 24, a 12-step chunk of 7-dim actions, a 6-dim state.
+UNSEEN = Pi0Preset(vocab=768, vision_hidden=48, vision_layers=1, vision_heads=2, patch=16, image_size=128, hidden=96,
+                   expert_hidden=48, layers=3, heads=2, head_dim=24, chunk=12, state_dim=6, action_dim=7)
+TASK = "stack the green cube"
+
+
+@pytest.fixture(scope="session")
+def policy_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pi0")
+    checkpoint = make_pi0_checkpoint(root / "ckpt", "unseen", seed=7, p=UNSEEN)
+    done = cli("export", "policy", "--checkpoint", str(checkpoint), "--out", str(root / "art"), "--cameras", ",".join(CAMERAS),
+               "--prompt-tokens", "24", "--max-observation-age-ms", "5000")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root / "art" / "plan.json"
+
+
+@pytest.fixture(scope="session")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two odd-sized camera images (one wide, one tall: both padded), a short state, fixed noise."""
+    root = tmp_path_factory.mktemp("scene")
+    rng = np.random.default_rng(3)
+    for camera, (w, h) in zip(CAMERAS, ((301, 97), (90, 211)), strict=True):
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(root / f"{camera}.png")
+    noise = rng.standard_normal((UNSEEN.chunk, UNSEEN.action_dim)).astype(np.float32)
+    np.save(root / "noise.npy", noise)
+    return {"dir": root, "state": [0.3, -0.2, 0.9], "noise": noise}
+
+
+def observation(scene: dict[str, Any], *, age_ms: float = 0.0, fixed_noise: bool = True, **changes: Any) -> Observation:
+    images = tuple(CameraImage(c, str(scene["dir"] / f"{c}.png")) for c in CAMERAS)
+    fields: dict[str, Any] = dict(timestamp_ms=time.time() * 1000.0 - age_ms, images=images,
+                                  state=tuple(scene["state"]),
+                                  noise=tuple(tuple(float(v) for v in r) for r in scene["noise"]) if fixed_noise else ())
+    fields.update(changes)
+    return Observation(**fields)
+
+
+def write_observation(scene: dict[str, Any], path: Path, **fields: Any) -> Path:
+    data = {"timestamp_ms": time.time() * 1000.0, "images": {c: f"{c}.png" for c in CAMERAS}, "state": scene["state"],
+            "prompt": TASK, **fields}
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_act_matches_sample_actions_on_an_unseen_checkpoint(policy_plan: Path, scene: dict[str, Any]) -> None:
+    obs = write_observation(scene, scene["dir"] / "obs.json")
+    done = cli("act", "--plan", str(policy_plan), "--observation", str(obs), "--noise", str(scene["dir"] / "noise.npy"),
+               "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    action = json.loads(done.stdout.strip().splitlines()[-1])
+    assert action["kind"] == "action"
+    policy = load_policy(policy_plan.parent.parent / "ckpt")
+    pixels = [camera_pixels(Image.open(scene["dir"] / f"{c}.png"), UNSEEN.image_size) for c in CAMERAS]
+    ref = reference_actions(policy, pixels, TASK, np.array(scene["state"], np.float32), scene["noise"])
+    got = np.array(action["actions"], np.float32)
+    assert got.shape == (UNSEEN.chunk, UNSEEN.action_dim)
+    assert np.abs(got - ref).max() <= 1e-4
+    # The check can fail: the flow moved the noise, and another task moves the actions.
+    assert np.abs(ref - scene["noise"]).max() > 0.1
+    other = reference_actions(policy, pixels, "open the drawer", np.array(scene["state"], np.float32), scene["noise"])
+    assert np.abs(other - ref).max() > 1e-3
+    # The metadata: versioned, names and units per dimension, target times every dt from the capture.
+    assert action["schema_version"] == 1 and len(action["action_names"]) == len(action["action_units"]) == UNSEEN.action_dim
+    stamps = action["target_times_ms"]
+    assert stamps[0] == action["observation_timestamp_ms"] and len(stamps) == UNSEEN.chunk
+    assert np.allclose(np.diff(stamps), action["dt_ms"])
+    assert action["model"]["checkpoint_id"] == "ckpt" and action["model"]["artifact"] == "policy-onnx"
+    age = action["observation_age_ms"]
+    assert 0 <= age["at_start"] <= age["at_emission"]
+    assert len(action["timings"]["step_ms"]) == 10 and action["deadline_missed"] is False
+
+
+def test_stale_observation_is_refused_and_changes_nothing(policy_plan: Path, scene: dict[str, Any]) -> None:
+    with PolicySession.open(policy_plan) as session:
+        events: list[dict[str, Any]] = []
+        with pytest.raises(ContractError) as err:
+            session.act(observation(scene, age_ms=6000), TASK, on_event=events.append)
+        assert err.value.code == "stale_observation" and "5000" in err.value.message
+        assert not [e for e in events if e["kind"] == "action"]
+        fresh = session.act(observation(scene), TASK)
+        assert fresh["kind"] == "action"
+
+
+def test_deadlines_are_reported_with_their_lateness(policy_plan: Path, scene: dict[str, Any]) -> None:
+    with PolicySession.open(policy_plan) as session:
+        late = session.act(observation(scene, age_ms=50), TASK, deadline_ms=10)
+        assert late["deadline_missed"] is True and late["lateness_ms"] >= 40
+        met = session.act(observation(scene), TASK, deadline_ms=60000)
+        assert met["deadline_missed"] is False and met["lateness_ms"] < 0
+        assert np.array_equal(np.array(late["actions"]), np.array(met["actions"]))  # same noise, same chunk
+
+
+def test_noise_comes_from_the_seed_when_not_given(policy_plan: Path, scene: dict[str, Any]) -> None:
+    with PolicySession.open(policy_plan) as session:
+        a = session.act(observation(scene, fixed_noise=False, noise_seed=5), TASK)["actions"]
+        b = session.act(observation(scene, fixed_noise=False, noise_seed=5), TASK)["actions"]
+        c = session.act(observation(scene, fixed_noise=False, noise_seed=6), TASK)["actions"]
+    assert a == b and a != c
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"images": (CameraImage("front", "x.png"),)}, "invalid_observation"),
+    ({"images": (CameraImage("side", "x.png"),)}, "invalid_observation"),
+    ({"state": tuple([0.0] * 7)}, "invalid_observation"),
+    ({"noise": ((0.0,) * 7,) * 3}, "invalid_observation"),
+    ({"timestamp_ms": -1.0}, "invalid_observation"),
+])
+def test_bad_observations_are_refused_by_name(policy_plan: Path, scene: dict[str, Any], change: dict[str, Any],
+                                              reason: str) -> None:
+    with PolicySession.open(policy_plan) as session:
+        with pytest.raises(ContractError) as err:
+            session.act(observation(scene, **change), TASK)
+        assert err.value.code == reason
+        assert session.act(observation(scene), TASK)["kind"] == "action"
+
+
+def _long_plan(policy_plan: Path, steps: int) -> Path:
+    plan = json.loads(policy_plan.read_text())
+    plan["stages"][0]["policy"]["num_steps"] = steps
+    path = policy_plan.parent / f"plan.{steps}steps.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def test_cancel_mid_denoise_leaves_no_action(policy_plan: Path, scene: dict[str, Any]) -> None:
+    with PolicySession.open(policy_plan) as session:
+        t = session.act(observation(scene), TASK)["timings"]
+    step_ms = max(1e-3, float(np.mean(t["step_ms"])))
+    steps = int(min(20000, max(400, 2000 / step_ms)))  # about two seconds of denoising
+    with PolicySession.open(_long_plan(policy_plan, steps)) as session:
+        events: list[dict[str, Any]] = []
+        timer = threading.Timer((t["preprocess_ms"] + t["vision_ms"] + t["prefix_ms"]) / 1000 * 3 + 0.3, session.cancel)
+        timer.start()
+        result = session.act(observation(scene), TASK, on_event=events.append)
+        timer.join()
+        assert result["kind"] == "cancelled"
+        assert [e["kind"] for e in events] == ["cancelled"]
+        last = session.info()["stages"][0]["last_request"]
+        assert 0 < last["steps"] < steps and last["action_emitted"] is False
+
+
+def test_a_newer_observation_supersedes_a_waiting_one(policy_plan: Path, scene: dict[str, Any]) -> None:
+    with PolicySession.open(_long_plan(policy_plan, 600)) as session:
+        results: dict[int, dict[str, Any]] = {}
+        ended = threading.Semaphore(0)
+
+        def done(k: int) -> Any:
+            return lambda result: (results.__setitem__(k, result), ended.release())
+
+        session.post(observation(scene), TASK, on_done=done(0))
+        deadline = time.monotonic() + 60
+        while session.queue_counters()["run"] < 1 and time.monotonic() < deadline:  # the first is running
+            time.sleep(0.001)
+        for k in (1, 2):  # while it runs: the second waits and is superseded by the third
+            session.post(observation(scene), TASK, on_done=done(k))
+        for _ in range(3):
+            assert ended.acquire(timeout=120)
+        assert results[0]["kind"] == "action" and results[2]["kind"] == "action"
+        assert results[1]["kind"] == "error" and results[1]["reason"] == "superseded"
+        assert session.queue_counters() == {"posted": 3, "superseded": 1, "run": 2}
+
+
+def test_observation_files_stay_in_their_directory(scene: dict[str, Any]) -> None:
+    root = scene["dir"]
+    obs, prompt = read_observation(write_observation(scene, root / "ok.json"), root / "noise.npy")
+    assert [c.camera for c in obs.images] == list(CAMERAS) and prompt == TASK and len(obs.noise) == UNSEEN.chunk
+    for images, why in (({"front": "../front.png"}, "leaves"), ({"front": "/etc/passwd"}, "relative"),
+                        ({"front": 3}, "file name")):
+        with pytest.raises(ValueError, match=why):
+            read_observation(write_observation(scene, root / "bad.json", images=images))
+    with pytest.raises(ValueError, match="unknown fields"):
+        read_observation(write_observation(scene, root / "bad.json", extra=1))
+    np.save(root / "f64.npy", np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="float32"):
+        read_observation(root / "ok.json", root / "f64.npy")
+
+
+def test_loader_refuses_other_shapes_with_the_reason(policy_plan: Path, tmp_path: Path) -> None:
+    checkpoint = policy_plan.parent.parent / "ckpt"
+    with pytest.raises(ValueError, match="model_type"):
+        bad = tmp_path / "other"
+        bad.mkdir()
+        (bad / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+        load_policy(bad)
+    config = json.loads((checkpoint / "config.json").read_text())
+    config["dit_config"]["num_hidden_layers"] = 2
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "config.json").write_text(json.dumps(config))
+    (odd / "tokenizer.json").write_text((checkpoint / "tokenizer.json").read_text())
+    with pytest.raises(ValueError, match="expert has 2 layers"):
+        load_policy(odd)
