@@ -55,6 +55,17 @@ talker = {"tokenizer": "t.json", "text_pad_id": 1, "code_groups": 2, "codebook_s
 seed(8, {"plan_version": 1, "name": "speech", "stages": [
     {"stage_id": 0, "model_stage": "talker", "execution_type": "llm_ar", "input_sources": [],
      "engine_output_type": "codes", "artifact": "/", "talker": talker, "graphs": {}}]})  # "/" exists: parsing goes on
+policy = {"tokenizer": "t.json", "cameras": ["base", "wrist"], "image_size": 32, "image_tokens": 4, "hidden_size": 8,
+          "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "prompt_tokens": 8, "bos_id": 2,
+          "image_token_id": 9, "prompt_suffix": "\n", "state_dim": 4, "action_dim": 2, "chunk_size": 3, "num_steps": 10,
+          "layers": 1, "kv_heads": 1, "head_dim": 4, "max_observation_age_ms": 500,
+          "actions": {"schema_version": 1, "names": ["x", "y"], "units": ["m", "m"], "dt_ms": 20}, "identity": {}}
+seed(8, {"plan_version": 1, "name": "policy", "stages": [
+    {"stage_id": 0, "model_stage": "policy", "execution_type": "llm_generation", "input_sources": [], "final_output": True,
+     "final_output_type": "action", "artifact": "/", "policy": policy, "graphs": {}}]})
+seed(7, {"prompt": "pick", "deadline_ms": 50, "observation": {
+    "timestamp_ms": 1764900000000.5, "images": [{"camera": "base", "path": "a.png"}], "state": [0.1, -2],
+    "noise": [[0.5, 1], [2, 3], [-1, 0]], "noise_seed": 3}})
 seed(13, {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, "min_pixels": 3136, "max_pixels": 50176,
           "image_mean": [0.48, 0.45, 0.40], "image_std": [0.26, 0.26, 0.27], "rescale_factor": 0.00392156862745098})
 import struct  # noqa: E402

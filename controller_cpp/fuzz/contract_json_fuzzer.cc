@@ -1,7 +1,8 @@
 // libFuzzer target: every native parser of untrusted input — the contract types, manifests and
 // validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, the
 // bytes a stream turns into text, a checkpoint's image preprocessing config, WAV files through the
-// audio front end and image files through stb_image — must refuse bad input with a Status, never
+// audio front end, image files through stb_image (and a policy's camera resize), session
+// requests (observations among them) — must refuse bad input with a Status, never
 // crash or leak.
 // The first byte picks the parser, so one corpus covers them all.
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include "media/audio_features.h"
 #include "media/image_decode.h"
 #include "media/image_preprocess.h"
+#include "pipeline/request.h"
 #include "runtime/plan.h"
 #include "runtime/weights_index.h"
 #include "text/tokenizer.h"
@@ -39,6 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // An image file through stb_image (small ones only, so every input runs fast).
     auto image = omni_edge::media::DecodeImage(text, 1 << 16);
     if (image.ok() && int64_t(image->pixels.size()) != image->width * image->height * 3) __builtin_trap();
+    if (image.ok()) {  // and as a policy's camera: always [3, 32, 32], whatever the aspect ratio
+      const float mean[3] = {0.5f, 0.5f, 0.5f}, std_dev[3] = {0.5f, 0.5f, 0.5f};
+      auto pixels = omni_edge::media::ResizeWithPad(image.value(), 32, mean, std_dev);
+      if (pixels.ok() && pixels->size() != 3 * 32 * 32) __builtin_trap();
+    }
     return 0;
   }
   if (selector == 14) {
@@ -119,6 +126,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (selector == 7) {
     if (j.is_object() && j.contains("protocol_version") && j.contains("required_features")) {
       (void)omni_edge::contract::Negotiate(j["protocol_version"], j["required_features"]);
+    }
+    // A session request (an observation among its fields): what it holds is what it says.
+    auto request = omni_edge::pipeline::RequestFromJson(j);
+    if (request.ok() && request->observation) {
+      const auto& o = *request->observation;
+      int64_t n = o.noise_shape.empty() ? 0 : 1;
+      for (int64_t d : o.noise_shape) n *= d;
+      if (n != int64_t(o.noise.size()) || !omni_edge::pipeline::Validate(request.value()).ok()) __builtin_trap();
     }
   } else if (selector == 8) {
     (void)omni_edge::ParsePlan(j, "/nonexistent-fuzz-base", omni_edge::families::Builtin());

@@ -52,4 +52,27 @@ TEST(ImagePreprocess, PatchesAreNormalizedAndCountedInMergeGroups) {
 }
 
 }  // namespace
+TEST(ImagePreprocess, ResizeWithPadKeepsTheAspectRatioAndPadsWithZerosAfterNormalizing) {
+  const float mean[3] = {0.5f, 0.5f, 0.5f}, std_dev[3] = {0.5f, 0.5f, 0.5f};
+  // 40x20 into 16: resized to 16x8 (one side reaches 16), the bottom 8 rows padded.
+  const std::vector<float> out = *ResizeWithPad(Solid(40, 20, 255, 0, 51), 16, mean, std_dev);
+  ASSERT_EQ(out.size(), size_t(3 * 16 * 16));
+  const auto at = [&](int c, int y, int x) { return out[size_t((c * 16 + y) * 16 + x)]; };
+  EXPECT_FLOAT_EQ(at(0, 0, 0), 1.0f);    // 255 -> 1
+  EXPECT_FLOAT_EQ(at(1, 7, 15), -1.0f);  // 0 -> -1
+  EXPECT_NEAR(at(2, 3, 3), -0.6f, 1e-6);  // 51 / 255 = 0.2 -> -0.6
+  EXPECT_EQ(at(0, 8, 0), 0.0f);           // padding: zero after normalization, not -1
+  EXPECT_EQ(at(1, 15, 15), 0.0f);
+  // A tall image pads on the right; an exact fit is not resized.
+  const std::vector<float> tall = *ResizeWithPad(Solid(5, 10, 0, 0, 0), 16, mean, std_dev);
+  EXPECT_FLOAT_EQ(tall[size_t(15 * 16 + 7)], -1.0f);
+  EXPECT_EQ(tall[size_t(15 * 16 + 8)], 0.0f);
+  EXPECT_FLOAT_EQ(ResizeWithPad(Solid(16, 16, 0, 0, 0), 16, mean, std_dev)->back(), -1.0f);
+  // Too thin to keep a pixel, or bytes that do not match the size: refused.
+  EXPECT_FALSE(ResizeWithPad(Solid(1000, 1, 0, 0, 0), 16, mean, std_dev).ok());
+  RgbImage broken = Solid(4, 4, 0, 0, 0);
+  broken.pixels.pop_back();
+  EXPECT_FALSE(ResizeWithPad(broken, 16, mean, std_dev).ok());
+}
+
 }  // namespace omni_edge::media
