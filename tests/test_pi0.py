@@ -7,6 +7,7 @@ waiting one); refusals that leave the session usable."""
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from llm_reference import cli
+from llm_reference import CLI, cli
 from omni_edge.contracts import ContractError
 from omni_edge.export.pi0 import Pi0Preset, camera_pixels, load_policy, make_pi0_checkpoint, reference_actions
 from omni_edge.observation import read_observation
@@ -28,6 +29,7 @@ CAMERAS = ("front", "wrist")
 UNSEEN = Pi0Preset(vocab=768, vision_hidden=48, vision_layers=1, vision_heads=2, patch=16, image_size=128, hidden=96,
                    expert_hidden=48, layers=3, heads=2, head_dim=24, chunk=12, state_dim=6, action_dim=7)
 TASK = "stack the green cube"
+RUN = CLI.parent / "omni-edge-run"
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +96,22 @@ def test_act_matches_sample_actions_on_an_unseen_checkpoint(policy_plan: Path, s
     age = action["observation_age_ms"]
     assert 0 <= age["at_start"] <= age["at_emission"]
     assert len(action["timings"]["step_ms"]) == 10 and action["deadline_missed"] is False
+
+
+def test_omni_edge_run_acts_as_the_python_front_end(policy_plan: Path, scene: dict[str, Any]) -> None:
+    """The C ABI's command line: the same chunk for the same observation file and noise, and
+    observation files that name paths outside their directory refused."""
+    obs = write_observation(scene, scene["dir"] / "obs_run.json")
+    args = ["act", "--plan", str(policy_plan), "--observation", str(obs), "--noise", str(scene["dir"] / "noise.npy"), "--json"]
+    native = subprocess.run([str(RUN), *args], capture_output=True, text=True, timeout=300)
+    python = cli(*args)
+    assert native.returncode == 0 and python.returncode == 0, native.stderr + python.stderr
+    a, b = (json.loads(p.stdout.strip().splitlines()[-1]) for p in (native, python))
+    assert a["kind"] == b["kind"] == "action" and a["actions"] == b["actions"]
+    bad = write_observation(scene, scene["dir"] / "escape.json", images={"front": "../front.png", "wrist": "wrist.png"})
+    refused = subprocess.run([str(RUN), "act", "--plan", str(policy_plan), "--observation", str(bad)], capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and "leaves the observation's directory" in refused.stderr
 
 
 def test_stale_observation_is_refused_and_changes_nothing(policy_plan: Path, scene: dict[str, Any]) -> None:

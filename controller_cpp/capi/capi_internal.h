@@ -6,10 +6,12 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/status.h"
 #include "capi/omni_edge.h"
+#include "pipeline/latest_queue.h"
 #include "pipeline/session.h"
 #include "runtime/admission.h"
 
@@ -27,6 +29,9 @@ struct OeLedger {
 // One session over any plan; the deprecated per-kind handles are the same thing.
 struct OeSession {
   std::unique_ptr<omni_edge::pipeline::Session> session;
+  std::mutex queue_mu;
+  std::unique_ptr<omni_edge::pipeline::LatestQueue> queue;  // created by the first oe_session_post
+  ~OeSession() { queue.reset(); }  // before the session: it supersedes what waits, joins what runs
 };
 struct OeSpeech : OeSession {};
 struct OeOmni : OeSession {};

@@ -28,6 +28,8 @@ TEST(CApi, TheRequestDefaultsArePinned) {
   EXPECT_EQ(r.prebuffer_ms, -1.0);  // the plan's: 0 with an adaptive chunk schedule, 200 with a fixed one
   EXPECT_EQ(r.media, nullptr);
   EXPECT_EQ(r.n_media, 0);
+  EXPECT_EQ(r.observation, nullptr);
+  EXPECT_EQ(r.deadline_ms, 0.0);
   for (const OeSampling& s : {r.sampling, r.speech_sampling}) {
     EXPECT_EQ(s.use_plan_sampling, 1);
     EXPECT_EQ(s.temperature, 0.0f);
@@ -64,6 +66,10 @@ TEST(CApi, SessionCallsRefuseMissingArguments) {
   OeRequest r;
   oe_request_default(&r);
   error = oe_session_submit(nullptr, &r, nullptr, nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(oe_error_reason(error), "invalid_argument");
+  oe_error_free(error);
+  error = oe_session_post(nullptr, &r, nullptr, nullptr, nullptr);
   ASSERT_NE(error, nullptr);
   EXPECT_STREQ(oe_error_reason(error), "invalid_argument");
   oe_error_free(error);

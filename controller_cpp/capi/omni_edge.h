@@ -95,6 +95,29 @@ typedef struct {
   const char* path;  /* with data: only its name in reports; may be NULL */
 } OeMedia;
 
+/* One camera's image of an observation: a file's bytes, or, when data is NULL, its path. */
+typedef struct {
+  const char* camera;  /* the name the policy's plan gives it */
+  const void* data;
+  size_t size;
+  const char* path;
+} OeCameraImage;
+
+/* What a policy plan acts on (copied during oe_session_submit / oe_session_post). */
+typedef struct {
+  double timestamp_ms;          /* capture time, ms since the Unix epoch; a policy refuses an observation
+                                   without one, or older than its plan's max_observation_age_ms */
+  const OeCameraImage* images;  /* one per camera of the plan, any order */
+  int n_images;
+  const float* state;           /* zero-padded to the model's state dim */
+  int n_state;
+  const float* noise;           /* the flow's initial x_1, noise_rows x noise_cols (chunk x action dim),
+                                   to compare with a reference; NULL: drawn from noise_seed */
+  int noise_rows;
+  int noise_cols;
+  uint64_t noise_seed;
+} OeObservation;
+
 /* One request, whatever the plan: the entry stage's input and how each stream is generated. */
 typedef struct {
   const char* prompt;             /* text to answer (or, for a speech plan, to speak); the user
@@ -116,6 +139,9 @@ typedef struct {
   const OeMedia* media;           /* images and audio before the prompt, in this order (a multimodal
                                      plan's encoder stages read them); may be NULL */
   int n_media;
+  const OeObservation* observation; /* a policy plan's input (prompt: its task text); may be NULL */
+  double deadline_ms;             /* policy: the action is due this long after the capture (0: none);
+                                     the action event reports deadline_missed and lateness_ms */
 } OeRequest;
 
 OE_API void oe_request_default(OeRequest* request);
@@ -141,6 +167,15 @@ typedef int (*OeEventHandler)(const OeEvent* event, void* user_data);
  * sees the events one at a time, in order per stream. */
 OE_API OeError* oe_session_submit(OeSession* session, const OeRequest* request, OeEventHandler on_event,
                                   void* user_data);
+/* A control loop's mailbox (policy plans): queues the request and returns at once. A request
+ * still waiting when a newer one is posted is superseded: it never runs and its on_done gets the
+ * error "superseded". Requests run one at a time on the session's queue thread, where on_event
+ * and on_done are called; on_done is called exactly once per posted request, with NULL and the
+ * terminal fields (JSON) of each stream, or with the error (owned by the callee: do not free it).
+ * Do not call oe_session_submit on a session that has requests posted. */
+typedef void (*OeDoneHandler)(const OeError* error, const char* terminals_json, void* user_data);
+OE_API OeError* oe_session_post(OeSession* session, const OeRequest* request, OeEventHandler on_event,
+                                OeDoneHandler on_done, void* user_data);
 /* Thread-safe: the running request ends at every stage's next step; events still queued are
  * withheld, each stream ends with a "cancelled" event, the context keeps what was delivered. */
 OE_API void oe_session_cancel(OeSession* session);

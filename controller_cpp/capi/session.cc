@@ -55,6 +55,28 @@ pipeline::Request RequestOf(const OeRequest& r) {
   out.max_frames = r.max_frames;
   out.speech_sampling = SamplingOf(r.speech_sampling);
   out.prebuffer_ms = r.prebuffer_ms;
+  out.deadline_ms = r.deadline_ms;
+  if (r.observation != nullptr) {
+    const OeObservation& o = *r.observation;
+    pipeline::Observation obs;
+    obs.timestamp_ms = o.timestamp_ms;
+    for (int i = 0; o.images != nullptr && i < o.n_images; ++i) {
+      const OeCameraImage& c = o.images[i];
+      pipeline::CameraImage item;
+      if (c.camera != nullptr) item.camera = c.camera;
+      item.image.kind = "image";
+      if (c.path != nullptr) item.image.path = c.path;
+      if (c.data != nullptr && c.size > 0) item.image.data.assign(static_cast<const char*>(c.data), c.size);
+      obs.images.push_back(std::move(item));
+    }
+    if (o.state != nullptr && o.n_state > 0) obs.state.assign(o.state, o.state + o.n_state);
+    if (o.noise != nullptr && o.noise_rows > 0 && o.noise_cols > 0) {
+      obs.noise.assign(o.noise, o.noise + int64_t(o.noise_rows) * o.noise_cols);
+      obs.noise_shape = {o.noise_rows, o.noise_cols};
+    }
+    obs.noise_seed = o.noise_seed;
+    out.observation = std::move(obs);
+  }
   for (int i = 0; r.media != nullptr && i < r.n_media; ++i) {
     const OeMedia& m = r.media[i];
     pipeline::MediaInput item;
@@ -66,17 +88,20 @@ pipeline::Request RequestOf(const OeRequest& r) {
   return out;
 }
 
+// A session event as the C ABI's OeEvent, valid during `deliver`.
+bool Deliver(const pipeline::SessionEvent& ev, const std::function<int(const OeEvent&)>& on_event) {
+  const std::string json = ev.json.dump();
+  OeEvent e{ev.stream.c_str(), ev.stage_id, json.c_str(), ev.terminal ? 1 : 0, nullptr, 0, ""};
+  if (ev.payload != nullptr) {
+    e.data = ev.payload->bytes.data();
+    e.n_samples = int64_t(ev.payload->bytes.size()) / contract::DtypeSize(ev.payload->dtype);
+    e.dtype = ev.payload->dtype.c_str();
+  }
+  return !on_event || on_event(e) == 0;
+}
+
 Status Submit(pipeline::Session& session, const pipeline::Request& request, const std::function<int(const OeEvent&)>& on_event) {
-  auto result = session.Submit(request, [&](const pipeline::SessionEvent& ev) {
-    const std::string json = ev.json.dump();
-    OeEvent e{ev.stream.c_str(), ev.stage_id, json.c_str(), ev.terminal ? 1 : 0, nullptr, 0, ""};
-    if (ev.payload != nullptr) {
-      e.data = ev.payload->bytes.data();
-      e.n_samples = int64_t(ev.payload->bytes.size()) / contract::DtypeSize(ev.payload->dtype);
-      e.dtype = ev.payload->dtype.c_str();
-    }
-    return !on_event || on_event(e) == 0;
-  });
+  auto result = session.Submit(request, [&](const pipeline::SessionEvent& ev) { return Deliver(ev, on_event); });
   return result.ok() ? Status::Ok() : result.status();
 }
 
@@ -125,6 +150,31 @@ OeError* oe_session_submit(OeSession* session, const OeRequest* request, OeEvent
     return omni_edge::capi::Submit(*session->session, omni_edge::capi::RequestOf(*request), [&](const OeEvent& e) {
       return on_event == nullptr ? 0 : on_event(&e, user_data);
     });
+  });
+}
+
+OeError* oe_session_post(OeSession* session, const OeRequest* request, OeEventHandler on_event, OeDoneHandler on_done,
+                         void* user_data) {
+  return Guard([&]() -> Status {
+    if (session == nullptr || request == nullptr) return Status::Error("invalid_argument", "session and request are required");
+    omni_edge::pipeline::Request r = omni_edge::capi::RequestOf(*request);
+    OE_RETURN_IF_ERROR(omni_edge::pipeline::Validate(r));
+    std::lock_guard<std::mutex> lock(session->queue_mu);
+    if (!session->queue) session->queue = std::make_unique<omni_edge::pipeline::LatestQueue>(*session->session);
+    const auto listener = [on_event, user_data](const omni_edge::pipeline::SessionEvent& ev) {
+      return omni_edge::capi::Deliver(ev, [&](const OeEvent& e) { return on_event == nullptr ? 0 : on_event(&e, user_data); });
+    };
+    const auto done = [on_done, user_data](const omni_edge::Result<omni_edge::Json>& result) {
+      if (on_done == nullptr) return;
+      if (result.ok()) {
+        on_done(nullptr, result->dump().c_str(), user_data);
+      } else {
+        const OeError error{result.status().reason(), result.status().message()};
+        on_done(&error, nullptr, user_data);
+      }
+    };
+    session->queue->Post(std::move(r), listener, done);
+    return Status::Ok();
   });
 }
 

@@ -17,6 +17,8 @@ Status OpenSession(const OeSessionConfig* config, std::unique_ptr<pipeline::Sess
 std::optional<decoding::SamplingParams> SamplingOf(const OeSampling& s);
 void DefaultSampling(OeSampling* s);
 pipeline::Request RequestOf(const OeRequest& r);
+// A session event to `on_event` as an OeEvent (valid during the call); false when it asks to cancel.
+bool Deliver(const pipeline::SessionEvent& ev, const std::function<int(const OeEvent&)>& on_event);
 // Runs the request; `on_event` returns 0 to continue.
 Status Submit(pipeline::Session& session, const pipeline::Request& request, const std::function<int(const OeEvent&)>& on_event);
 

@@ -10,6 +10,8 @@
 //                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
 //                 [--memory-pools auto|off|JSON] [--repeat N] [--profile] [--speak OUT.wav [--max-frames N]]
 //   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] [--profile] ...
+//   omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]
+//                 [--deadline-ms D] [--json] ... (a policy plan: the last line is the action chunk)
 //
 // One session API for every plan (text, speech, omni). Text streams to stdout; with --json every
 // event is one JSON line (the last of each stream "done", "cancelled" or "error" with
@@ -35,6 +37,7 @@
 #include "base/unicode/unicode.h"
 #include "capi/omni_edge.h"
 #include "tools/args.h"
+#include "tools/observation_file.h"
 #include "tools/run_session.h"
 
 namespace {
@@ -56,6 +59,10 @@ const char* const kUsage =
     "                     [--max-frames N] [--prebuffer-ms MS] [--temperature T] [--top-k K] [--top-p P]\n"
     "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n"
+    "       omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]\n"
+    "                     [--deadline-ms D] [--json] [--threads N] [--allow-unqualified] [--info] [--repeat N]\n"
+    "                     (a policy plan: OBS.json {\"timestamp_ms\", \"images\": {camera: file}, \"state\", \"prompt\"};\n"
+    "                      the action chunk, with --json its last line {\"kind\": \"action\", ...})\n"
     "       (run and speak: --sessions N opens, runs and closes N sessions in turn; --consumer-delay-ms MS\n"
     "        waits after each event, a slow consumer)\n"
     "       (run and speak: --trace FILE writes the last request's trace, Chrome trace JSON for ui.perfetto.dev)\n";
@@ -296,6 +303,54 @@ int Speak(int argc, char** argv, int first) {
   return Execute(in);
 }
 
+// A file `act` reads was refused: the reason, no usage text; exit 2.
+int Refuse(const std::string& why) {
+  std::fprintf(stderr, "omni-edge-run: act: %s\n", why.c_str());
+  return 2;
+}
+
+int Act(int argc, char** argv, int first) {
+  Invocation in;
+  oe_session_config_default(&in.config);
+  oe_request_default(&in.request);
+  std::string observation_path, noise_path;
+  OeObservation obs{};
+  omni_edge::tools::ArgReader args(argc, argv, first);
+  while (const char* flag = args.Next()) {
+    const std::string a = flag;
+    if (CommonFlag(args, a, &in)) continue;
+    if (a == "--observation") observation_path = args.Value("--observation");
+    else if (a == "--noise") noise_path = args.Value("--noise");
+    else if (a == "--noise-seed") obs.noise_seed = uint64_t(args.Whole("--noise-seed", 0, int64_t(1) << 62));
+    else if (a == "--deadline-ms") in.request.deadline_ms = double(args.Whole("--deadline-ms", 0, 3600000));
+    else return Usage(("act: unknown argument '" + a + "'").c_str());
+  }
+  if (in.plan.empty() || observation_path.empty()) return Usage("act: --plan and --observation are required");
+  auto file = omni_edge::tools::ReadObservationFile(observation_path);
+  if (!file.ok()) return Refuse(file.status().message());
+  omni_edge::tools::NpyFloat32 noise;
+  if (!noise_path.empty()) {
+    auto bytes = omni_edge::platform::ReadWholeFile(noise_path);
+    if (!bytes.ok()) return Refuse("--noise " + bytes.status().message());
+    auto parsed = omni_edge::tools::ParseNpyFloat32(bytes.value(), noise_path);
+    if (!parsed.ok()) return Refuse(parsed.status().message());
+    noise = std::move(parsed.value());
+  }
+  std::vector<OeCameraImage> images;
+  for (const auto& [camera, path] : file->images) images.push_back(OeCameraImage{camera.c_str(), nullptr, 0, path.c_str()});
+  obs.timestamp_ms = file->timestamp_ms;
+  obs.images = images.data();
+  obs.n_images = int(images.size());
+  obs.state = file->state.empty() ? nullptr : file->state.data();
+  obs.n_state = int(file->state.size());
+  obs.noise = noise.values.empty() ? nullptr : noise.values.data();
+  obs.noise_rows = int(noise.rows);
+  obs.noise_cols = int(noise.cols);
+  in.request.observation = &obs;
+  in.prompt = file->prompt;
+  return Execute(in);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -322,6 +377,7 @@ int main(int argc, char** argv) {
   }
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return Run(argc, argv, 2);
   if (argc >= 2 && std::strcmp(argv[1], "speak") == 0) return Speak(argc, argv, 2);
+  if (argc >= 2 && std::strcmp(argv[1], "act") == 0) return Act(argc, argv, 2);
   if (argc >= 2 && argv[1][0] == '-') return Run(argc, argv, 1);
   return Usage(nullptr);
 }

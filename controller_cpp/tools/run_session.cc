@@ -41,6 +41,7 @@ struct Sink {
   WavWriter* wav = nullptr;
   bool write_failed = false;
   Json terminals = Json::object();  // stream -> its terminal event
+  Json action;                      // a policy's action event, held for its terminal's timings
 };
 
 void PrintJson(const Output& out, const std::string& stream, const char* json) {
@@ -50,6 +51,33 @@ void PrintJson(const Output& out, const std::string& stream, const char* json) {
     std::printf("{\"stream\":\"%s\",%s\n", stream.c_str(), json[0] == '{' ? json + 1 : json);
   }
   std::fflush(stdout);
+}
+
+// A policy's stream: the action is held until its terminal event, and then (--json) printed as the
+// last line with the terminal's timings (total included); a request that ends without one ends
+// with its terminal ("cancelled", "error") instead.
+int OnAction(Sink* sink, const OeEvent* e) {
+  auto parsed = ParseJson(e->json, "action event");
+  if (!parsed.ok()) return 0;
+  if (!e->terminal) {
+    if (parsed->value("kind", "") == "action") sink->action = std::move(parsed.value());
+    return g_signal != 0 ? 1 : 0;
+  }
+  const bool acted = parsed->value("kind", "") == "done" && sink->action.is_object();
+  if (acted && parsed->contains("timings")) sink->action["timings"] = (*parsed)["timings"];
+  if (sink->out->json) {
+    PrintJson(*sink->out, "", (acted ? sink->action : parsed.value()).dump().c_str());
+  } else if (acted) {
+    const Json& a = sink->action;
+    for (const auto& row : a["actions"]) std::printf("%s\n", row.dump().c_str());
+    const Json& age = a["observation_age_ms"];
+    std::fprintf(stderr, "[action] %lld x %lld every %.0f ms; observation age %.1f ms at start, %.1f ms at emission; %s\n",
+                 static_cast<long long>(a.value("chunk_size", int64_t(0))), static_cast<long long>(a.value("action_dim", int64_t(0))),
+                 a.value("dt_ms", 0.0), age.value("at_start", 0.0), age.value("at_emission", 0.0),
+                 a.value("deadline_missed", false) ? "deadline MISSED" : "deadline met or none");
+  }
+  std::fflush(stdout);
+  return 0;
 }
 
 int OnEvent(const OeEvent* e, void* user_data) {
@@ -66,6 +94,7 @@ int OnEvent(const OeEvent* e, void* user_data) {
   if (sink->out->consumer_delay_ms > 0 && !e->terminal) {  // the controller's credit holds the producers back
     std::this_thread::sleep_for(std::chrono::milliseconds(sink->out->consumer_delay_ms));
   }
+  if (stream == "action") return OnAction(sink, e);
   if (sink->out->json) {
     PrintJson(*sink->out, stream, e->json);
   } else if (stream == "text" && !e->terminal) {
