@@ -32,7 +32,15 @@ from omni_edge.export.pi0 import (
     load_policy,
     reference_actions,
 )
-from omni_edge.export.pi0_graphs import ExpertStepGraph, PrefixGraph, VisionGraph
+from omni_edge.export.pi0_graphs import (
+    ExpertStepGraph,
+    PrefixGraph,
+    VisionGraph,
+    rope_inv_freq,
+    rope_tables,
+    time_embedding,
+    time_freq,
+)
 from omni_edge.files import write_text_atomic
 from tqdm import tqdm
 
@@ -80,6 +88,9 @@ class PolicyExportOptions:
     action_spec: Path | None = None
     max_observation_age_ms: float = 1000.0
     threads: int = 0
+    socs: tuple[str, ...] = ("sm8750",)  # qnn-htp
+    precision: str = ""                   # qnn-htp: fp16 (the default)
+    validate: bool = True
 
 
 def action_spec(path: Path | None, action_dim: int) -> dict[str, Any]:
@@ -135,14 +146,20 @@ def _export_graphs(cdir: Path, policy: Policy, shape: PolicyShape, bar: tqdm) ->
     mask[0, P - shape.prompt_tokens // 2:] = 0
     modules = {"vision": VisionGraph(policy.model).eval(), "prefix": PrefixGraph(policy.model).eval(),
                "expert": ExpertStepGraph(policy.model).eval()}
+    valid = int(mask.sum())
+    cos, sin = rope_tables(rope_inv_freq(policy.model, "vlm"), prefix_positions(mask[0].tolist()))
     with torch.no_grad():
-        keys, values = modules["prefix"](rows, ids, mask)
+        keys, values = modules["prefix"](rows, ids, mask, cos, sin)
     x = torch.randn(1, shape.chunk, shape.action_dim, generator=g)
-    t, state = torch.tensor([0.7]), torch.randn(1, shape.state_dim, generator=g)
+    state = torch.randn(1, shape.state_dim, generator=g)
+    t_emb = time_embedding(time_freq(policy.model), 0.7)
+    e_cos, e_sin = rope_tables(rope_inv_freq(policy.model, "dit"), range(valid, valid + shape.chunk + 1))
     examples: dict[str, tuple[tuple[torch.Tensor, ...], list[str], list[str]]] = {
         "vision": ((pixels,), ["pixel_values"], ["image_rows"]),
-        "prefix": ((rows, ids, mask), ["image_rows", "prompt_ids", "mask"], ["keys", "values"]),
-        "expert": ((keys, values, mask, x, t, state), ["keys", "values", "mask", "x", "t", "state"], ["velocity"]),
+        "prefix": ((rows, ids, mask, cos, sin), ["image_rows", "prompt_ids", "mask", "rope_cos", "rope_sin"],
+                   ["keys", "values"]),
+        "expert": ((keys, values, mask, x, t_emb, state, e_cos, e_sin),
+                   ["keys", "values", "mask", "x", "time_embedding", "state", "rope_cos", "rope_sin"], ["velocity"]),
     }
     sqnrs = {}
     for name, (args, inputs, outputs) in examples.items():
@@ -156,6 +173,15 @@ def _export_graphs(cdir: Path, policy: Policy, shape: PolicyShape, bar: tqdm) ->
         bar.update()
     onnx_target.share_weights(cdir, [f"{name}.onnx" for name in examples])
     return sqnrs
+
+
+def prefix_positions(mask: list[int]) -> list[int]:
+    """The prefix's rotary positions: the mask's running count less one (padding repeats the last)."""
+    out, count = [], 0
+    for m in mask:
+        count += int(m)
+        out.append(max(count - 1, 0))
+    return out
 
 
 def policy_stage(shape: PolicyShape, policy: Policy, spec: dict[str, Any], identity: dict[str, Any],
@@ -173,7 +199,9 @@ def policy_stage(shape: PolicyShape, policy: Policy, spec: dict[str, Any], ident
                        "image_token_id": policy.image_token_id, "prompt_suffix": PROMPT_SUFFIX,
                        "state_dim": shape.state_dim, "action_dim": shape.action_dim, "chunk_size": shape.chunk,
                        "num_steps": shape.num_steps, "layers": shape.layers, "kv_heads": shape.kv_heads,
-                       "head_dim": shape.head_dim, "max_observation_age_ms": max_age_ms, "actions": spec,
+                       "head_dim": shape.head_dim, "rope_inv_freq": rope_inv_freq(policy.model, "vlm"),
+                       "expert_rope_inv_freq": rope_inv_freq(policy.model, "dit"), "time_freq": time_freq(policy.model),
+                       "max_observation_age_ms": max_age_ms, "actions": spec,
                        "identity": identity},
             "graphs": {"vision": group("image", "vision.onnx"), "prefix": group("prefix", "prefix.onnx"),
                        "expert": group("step", "expert.onnx")}}
@@ -213,9 +241,12 @@ def agreement_checks(got: np.ndarray, ref: np.ndarray) -> tuple[tuple[ReportChec
 
 
 def export_policy(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
-    if opts.target != "cpu" or set(opts.formats) != {"onnx"}:
-        raise ValueError("export policy writes --format onnx for the CPU so far (ExecuTorch and --target qnn-htp: "
-                         "not yet; see README)")
+    if opts.target == "qnn-htp":
+        from omni_edge.export.pi0_qnn import export_policy_qnn
+
+        return export_policy_qnn(checkpoint, out, opts)
+    if set(opts.formats) != {"onnx"}:
+        raise ValueError("export policy writes --format onnx so far (ExecuTorch: not yet; see README)")
     policy = load_policy(checkpoint)
     cameras = tuple(opts.cameras) if opts.cameras else DEFAULT_CAMERAS
     shape = PolicyShape.of(policy, cameras, opts.prompt_tokens or PROMPT_TOKENS)

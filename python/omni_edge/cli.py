@@ -220,7 +220,8 @@ def _export_policy(args: argparse.Namespace) -> int:
     formats = ("onnx", "pte") if args.format == "both" else (args.format,)
     opts = PolicyExportOptions(formats=formats, target=args.target, cameras=tuple(args.cameras or ()),
                                prompt_tokens=args.prompt_tokens, action_spec=args.action_spec,
-                               max_observation_age_ms=args.max_observation_age_ms, threads=args.threads)
+                               max_observation_age_ms=args.max_observation_age_ms, threads=args.threads,
+                               socs=tuple(args.soc.split(",")), precision=args.precision)
 
     def work() -> int:
         try:
@@ -674,6 +675,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help='JSON {"names": [...], "units": [...], "dt_ms": ...} declaring the action dimensions')
     e.add_argument("--max-observation-age-ms", type=_finite, default=1000.0,
                    help="older observations are refused as stale (0: no limit; default 1000)")
+    e.add_argument("--soc", default="sm8750", help="qnn-htp: sm8750, sm8650, x-elite, sa8775p, qcs6490 (comma-separated)")
+    e.add_argument("--precision", choices=["fp16"], default="", help="qnn-htp: fp16 (the default)")
     e.add_argument("--threads", type=int, default=0)
     e.add_argument("--verbose", action="store_true",
                    help="also show third-party warnings and native logs (default: in OUT.export.log beside OUT)")

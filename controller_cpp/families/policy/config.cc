@@ -1,5 +1,6 @@
 #include "families/policy/config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -28,6 +29,22 @@ Status ReadTriple(const Json* array, const std::string& where, bool positive, st
       return PlanError(where + "[" + std::to_string(i) + "]: " + (positive ? "a positive number" : "a number"));
     }
     (*out)[i] = v.get<float>();
+  }
+  return Status::Ok();
+}
+
+Status ReadFloats(const Json* array, const std::string& where, size_t count, std::vector<float>* out) {
+  if (array == nullptr) return Status::Ok();
+  if (count == 0 ? (array->empty() || array->size() > 65536) : array->size() != count) {
+    return PlanError(where + ": " + (count ? std::to_string(count) + " numbers expected" : std::string("1 to 65536 numbers")) +
+                     ", got " + std::to_string(array->size()));
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const Json& v = (*array)[i];
+    if (!v.is_number() || v.is_boolean() || !std::isfinite(v.get<double>())) {
+      return PlanError(where + "[" + std::to_string(i) + "]: a finite number");
+    }
+    out->push_back(v.get<float>());
   }
   return Status::Ok();
 }
@@ -74,6 +91,9 @@ Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const Sta
   c->layers = r.Int("layers", true, 1);
   c->kv_heads = r.Int("kv_heads", true, 1);
   c->head_dim = r.Int("head_dim", true, 1);
+  const Json* rope = r.Array("rope_inv_freq");
+  const Json* expert_rope = r.Array("expert_rope_inv_freq");
+  const Json* time = r.Array("time_freq");
   c->max_observation_age_ms = r.Number("max_observation_age_ms", false, 0.0);
   const Json* actions = r.Object("actions");
   const Json* identity = r.Object("identity", false);
@@ -104,6 +124,10 @@ Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const Sta
   if (!(c->max_observation_age_ms >= 0 && c->max_observation_age_ms <= 3.6e6)) {
     return PlanError(where + ".max_observation_age_ms: in [0, 3600000] (0: no limit)");
   }
+  if (c->head_dim % 2) return PlanError(where + ".head_dim: even (rotary halves)");
+  OE_RETURN_IF_ERROR(ReadFloats(rope, where + ".rope_inv_freq", size_t(c->head_dim / 2), &c->rope_inv_freq));
+  OE_RETURN_IF_ERROR(ReadFloats(expert_rope, where + ".expert_rope_inv_freq", size_t(c->head_dim / 2), &c->expert_rope_inv_freq));
+  OE_RETURN_IF_ERROR(ReadFloats(time, where + ".time_freq", 0, &c->time_freq));
   OE_ASSIGN_OR_RETURN(c->actions, ParseActions(*actions, c->action_dim, where + ".actions"));
   if (identity != nullptr) c->identity = *identity;
   if (stage.execution_type != "llm_generation") return PlanError(where + ": a policy stage is llm_generation (one-shot)");

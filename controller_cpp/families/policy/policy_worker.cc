@@ -1,5 +1,6 @@
 #include "families/policy/policy_worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -19,6 +20,22 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 }
 
 Status Invalid(const std::string& what) { return Status::Error("invalid_observation", what); }
+
+// cos and sin of position x frequency, [positions, 2 x freqs] (the halves repeated), as
+// transformers' rotary embedding: the product in float32, then its cosine and sine.
+void RopeTables(const std::vector<float>& inv_freq, const std::vector<int64_t>& positions, HostTensor* cos, HostTensor* sin) {
+  const size_t half = inv_freq.size();
+  float* c = cos->data<float>();
+  float* s = sin->data<float>();
+  for (size_t p = 0; p < positions.size(); ++p) {
+    for (size_t j = 0; j < half; ++j) {
+      const float angle = float(positions[p]) * inv_freq[j];
+      const auto cv = float(std::cos(double(angle))), sv = float(std::sin(double(angle)));
+      c[p * 2 * half + j] = c[p * 2 * half + half + j] = cv;
+      s[p * 2 * half + j] = s[p * 2 * half + half + j] = sv;
+    }
+  }
+}
 
 }  // namespace
 
@@ -41,8 +58,12 @@ Result<std::unique_ptr<PolicyWorker>> PolicyWorker::Open(const StagePlan& stage,
   w->mask_ = HostTensor(DType::kInt64, {1, P});
   w->keys_ = HostTensor(DType::kFloat32, {c.layers, 1, c.kv_heads, P, c.head_dim});
   w->values_ = HostTensor(DType::kFloat32, {c.layers, 1, c.kv_heads, P, c.head_dim});
+  w->prefix_cos_ = HostTensor(DType::kFloat32, {1, P, c.head_dim});
+  w->prefix_sin_ = HostTensor(DType::kFloat32, {1, P, c.head_dim});
+  w->expert_cos_ = HostTensor(DType::kFloat32, {1, c.chunk_size + 1, c.head_dim});
+  w->expert_sin_ = HostTensor(DType::kFloat32, {1, c.chunk_size + 1, c.head_dim});
   w->x_ = HostTensor(DType::kFloat32, {1, c.chunk_size, c.action_dim});
-  w->t_ = HostTensor(DType::kFloat32, {1});
+  w->time_emb_ = HostTensor(DType::kFloat32, {1, 2 * int64_t(c.time_freq.size())});
   w->state_ = HostTensor(DType::kFloat32, {1, c.state_dim});
   w->velocity_ = HostTensor(DType::kFloat32, {1, c.chunk_size, c.action_dim});
 
@@ -54,10 +75,13 @@ Result<std::unique_ptr<PolicyWorker>> PolicyWorker::Open(const StagePlan& stage,
     return (*graph)->Bind(in, out);
   };
   OE_RETURN_IF_ERROR(load("vision", "image", {w->pixels_.view()}, {w->image_rows_.view()}, &w->vision_));
-  OE_RETURN_IF_ERROR(load("prefix", "prefix", {w->prefix_rows_.view(), w->prompt_ids_.view(), w->mask_.view()},
+  OE_RETURN_IF_ERROR(load("prefix", "prefix",
+                          {w->prefix_rows_.view(), w->prompt_ids_.view(), w->mask_.view(), w->prefix_cos_.view(),
+                           w->prefix_sin_.view()},
                           {w->keys_.view(), w->values_.view()}, &w->prefix_));
   OE_RETURN_IF_ERROR(load("expert", "step",
-                          {w->keys_.view(), w->values_.view(), w->mask_.view(), w->x_.view(), w->t_.view(), w->state_.view()},
+                          {w->keys_.view(), w->values_.view(), w->mask_.view(), w->x_.view(), w->time_emb_.view(),
+                           w->state_.view(), w->expert_cos_.view(), w->expert_sin_.view()},
                           {w->velocity_.view()}, &w->expert_));
   return w;
 }
@@ -176,8 +200,18 @@ Status PolicyWorker::Begin(pipeline::StepContext& ctx) {
   int64_t* mask = mask_.data<int64_t>();
   const int64_t image_rows = int64_t(images_.size()) * T;
   for (int64_t i = 0; i < c.prompt_tokens; ++i) ids[i] = i < int64_t(prompt_.size()) ? prompt_[size_t(i)] : 0;
-  for (int64_t i = 0; i < c.prefix_length(); ++i) mask[i] = i < image_rows + int64_t(prompt_.size()) ? 1 : 0;
+  const int64_t valid = image_rows + int64_t(prompt_.size());
+  std::vector<int64_t> positions(size_t(c.prefix_length()));
+  for (int64_t i = 0; i < c.prefix_length(); ++i) {
+    mask[i] = i < valid ? 1 : 0;
+    positions[size_t(i)] = std::min(i, valid - 1);  // the mask's running count less one
+  }
+  RopeTables(c.rope_inv_freq, positions, &prefix_cos_, &prefix_sin_);
   OE_RETURN_IF_ERROR(Run(*prefix_, &prefix_ms_));
+  // The expert's tokens (the state, then the chunk) follow the prefix's valid positions.
+  positions.assign(size_t(c.chunk_size + 1), 0);
+  for (int64_t k = 0; k <= c.chunk_size; ++k) positions[size_t(k)] = valid + k;
+  RopeTables(c.expert_rope_inv_freq, positions, &expert_cos_, &expert_sin_);
   std::memcpy(x_.data<float>(), noise_.data(), x_.nbytes());
   std::memcpy(state_.data<float>(), state_values_.data(), state_.nbytes());
   begin_ms_ = ctx.ElapsedMs();
@@ -190,7 +224,15 @@ Result<pipeline::StepResult> PolicyWorker::Step(pipeline::StepContext& ctx) {
   // Euler from t = 1 to 0 in num_steps steps (transformers' sample_actions: t = 1 + k dt, in
   // double, then float32).
   const double dt = -1.0 / double(c.num_steps);
-  t_.data<float>()[0] = float(1.0 + double(step_) * dt);
+  const auto t = float(1.0 + double(step_) * dt);
+  // The time step's sinusoidal embedding: [sin(freq t), cos(freq t)], the product in float32.
+  float* emb = time_emb_.data<float>();
+  const size_t half = c.time_freq.size();
+  for (size_t j = 0; j < half; ++j) {
+    const float angle = c.time_freq[j] * t;
+    emb[j] = float(std::sin(double(angle)));
+    emb[half + j] = float(std::cos(double(angle)));
+  }
   double ms = 0;
   OE_RETURN_IF_ERROR(Run(*expert_, &ms));
   step_ms_.push_back(ms);

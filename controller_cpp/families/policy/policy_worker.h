@@ -52,7 +52,9 @@ class PolicyWorker final : public pipeline::StageWorker {
   HostTensor pixels_, image_rows_;              // vision: one camera
   HostTensor prefix_rows_, prompt_ids_, mask_;  // prefix: every camera's rows, the prompt's ids
   HostTensor keys_, values_;                    // the prefix's KV: prefix output, expert input
-  HostTensor x_, t_, state_, velocity_;         // the expert's step
+  HostTensor prefix_cos_, prefix_sin_;          // the prefix's rotary tables, per position
+  HostTensor x_, time_emb_, state_, velocity_;  // the expert's step
+  HostTensor expert_cos_, expert_sin_;          // its rotary tables (the state token and the chunk)
 
   // The request in flight.
   std::vector<std::string> images_;  // file bytes, in the plan's camera order
