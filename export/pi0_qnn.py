@@ -46,9 +46,7 @@ ACTION_SQNR_DB = 25.0  # the whole chunk after ten flow steps at fp16
 def _graph_inputs(fp32_dir: Path, plan: dict[str, Any], obs: dict[str, Any], policy: Any) -> dict[str, list[list[np.ndarray]]]:
     """Each graph's inputs for the synthetic observation, computed by the fp32 graphs before it."""
     import onnxruntime as ort
-
     from omni_edge.export.pi0 import prompt_ids
-
     from PIL import Image
 
     section = plan["stages"][0]["policy"]
@@ -109,7 +107,7 @@ def export_policy_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         for soc_key, soc, prec in tqdm(targets, desc="compile policy", unit="SoC", leave=False):
             component = new_component(out / f"policy-qnn-{soc_key}-{precision}", checkpoint)
             refs = {}
-            for role, (key, file) in GRAPHS.items():
+            for role, (_, file) in GRAPHS.items():
                 prepared = build / f"fp32_{file}"
                 if not prepared.exists():
                     qnn_target.prepare_graph(fp32_dir / file, prepared, fuse_norms=False)
