@@ -234,3 +234,27 @@ def test_loader_refuses_other_shapes_with_the_reason(policy_plan: Path, tmp_path
     (odd / "tokenizer.json").write_text((checkpoint / "tokenizer.json").read_text())
     with pytest.raises(ValueError, match="expert has 2 layers"):
         load_policy(odd)
+
+
+def test_policy_compiles_for_the_htp_and_acts_there(policy_plan: Path, scene: dict[str, Any], tmp_path: Path) -> None:
+    """--target qnn-htp: the three graphs at fp16 for the SM8750 HTP (CPU fallback disabled),
+    checked on the emulator per graph and as a whole chunk against sample_actions; the session
+    reports every graph on the QNN EP."""
+    out = tmp_path / "qnn"
+    done = cli("export", "policy", "--checkpoint", str(policy_plan.parent.parent / "ckpt"), "--out", str(out),
+               "--cameras", ",".join(CAMERAS), "--prompt-tokens", "24", "--target", "qnn-htp", "--soc", "sm8750")
+    assert done.returncode == 0, done.stderr[-3000:]
+    component = out / "policy-qnn-sm8750-fp16"
+    assert cli("verify", str(component)).returncode == 0
+    checks = {c["name"]: c["observed"] for name in ("numerical.json", "task.json")
+              for c in json.loads((component / "reports" / name).read_text())["checks"]}
+    assert min(checks["image_sqnr_db"], checks["prefix_sqnr_db"], checks["step_sqnr_db"]) >= 30  # measured 49-55 dB
+    assert checks["action_agreement_sqnr_db"] >= 25
+    obs = write_observation(scene, scene["dir"] / "obs_htp.json")
+    acted = cli("act", "--plan", str(out / "plan.json"), "--observation", str(obs), "--noise",
+                str(scene["dir"] / "noise.npy"), "--json", "--info")
+    assert acted.returncode == 0, acted.stderr[-2000:]
+    placements = json.JSONDecoder().raw_decode(acted.stderr[acted.stderr.index("{"):])[0]["placements"]
+    assert {(p["device"], p["engine"]) for p in placements} == {("npu", "QNNExecutionProvider")}
+    assert len(placements) == 3
+    assert json.loads(acted.stdout.strip().splitlines()[-1])["kind"] == "action"
