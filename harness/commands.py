@@ -137,7 +137,16 @@ def _bundle(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from omni_edge.harness.deploy import deploy
     from omni_edge.harness.profile import run_profile
-    from omni_edge.harness.profile_kinds import SPEECH, WORKLOADS, plan_image_grids, plan_kind, plan_media, write_media
+    from omni_edge.harness.profile_kinds import (
+        POLICY,
+        SPEECH,
+        WORKLOADS,
+        plan_image_grids,
+        plan_kind,
+        plan_media,
+        write_media,
+        write_observation,
+    )
     from tqdm import tqdm
 
     try:
@@ -154,6 +163,17 @@ def _profile(args: argparse.Namespace) -> int:
                 device.put_file(local, remote)
                 media.append((modality, remote))
             workload = dataclasses.replace(workload, prompt="What do you see and hear?", media=tuple(media))
+        if kind == POLICY:  # an observation (camera images, state) pushed beside the artifacts
+            obs = write_observation(args.out / "observation", args.plan)
+            for local in sorted(obs.parent.iterdir()):
+                device.put_file(local, f"{d.root}/observation/{local.name}")
+            obs_data = json.loads(obs.read_text())
+            obs_data["prompt"] = workload.prompt
+            from omni_edge.files import write_text_atomic
+
+            write_text_atomic(obs, json.dumps(obs_data) + "\n")
+            device.put_file(obs, f"{d.root}/observation/{obs.name}")
+            workload = dataclasses.replace(workload, observation=f"{d.root}/observation/{obs.name}")
         groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None) + args.trace + args.reliability
         with tqdm(total=groups, unit="group", file=sys.stderr) as bar:
             report = run_profile(d, workload, args.out, kind=kind, runs=args.runs,
@@ -164,6 +184,13 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"omni-edge profile: {exc}", file=sys.stderr)
         return 1
     g = report["groups"][f"concurrency-{args.concurrency[0]}"]["metrics"]
+    if kind == POLICY:
+        print(f"{args.out}/report.json (policy): total p50 {g['total_ms']['p50']:.1f} ms, prefix p50 "
+              f"{g['prefix_ms']['p50']:.1f} ms, step p50 {g['step_ms']['p50']:.2f} ms, observation age at emission p95 "
+              f"{g['age_at_emission_ms']['p95']:.1f} ms, deadline {workload.deadline_ms:g} ms missed in "
+              f"{100 * (g['deadline_missed']['mean'] or 0):.0f}% (n={g['total_ms']['n']}); report.md and "
+              f"{', '.join(report['plots'])}", file=sys.stderr)
+        return 0
     first = "first_pcm_ms" if kind == SPEECH else "ttft_ms"
     line = f"{args.out}/report.json ({kind}): {first.replace('_ms', '')} p50 {g[first]['p50']:.1f} ms (n={g[first]['n']})"
     if kind != "text":

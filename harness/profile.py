@@ -18,6 +18,7 @@ kept under OUT/raw; report.json has p50/p95 and n per metric; report.md and PNG 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -33,6 +34,8 @@ from omni_edge.files import write_text_atomic
 from omni_edge.harness.deploy import Deployment, verify_on_target
 from omni_edge.harness.devices.base import DeviceError, MemorySample
 from omni_edge.harness.profile_kinds import (
+    OMNI,
+    POLICY,
     SPEECH,
     TERMINAL_KINDS,
     TEXT,
@@ -201,7 +204,7 @@ class Profiler:
     # ---- groups ------------------------------------------------------------------------------
 
     def startup(self) -> dict[str, Any]:
-        first_only = Workload("startup", self.workload.prompt, 4, 4)  # one short request per launch
+        first_only = dataclasses.replace(self.workload, name="startup", max_new_tokens=4, max_frames=4)  # one short request
         launches = [self.launch("startup", i, 1, first_only, info=(i == 0)) for i in range(self.warmup + self.runs)]
         rows: list[dict[str, Any]] = []
         for i, run in enumerate(launches):
@@ -252,15 +255,17 @@ class Profiler:
                 start = done_t
         metrics = {k: summarize([float(r[k]) for r in rows if r.get(k) is not None])
                    for k in metric_names(self.kind, bool(self.workload.media))}
-        if self.kind != SPEECH:
+        if self.kind in (TEXT, OMNI):
             metrics["token_interval_ms"] = summarize([v for r in rows for v in r["token_intervals_ms"]])
-        if self.kind != TEXT:
+        if self.kind in (SPEECH, OMNI):
             metrics["chunk_gap_ms"] = summarize([v for r in rows for v in r["chunk_gaps_ms"]])
+        if self.kind == POLICY:
+            metrics["step_ms"] = summarize([v for r in rows for v in r["step_ms"]])
         metrics["steady_rss_mb"] = summarize(steady_rss)
         timelines = [{"process": r["process"], "request": r["request"], "intervals_ms": r.get("token_intervals_ms", []),
                       "pcm_arrivals": r.get("pcm_arrivals", []), "playback_start_ms": r.get("playback_start_ms")}
                      for r in rows]
-        flat = [{k: v for k, v in r.items() if k not in ("token_intervals_ms", "chunk_gaps_ms", "pcm_arrivals")}
+        flat = [{k: v for k, v in r.items() if k not in ("token_intervals_ms", "chunk_gaps_ms", "pcm_arrivals", "step_ms")}
                 for r in rows]
         return {"concurrency": c, "requests": len(rows), "metrics": metrics, "rows": flat, "timelines": timelines}
 
@@ -375,7 +380,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
         wall = groups[steps[1][0]]["metrics"]["wall_ms"]["p50"] or 1000.0
         return profiler.interruption(0.8 * wall)
 
-    if kind != TEXT:
+    if kind in (SPEECH, OMNI):
         steps.append(("interruption", interrupt))
     if trace:
         steps.append(("traced", profiler.traced))
@@ -411,6 +416,8 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
         "verified_on_target": [{"component": v["manifest"]["component"], "qualified": v["qualified"]} for v in verified],
         "kind": kind,
         "workload": {"name": workload.name, "prompt_chars": len(workload.prompt), "media": [m for m, _ in workload.media],
+                     **({"deadline_ms": workload.deadline_ms, "capture_age_ms": workload.capture_age_ms}
+                        if kind == POLICY else {}),
                      "max_new_tokens": workload.max_new_tokens if kind != SPEECH else None,
                      "max_frames": workload.max_frames if kind != TEXT else None, "runs": runs, "warmup": warmup},
         "protocol": {"measured_per_group": runs, "minimum": MIN_RUNS, "met": runs >= MIN_RUNS,

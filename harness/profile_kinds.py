@@ -11,6 +11,10 @@ A multimodal plan (encoder stages before the thinker) is profiled with an image 
 encoder's preprocessing and graph time, how long the thinker waited for their rows and how many
 bytes crossed, the time from the rows to the first token (the rest of the chain), and the audio
 encoder's tokens per second of audio (its alignment with the audio's timeline).
+A policy plan (its final output an "action" chunk) is profiled with an observation restamped at
+each request (a camera `capture_age_ms` behind): preprocessing, vision, prefix, the denoising
+steps and the whole request on the controller's clock, the observation's age at start and at
+emission, and the deadline: how often it was missed and by how much.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TEXT, SPEECH, OMNI = "text", "speech", "omni"
+TEXT, SPEECH, OMNI, POLICY = "text", "speech", "omni", "policy"
 
 _PARAGRAPH = ("The module provides a small set of tools for working with text, files and numbers. "
               "Each function documents its arguments, what it returns and which errors it raises. ")
@@ -36,6 +40,9 @@ class Workload:
     max_new_tokens: int   # text and omni
     max_frames: int = 0   # speech and omni: frames spoken at most (0: the plan's limit)
     media: tuple[tuple[str, str], ...] = ()  # a multimodal plan's ("image" | "audio", path on the target), in order
+    observation: str = ""  # a policy plan's OBS.json on the target
+    deadline_ms: float = 0.0  # policy: the action is due this long after the capture
+    capture_age_ms: float = 0.0  # policy: each request's observation is stamped this long before it starts
 
 
 WORKLOADS: dict[str, dict[str, Workload]] = {
@@ -48,6 +55,12 @@ WORKLOADS: dict[str, dict[str, Workload]] = {
     OMNI: {"short": Workload("short", "Say good morning.", 16, 24),
            "medium": Workload("medium", _PARAGRAPH + "Say it in a sentence.", 48, 64),
            "long": Workload("long", _PARAGRAPH * 3 + "Say it in a few sentences.", 96, 160)},
+    # The task text's length varies; the deadline is a 20 Hz control loop's (50 ms) and looser.
+    POLICY: {"short": Workload("short", "pick up the red block", 0, deadline_ms=50.0),
+             "medium": Workload("medium", "pick up the red block and put it in the blue bowl on the left", 0,
+                                deadline_ms=100.0),
+             "long": Workload("long", "pick up the red block, put it in the blue bowl on the left, then close the "
+                                      "drawer and return to the start", 0, deadline_ms=200.0, capture_age_ms=20.0)},
 }
 
 # The audio terminal's fields the report summarizes (the controller's clock), and the text's.
@@ -55,7 +68,9 @@ SPEECH_FIELDS = ("first_pcm_ms", "playback_start_ms", "rtf", "underruns", "under
                  "total_ms", "audio_ms", "talker_ms_per_frame", "vocoder_ms", "prebuffer_ms", "chunk_schedule")
 TEXT_FIELDS = ("ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s", "n_prompt_tokens", "n_generated_tokens",
                "peak_rss_mb")
-TERMINAL_KINDS = ("done", "cancelled", "error")
+TERMINAL_KINDS = ("done", "cancelled", "error", "action")  # `act --json` ends with the action in place of "done"
+POLICY_FIELDS = ("preprocess_ms", "vision_ms", "prefix_ms", "denoise_ms", "step_ms_mean", "total_ms",
+                 "age_at_start_ms", "age_at_emission_ms", "deadline_missed", "lateness_ms")
 
 
 def plan_kind(plan_path: Path) -> str:
@@ -67,7 +82,30 @@ def plan_kind(plan_path: Path) -> str:
         raise ValueError(f"{plan_path}: not a readable plan ({exc})") from None
     if "audio" in finals:
         return OMNI if "text" in finals else SPEECH
-    return TEXT
+    return POLICY if "action" in finals else TEXT
+
+
+def write_observation(directory: Path, plan_path: Path) -> Path:
+    """The profile's observation for a policy plan: a noise image per camera of the plan (a 4:3
+    frame, resized with padding on the way) and the state, in OBS.json beside them (its
+    timestamp is replaced at every request: `act --capture-age-ms`)."""
+    import numpy as np
+    from omni_edge.files import atomic_output, write_text_atomic
+    from PIL import Image
+
+    section = json.loads(plan_path.read_text())["stages"][0]["policy"]
+    rng = np.random.default_rng(0)
+    images = {}
+    directory.mkdir(parents=True, exist_ok=True)
+    for camera in section["cameras"]:
+        with atomic_output(directory / f"{camera}.png") as part:
+            Image.fromarray(rng.integers(0, 256, (480, 640, 3), dtype=np.uint8)).save(part, format="PNG")
+        images[camera] = f"{camera}.png"
+    obs = directory / "observation.json"
+    write_text_atomic(obs, json.dumps({"timestamp_ms": 0, "images": images,
+                                       "state": [round(float(v), 4) for v in rng.standard_normal(section["state_dim"])],
+                                       "prompt": ""}) + "\n")
+    return obs
 
 
 def plan_media(plan_path: Path) -> list[str]:
@@ -110,7 +148,7 @@ def write_media(directory: Path, modalities: list[str], grid: list[int] | None, 
 
 
 def streams_of(kind: str) -> tuple[str, ...]:
-    return {TEXT: ("text",), SPEECH: ("audio",), OMNI: ("text", "audio")}[kind]
+    return {TEXT: ("text",), SPEECH: ("audio",), OMNI: ("text", "audio"), POLICY: ("action",)}[kind]
 
 
 def stream_of(event: dict[str, Any], kind: str) -> str:
@@ -120,6 +158,10 @@ def stream_of(event: dict[str, Any], kind: str) -> str:
 
 def run_argv(kind: str, binary: str, plan: str, workload: Workload, wav: str) -> list[str]:
     """omni-edge-run's command line for one workload of this kind (without --repeat/--threads)."""
+    if kind == POLICY:
+        argv = [binary, "act", "--plan", plan, "--observation", workload.observation, "--capture-age-ms",
+                f"{workload.capture_age_ms:g}", "--deadline-ms", f"{workload.deadline_ms:g}"]
+        return [*argv, "--json", "--profile"]
     if kind == SPEECH:  # speak does not reserve by default; the profile compares RSS with the ledger's budget
         argv = [binary, "speak", "--plan", plan, "--text", workload.prompt, "--out", wav, "--memory-pools", "auto"]
     else:
@@ -135,11 +177,28 @@ def run_argv(kind: str, binary: str, plan: str, workload: Workload, wav: str) ->
 
 
 def is_first_output(event: dict[str, Any]) -> bool:
-    return event.get("kind") in ("token", "pcm")
+    return event.get("kind") in ("token", "pcm", "action")
+
+
+def policy_row(lines: list[tuple[float, dict[str, Any]]], start: float) -> dict[str, Any] | None:
+    """A policy request's row from its action line (timings and ages on the controller's clock)."""
+    action = next((e for _, e in lines if e.get("kind") == "action"), None)
+    if action is None:
+        return None
+    t, age = action.get("timings", {}), action.get("observation_age_ms", {})
+    steps = [float(v) for v in t.get("step_ms", [])]
+    done_t = max(tt for tt, e in lines if e.get("kind") == "action")
+    return {"wall_ms": (done_t - start) * 1000, **{k: t.get(k) for k in ("preprocess_ms", "vision_ms", "prefix_ms",
+                                                                          "denoise_ms", "total_ms")},
+            "step_ms_mean": sum(steps) / len(steps) if steps else None, "step_ms": steps,
+            "age_at_start_ms": age.get("at_start"), "age_at_emission_ms": age.get("at_emission"),
+            "deadline_missed": 1.0 if action.get("deadline_missed") else 0.0, "lateness_ms": action.get("lateness_ms")}
 
 
 def request_row(kind: str, lines: list[tuple[float, dict[str, Any]]], start: float) -> dict[str, Any] | None:
     """One request's measured row, or None unless every stream finished ("done")."""
+    if kind == POLICY:
+        return policy_row(lines, start)
     terminals = {stream_of(e, kind): e for _, e in lines if e.get("kind") in TERMINAL_KINDS}
     if any(terminals.get(s, {}).get("kind") != "done" for s in streams_of(kind)):
         return None
@@ -183,6 +242,8 @@ MEDIA_METRICS = ("media_wait_ms", "after_media_ttft_ms", "media_tokens", "media_
 
 
 def metric_names(kind: str, media: bool = False) -> list[str]:
+    if kind == POLICY:
+        return ["wall_ms", *POLICY_FIELDS]
     names = ["wall_ms", *(MEDIA_METRICS if media else ())]
     if kind != SPEECH:
         names += ["ttft_ms", "total_ms", "decode_tok_s", "prefill_tok_s"]

@@ -40,7 +40,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     axes[0].boxplot([[r[k] for r in startup] for k in keys], tick_labels=["process start", "load", "first output"])
     axes[0].set_title(f"startup (warm restarts, n={len(startup)})")
     axes[0].set_ylabel("ms")
-    first = "first_pcm_ms" if report.get("kind") == "speech" else "ttft_ms"
+    first = {"speech": "first_pcm_ms", "policy": "age_at_emission_ms"}.get(report.get("kind", ""), "ttft_ms")
     for ax, metric in zip(axes[1:], (first, "total_ms"), strict=True):
         names = list(samples["groups"])
         data = [[r[metric] for r in samples["groups"][g]["rows"] if r.get(metric) is not None] for g in names]
@@ -51,7 +51,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     fig.suptitle(title)
     files.append(_save(plt, fig, out, "latency.png"))
 
-    if report.get("kind") != "speech":  # token-interval timeline: inter-token gaps along each request
+    if report.get("kind") in ("text", "omni", None):  # token-interval timeline: inter-token gaps along each request
         fig, ax = plt.subplots(figsize=(10, 4.5))
         for g, data in samples["groups"].items():
             for tl in data["timelines"][:4]:

@@ -258,3 +258,23 @@ def test_policy_compiles_for_the_htp_and_acts_there(policy_plan: Path, scene: di
     assert {(p["device"], p["engine"]) for p in placements} == {("npu", "QNNExecutionProvider")}
     assert len(placements) == 3
     assert json.loads(acted.stdout.strip().splitlines()[-1])["kind"] == "action"
+
+
+def test_profile_reports_the_policy_dimensions(policy_plan: Path, tmp_path: Path) -> None:
+    """The profiling protocol on a policy plan: an observation restamped at each request, the
+    controller's preprocessing / vision / prefix / per-step / total times, the observation's age
+    at emission and the deadline misses (short workload: 50 ms)."""
+    out = tmp_path / "profile"
+    done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan", str(policy_plan),
+               "--runs", "4", "--warmup", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["kind"] == "policy" and report["workload"]["deadline_ms"] == 50.0
+    metrics = report["groups"]["concurrency-1"]["metrics"]
+    assert metrics["total_ms"]["n"] == 4 and metrics["step_ms"]["n"] == 40
+    for key in ("preprocess_ms", "vision_ms", "prefix_ms", "denoise_ms", "age_at_emission_ms"):
+        assert metrics[key]["p50"] > 0, key
+    assert metrics["age_at_emission_ms"]["p50"] >= metrics["total_ms"]["p50"] * 0.5  # captured just before the request
+    assert 0 <= metrics["deadline_missed"]["mean"] <= 1
+    assert [p["device"] for p in report["placement"]] == ["cpu"] * 3
+    assert report["ledger"]["predicted_mb"] and "deadline 50 ms missed in" in done.stderr

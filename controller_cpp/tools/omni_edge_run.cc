@@ -11,7 +11,8 @@
 //                 [--memory-pools auto|off|JSON] [--repeat N] [--profile] [--speak OUT.wav [--max-frames N]]
 //   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] [--profile] ...
 //   omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]
-//                 [--deadline-ms D] [--json] ... (a policy plan: the last line is the action chunk)
+//                 [--deadline-ms D] [--capture-age-ms A] [--json] ... (a policy plan: the last line is
+//                 the action chunk; --capture-age-ms restamps the observation A ms before each request)
 //
 // One session API for every plan (text, speech, omni). Text streams to stdout; with --json every
 // event is one JSON line (the last of each stream "done", "cancelled" or "error" with
@@ -60,7 +61,8 @@ const char* const kUsage =
     "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n"
     "       omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]\n"
-    "                     [--deadline-ms D] [--json] [--threads N] [--allow-unqualified] [--info] [--repeat N]\n"
+    "                     [--deadline-ms D] [--capture-age-ms A] [--json] [--threads N] [--allow-unqualified]\n"
+    "                     [--info] [--repeat N] [--profile]\n"
     "                     (a policy plan: OBS.json {\"timestamp_ms\", \"images\": {camera: file}, \"state\", \"prompt\"};\n"
     "                      the action chunk, with --json its last line {\"kind\": \"action\", ...})\n"
     "       (run and speak: --sessions N opens, runs and closes N sessions in turn; --consumer-delay-ms MS\n"
@@ -313,6 +315,7 @@ int Act(int argc, char** argv, int first) {
   Invocation in;
   oe_session_config_default(&in.config);
   oe_request_default(&in.request);
+  in.pools = "auto";  // as run: the plan's budget is reserved against this machine's memory first
   std::string observation_path, noise_path;
   OeObservation obs{};
   omni_edge::tools::ArgReader args(argc, argv, first);
@@ -323,6 +326,7 @@ int Act(int argc, char** argv, int first) {
     else if (a == "--noise") noise_path = args.Value("--noise");
     else if (a == "--noise-seed") obs.noise_seed = uint64_t(args.Whole("--noise-seed", 0, int64_t(1) << 62));
     else if (a == "--deadline-ms") in.request.deadline_ms = double(args.Whole("--deadline-ms", 0, 3600000));
+    else if (a == "--capture-age-ms") in.out.capture_age_ms = double(args.Whole("--capture-age-ms", 0, 3600000));
     else return Usage(("act: unknown argument '" + a + "'").c_str());
   }
   if (in.plan.empty() || observation_path.empty()) return Usage("act: --plan and --observation are required");

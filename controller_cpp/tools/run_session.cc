@@ -227,7 +227,16 @@ int RunRequests(OeSession* session, const OeRequest& request, const Output& out,
     }
     sink.wav = streams.sample_rate > 0 ? &wav : nullptr;
     sink.terminals = Json::object();
-    error = oe_session_submit(session, &request, OnEvent, &sink);
+    sink.action = Json();
+    OeRequest stamped = request;  // a camera `capture_age_ms` behind: a fresh observation per request
+    OeObservation observation{};
+    if (out.capture_age_ms >= 0 && request.observation != nullptr) {
+      observation = *request.observation;
+      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      observation.timestamp_ms = std::chrono::duration<double, std::milli>(now).count() - out.capture_age_ms;
+      stamped.observation = &observation;
+    }
+    error = oe_session_submit(session, &stamped, OnEvent, &sink);
     // A finished request, or a cancelled one that streamed audio, replaces the file; a failed
     // one (or a cancel before any audio) leaves what was there.
     const bool keep = error == nullptr && (!AnyCancelled(sink.terminals) || wav.samples() > 0);

@@ -20,6 +20,7 @@ struct Output {
   bool tag_streams = false;  // lines carry "stream" (a plan with several final streams)
   std::string wav_path;      // audio events go here; empty: a plan's audio is an error
   int consumer_delay_ms = 0; // a slow consumer: wait this long after each event (reliability runs)
+  double capture_age_ms = -1; // >= 0: each request's observation is stamped this long before it starts
 };
 
 // Cancels the running (or next) request on SIGINT, SIGTERM and SIGHUP, and turns a fault in
