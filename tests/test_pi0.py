@@ -37,7 +37,7 @@ def policy_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("pi0")
     checkpoint = make_pi0_checkpoint(root / "ckpt", "unseen", seed=7, p=UNSEEN)
     done = cli("export", "policy", "--checkpoint", str(checkpoint), "--out", str(root / "art"), "--cameras", ",".join(CAMERAS),
-               "--prompt-tokens", "24", "--max-observation-age-ms", "5000")
+               "--prompt-tokens", "24", "--max-observation-age-ms", "5000", "--format", "both")
     assert done.returncode == 0, done.stderr[-3000:]
     return root / "art" / "plan.json"
 
@@ -96,6 +96,22 @@ def test_act_matches_sample_actions_on_an_unseen_checkpoint(policy_plan: Path, s
     age = action["observation_age_ms"]
     assert 0 <= age["at_start"] <= age["at_emission"]
     assert len(action["timings"]["step_ms"]) == 10 and action["deadline_missed"] is False
+
+
+def test_the_executorch_program_acts_within_its_bound(policy_plan: Path, scene: dict[str, Any]) -> None:
+    """--format both: the same three graphs as one ExecuTorch program (XNNPACK); its reports hold
+    the chunk to 1e-3 of sample_actions (XNNPACK's kernels approximate: measured 1.5e-4 on the
+    tiny preset), and the session runs it natively."""
+    component = policy_plan.parent / "policy-pte"
+    task = json.loads((component / "reports" / "task.json").read_text())["checks"]
+    assert {c["name"]: c["observed"] for c in task}["action_max_abs"] <= 1e-3
+    assert json.loads((component / "manifest.json").read_text())["metadata"]["artifact"]["task_validation"]["passed"]
+    with PolicySession.open(policy_plan.parent / "plan.pte.json") as session:
+        assert {p["backend"] for p in session.placements()} == {"executorch"}
+        et = np.array(session.act(observation(scene), TASK)["actions"], np.float32)
+    with PolicySession.open(policy_plan) as session:
+        ort = np.array(session.act(observation(scene), TASK)["actions"], np.float32)
+    assert 0 < np.abs(et - ort).max() <= 1e-3
 
 
 def test_omni_edge_run_acts_as_the_python_front_end(policy_plan: Path, scene: dict[str, Any]) -> None:
