@@ -33,9 +33,11 @@ from omni_edge.export.pi0 import (
     reference_actions,
 )
 from omni_edge.export.pi0_graphs import (
+    MASK_VALUE,
     ExpertStepGraph,
     PrefixGraph,
     VisionGraph,
+    expert_bias,
     rope_inv_freq,
     rope_tables,
     time_embedding,
@@ -163,8 +165,10 @@ def graph_examples(policy: Policy, shape: PolicyShape) -> Examples:
         "vision": (VisionGraph(policy.model).eval(), (pixels,), ["pixel_values"], ["image_rows"]),
         "prefix": (prefix, (rows, ids, mask, cos, sin), ["image_rows", "prompt_ids", "mask", "rope_cos", "rope_sin"],
                    ["keys", "values"]),
-        "expert": (ExpertStepGraph(policy.model).eval(), (keys, values, mask, x, t_emb, state, e_cos, e_sin),
-                   ["keys", "values", "mask", "x", "time_embedding", "state", "rope_cos", "rope_sin"], ["velocity"]),
+        "expert": (ExpertStepGraph(policy.model).eval(),
+                   (keys, values, expert_bias(mask[0].tolist(), shape.chunk), x, t_emb, state, e_cos, e_sin),
+                   ["keys", "values", "attention_bias", "x", "time_embedding", "state", "rope_cos", "rope_sin"],
+                   ["velocity"]),
     }
 
 
@@ -221,7 +225,8 @@ def policy_stage(shape: PolicyShape, policy: Policy, spec: dict[str, Any], ident
                        "image_token_id": policy.image_token_id, "prompt_suffix": PROMPT_SUFFIX,
                        "state_dim": shape.state_dim, "action_dim": shape.action_dim, "chunk_size": shape.chunk,
                        "num_steps": shape.num_steps, "layers": shape.layers, "kv_heads": shape.kv_heads,
-                       "head_dim": shape.head_dim, "rope_inv_freq": rope_inv_freq(policy.model, "vlm"),
+                       "head_dim": shape.head_dim, "mask_value": MASK_VALUE,
+                       "rope_inv_freq": rope_inv_freq(policy.model, "vlm"),
                        "expert_rope_inv_freq": rope_inv_freq(policy.model, "dit"), "time_freq": time_freq(policy.model),
                        "max_observation_age_ms": max_age_ms, "actions": spec,
                        "identity": identity},

@@ -5,14 +5,18 @@ submodules (so the graphs compute what sample_actions computes):
     prefix  image_rows [1, C*T, H], prompt_ids [1, L], mask [1, C*T+L], rope_cos, rope_sin
             [1, C*T+L, head_dim] -> keys, values [layers, 1, kv_heads, C*T+L, head_dim]: the VLM
             decoder over the cameras' rows then the task's ids (unused text slots masked)
-    expert  keys, values, mask, x [1, chunk, A], time_embedding [1, E], state [1, S], rope_cos,
-            rope_sin [1, chunk+1, head_dim] -> velocity [1, chunk, A]: one flow step, the
-            expert's layers attending to the prefix's keys and values
+    expert  keys, values, attention_bias [1, 1, chunk+1, C*T+L+chunk+1], x [1, chunk, A],
+            time_embedding [1, E], state [1, S], rope_cos, rope_sin [1, chunk+1, head_dim] ->
+            velocity [1, chunk, A]: one flow step, the expert's layers attending to the prefix's
+            keys and values
 
 The rotary tables and the time step's sinusoidal embedding are inputs: the controller computes
 them in float32 from the frequencies the checkpoint holds (rope_inv_freq, time_freq), once per
 request and once per step. In a graph they would be fp16 on the HTP, where cos(position x freq)
-at position 500 and sin(1570 t) lose every digit."""
+at position 500 and sin(1570 t) lose every digit. So is the expert's attention bias (0 where a
+query may attend, MASK_VALUE elsewhere: the state token sees the valid prefix and itself, the
+chunk's tokens also see each other), built once per observation instead of by transformers'
+mask code at every step."""
 
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+
+MASK_VALUE = -65504.0  # fp16's lowest finite value: exp() of it is 0 in fp32 and fp16 alike
 
 
 class _Given(torch.nn.Module):
@@ -82,11 +88,14 @@ class PrefixGraph(torch.nn.Module):
 
 
 class ExpertStepGraph(torch.nn.Module):
+    """PI0ForConditionalGeneration's forward for one step given the prefix's cache, with the mask,
+    rotary tables and time embedding as inputs."""
+
     def __init__(self, model: Any) -> None:
         super().__init__()
         self.model = model
 
-    def forward(self, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, x: torch.Tensor,
+    def forward(self, keys: torch.Tensor, values: torch.Tensor, attention_bias: torch.Tensor, x: torch.Tensor,
                 time_embedding: torch.Tensor, state: torch.Tensor, rope_cos: torch.Tensor,
                 rope_sin: torch.Tensor) -> torch.Tensor:
         from transformers.cache_utils import DynamicCache
@@ -94,11 +103,26 @@ class ExpertStepGraph(torch.nn.Module):
         cache = DynamicCache(config=self.model.config.dit_config)
         for i in range(keys.shape[0]):
             cache.update(keys[i], values[i], i)
-        t = torch.zeros(1)  # read by nothing: the embedding below is given
-        with _given(self.model.embed_action_time, "sinusoid_embeds", time_embedding), \
-             _given(self.model.model.dit, "rotary_emb", (rope_cos, rope_sin)):
-            velocity: torch.Tensor = self.model(state=state, noise=x, timestep=t, attention_mask=mask, cache=cache).logits
+        dit = self.model.model.dit
+        with _given(self.model.embed_action_time, "sinusoid_embeds", time_embedding):
+            suffix = self.model.embed_action_time(state, x, torch.zeros(1))
+        positions = torch.zeros(1, suffix.shape[1], dtype=torch.long)  # read by nothing: the tables are given
+        with _given(dit, "rotary_emb", (rope_cos, rope_sin)):
+            hidden = dit(inputs_embeds=suffix, attention_mask=attention_bias, position_ids=positions,
+                         cache=cache).last_hidden_state
+        velocity: torch.Tensor = self.model.action_out_proj(hidden[:, -x.shape[1]:])
         return velocity
+
+
+def expert_bias(mask: list[int], chunk: int) -> torch.Tensor:
+    """[1, 1, chunk+1, P+chunk+1]: the state token (row 0) sees the valid prefix and itself, the
+    chunk's tokens the valid prefix, the state and each other (PI0's two blocks)."""
+    P = len(mask)
+    allowed = torch.zeros(chunk + 1, P + chunk + 1, dtype=torch.bool)
+    allowed[:, :P] = torch.tensor([bool(m) for m in mask])
+    allowed[:, P] = True
+    allowed[1:, P + 1:] = True
+    return torch.where(allowed, 0.0, MASK_VALUE)[None, None].float()
 
 
 def rope_tables(inv_freq: list[float], positions: Any) -> tuple[torch.Tensor, torch.Tensor]:

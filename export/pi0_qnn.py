@@ -33,7 +33,7 @@ from omni_edge.export.pi0_export import (
     prefix_positions,
     synthetic_observation,
 )
-from omni_edge.export.pi0_graphs import rope_tables, time_embedding
+from omni_edge.export.pi0_graphs import expert_bias, rope_tables, time_embedding
 from omni_edge.files import write_text_atomic
 from tqdm import tqdm
 
@@ -68,8 +68,9 @@ def _graph_inputs(fp32_dir: Path, plan: dict[str, Any], obs: dict[str, Any], pol
     e_cos, e_sin = (t.numpy() for t in rope_tables(section["expert_rope_inv_freq"],
                                                    range(valid, valid + int(section["chunk_size"]) + 1)))
     steps = [time_embedding(section["time_freq"], t).numpy() for t in (1.0, 0.5, 0.1)]
+    bias = expert_bias(mask[0].tolist(), int(section["chunk_size"])).numpy()
     return {"image": [[p] for p in pixels], "prefix": [[rows, prompt, mask, cos, sin]],
-            "step": [[keys, values, mask, obs["noise"][None], t, state, e_cos, e_sin] for t in steps]}
+            "step": [[keys, values, bias, obs["noise"][None], t, state, e_cos, e_sin] for t in steps]}
 
 
 def export_policy_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:

@@ -58,7 +58,7 @@ seed(8, {"plan_version": 1, "name": "speech", "stages": [
 policy = {"tokenizer": "t.json", "cameras": ["base", "wrist"], "image_size": 32, "image_tokens": 4, "hidden_size": 8,
           "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "prompt_tokens": 8, "bos_id": 2,
           "image_token_id": 9, "prompt_suffix": "\n", "state_dim": 4, "action_dim": 2, "chunk_size": 3, "num_steps": 10,
-          "layers": 1, "kv_heads": 1, "head_dim": 4, "rope_inv_freq": [1, 0.01],
+          "layers": 1, "kv_heads": 1, "head_dim": 4, "mask_value": -65504, "rope_inv_freq": [1, 0.01],
           "expert_rope_inv_freq": [1, 0.01], "time_freq": [1570.8, 1.57], "max_observation_age_ms": 500,
           "actions": {"schema_version": 1, "names": ["x", "y"], "units": ["m", "m"], "dt_ms": 20}, "identity": {}}
 seed(8, {"plan_version": 1, "name": "policy", "stages": [

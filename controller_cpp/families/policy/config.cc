@@ -91,6 +91,7 @@ Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const Sta
   c->layers = r.Int("layers", true, 1);
   c->kv_heads = r.Int("kv_heads", true, 1);
   c->head_dim = r.Int("head_dim", true, 1);
+  c->mask_value = float(r.Number("mask_value"));
   const Json* rope = r.Array("rope_inv_freq");
   const Json* expert_rope = r.Array("expert_rope_inv_freq");
   const Json* time = r.Array("time_freq");
@@ -125,6 +126,7 @@ Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const Sta
     return PlanError(where + ".max_observation_age_ms: in [0, 3600000] (0: no limit)");
   }
   if (c->head_dim % 2) return PlanError(where + ".head_dim: even (rotary halves)");
+  if (!(c->mask_value < -1000.0f && c->mask_value >= -3.0e38f)) return PlanError(where + ".mask_value: a finite value below -1000");
   OE_RETURN_IF_ERROR(ReadFloats(rope, where + ".rope_inv_freq", size_t(c->head_dim / 2), &c->rope_inv_freq));
   OE_RETURN_IF_ERROR(ReadFloats(expert_rope, where + ".expert_rope_inv_freq", size_t(c->head_dim / 2), &c->expert_rope_inv_freq));
   OE_RETURN_IF_ERROR(ReadFloats(time, where + ".time_freq", 0, &c->time_freq));

@@ -36,6 +36,7 @@ struct PolicyConfig final : StageConfig {
   std::string prompt_suffix;         // appended to the prompt's text before encoding
   int64_t state_dim = 0, action_dim = 0, chunk_size = 0, num_steps = 0;
   int64_t layers = 0, kv_heads = 0, head_dim = 0;  // the prefix KV the expert reads
+  float mask_value = -65504.0f;                     // the expert's attention bias where a query may not attend
   // The checkpoint's own frequencies: the controller computes the rotary tables (per position)
   // and the time step's sinusoidal embedding in float32, the graphs take them as inputs.
   std::vector<float> rope_inv_freq, expert_rope_inv_freq;  // head_dim / 2 each

@@ -22,7 +22,7 @@ class PolicyConfigTest : public ::testing::Test {
     section_ = Json::parse(R"({"tokenizer": "tokenizer.json", "cameras": ["base", "wrist"], "image_size": 224,
         "image_tokens": 256, "hidden_size": 64, "prompt_tokens": 48, "bos_id": 2, "image_token_id": 1023,
         "prompt_suffix": "\n", "state_dim": 8, "action_dim": 2, "chunk_size": 10, "num_steps": 10, "layers": 2,
-        "kv_heads": 1, "head_dim": 4, "rope_inv_freq": [1, 0.01], "expert_rope_inv_freq": [1, 0.01],
+        "kv_heads": 1, "head_dim": 4, "mask_value": -65504, "rope_inv_freq": [1, 0.01], "expert_rope_inv_freq": [1, 0.01],
         "time_freq": [1570.8, 3.2, 1.57], "max_observation_age_ms": 500,
         "actions": {"schema_version": 1, "names": ["x", "grip"], "units": ["m", "normalized"], "dt_ms": 20}})");
   }
@@ -60,6 +60,7 @@ TEST_F(PolicyConfigTest, RefusesWhatNoPolicyCouldRunNamingTheField) {
   EXPECT_NE(with("hidden_size", int64_t(1) << 40).find("hidden_size: at most"), std::string::npos);
   EXPECT_NE(with("max_observation_age_ms", -1).find("max_observation_age_ms"), std::string::npos);
   EXPECT_NE(with("colour", 1).find("colour"), std::string::npos);
+  EXPECT_NE(with("mask_value", 0).find(".mask_value: a finite value below -1000"), std::string::npos);
   EXPECT_NE(with("rope_inv_freq", {1, 2, 3}).find(".rope_inv_freq: 2 numbers expected, got 3"), std::string::npos);
   EXPECT_NE(with("time_freq", Json::array()).find(".time_freq: 1 to 65536 numbers"), std::string::npos);
   Json actions = section_["actions"];

@@ -62,6 +62,7 @@ Result<std::unique_ptr<PolicyWorker>> PolicyWorker::Open(const StagePlan& stage,
   w->prefix_sin_ = HostTensor(DType::kFloat32, {1, P, c.head_dim});
   w->expert_cos_ = HostTensor(DType::kFloat32, {1, c.chunk_size + 1, c.head_dim});
   w->expert_sin_ = HostTensor(DType::kFloat32, {1, c.chunk_size + 1, c.head_dim});
+  w->expert_bias_ = HostTensor(DType::kFloat32, {1, 1, c.chunk_size + 1, P + c.chunk_size + 1});
   w->x_ = HostTensor(DType::kFloat32, {1, c.chunk_size, c.action_dim});
   w->time_emb_ = HostTensor(DType::kFloat32, {1, 2 * int64_t(c.time_freq.size())});
   w->state_ = HostTensor(DType::kFloat32, {1, c.state_dim});
@@ -80,7 +81,7 @@ Result<std::unique_ptr<PolicyWorker>> PolicyWorker::Open(const StagePlan& stage,
                            w->prefix_sin_.view()},
                           {w->keys_.view(), w->values_.view()}, &w->prefix_));
   OE_RETURN_IF_ERROR(load("expert", "step",
-                          {w->keys_.view(), w->values_.view(), w->mask_.view(), w->x_.view(), w->time_emb_.view(),
+                          {w->keys_.view(), w->values_.view(), w->expert_bias_.view(), w->x_.view(), w->time_emb_.view(),
                            w->state_.view(), w->expert_cos_.view(), w->expert_sin_.view()},
                           {w->velocity_.view()}, &w->expert_));
   return w;
@@ -212,6 +213,16 @@ Status PolicyWorker::Begin(pipeline::StepContext& ctx) {
   positions.assign(size_t(c.chunk_size + 1), 0);
   for (int64_t k = 0; k <= c.chunk_size; ++k) positions[size_t(k)] = valid + k;
   RopeTables(c.expert_rope_inv_freq, positions, &expert_cos_, &expert_sin_);
+  // PI0's two blocks: the state token sees the valid prefix and itself; the chunk's tokens the
+  // valid prefix, the state and each other.
+  const int64_t P = c.prefix_length(), keys = P + c.chunk_size + 1;
+  float* bias = expert_bias_.data<float>();
+  for (int64_t q = 0; q <= c.chunk_size; ++q) {
+    for (int64_t k = 0; k < keys; ++k) {
+      const bool allowed = k < P ? mask[k] != 0 : (k == P || q > 0);
+      bias[q * keys + k] = allowed ? 0.0f : c.mask_value;
+    }
+  }
   std::memcpy(x_.data<float>(), noise_.data(), x_.nbytes());
   std::memcpy(state_.data<float>(), state_values_.data(), state_.nbytes());
   begin_ms_ = ctx.ElapsedMs();

@@ -55,6 +55,7 @@ class PolicyWorker final : public pipeline::StageWorker {
   HostTensor prefix_cos_, prefix_sin_;          // the prefix's rotary tables, per position
   HostTensor x_, time_emb_, state_, velocity_;  // the expert's step
   HostTensor expert_cos_, expert_sin_;          // its rotary tables (the state token and the chunk)
+  HostTensor expert_bias_;                      // its attention bias, per observation
 
   // The request in flight.
   std::vector<std::string> images_;  // file bytes, in the plan's camera order
