@@ -109,8 +109,14 @@ def action_spec(path: Path | None, action_dim: int) -> dict[str, Any]:
         if unknown:
             raise ValueError(f"{path}: unknown fields {sorted(unknown)} (names, units, dt_ms)")
         for key in ("names", "units"):
-            if key in given and (not isinstance(given[key], list) or len(given[key]) != action_dim):
-                raise ValueError(f"{path}: {key} needs {action_dim} entries, one per action dimension")
+            if key in given and (not isinstance(given[key], list) or len(given[key]) != action_dim
+                                 or not all(isinstance(v, str) and v for v in given[key])):
+                raise ValueError(f"{path}: {key} needs {action_dim} entries, one non-empty string per action dimension")
+        if "names" in given and len(set(given["names"])) != action_dim:
+            raise ValueError(f"{path}: names: each action dimension has its own name")
+        dt = given.get("dt_ms", DEFAULT_DT_MS)
+        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not 0 < dt <= 60000:
+            raise ValueError(f"{path}: dt_ms: the control period in ms, in (0, 60000]")
         spec.update(given)
     return spec
 

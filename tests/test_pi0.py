@@ -30,14 +30,18 @@ UNSEEN = Pi0Preset(vocab=768, vision_hidden=48, vision_layers=1, vision_heads=2,
                    expert_hidden=48, layers=3, heads=2, head_dim=24, chunk=12, state_dim=6, action_dim=7)
 TASK = "stack the green cube"
 RUN = CLI.parent / "omni-edge-run"
+ACTION_SPEC = {"names": ["x", "y", "z", "roll", "pitch", "yaw", "gripper"],
+               "units": ["m", "m", "m", "rad", "rad", "rad", "normalized"], "dt_ms": 33.3}
 
 
 @pytest.fixture(scope="session")
 def policy_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("pi0")
     checkpoint = make_pi0_checkpoint(root / "ckpt", "unseen", seed=7, p=UNSEEN)
+    (root / "spec.json").write_text(json.dumps(ACTION_SPEC))
     done = cli("export", "policy", "--checkpoint", str(checkpoint), "--out", str(root / "art"), "--cameras", ",".join(CAMERAS),
-               "--prompt-tokens", "24", "--max-observation-age-ms", "5000", "--format", "both")
+               "--prompt-tokens", "24", "--max-observation-age-ms", "5000", "--format", "both", "--action-spec",
+               str(root / "spec.json"))
     assert done.returncode == 0, done.stderr[-3000:]
     return root / "art" / "plan.json"
 
@@ -88,7 +92,8 @@ def test_act_matches_sample_actions_on_an_unseen_checkpoint(policy_plan: Path, s
     other = reference_actions(policy, pixels, "open the drawer", np.array(scene["state"], np.float32), scene["noise"])
     assert np.abs(other - ref).max() > 1e-3
     # The metadata: versioned, names and units per dimension, target times every dt from the capture.
-    assert action["schema_version"] == 1 and len(action["action_names"]) == len(action["action_units"]) == UNSEEN.action_dim
+    assert action["schema_version"] == 1 and action["action_names"] == ACTION_SPEC["names"]
+    assert action["action_units"] == ACTION_SPEC["units"] and action["dt_ms"] == 33.3
     stamps = action["target_times_ms"]
     assert stamps[0] == action["observation_timestamp_ms"] and len(stamps) == UNSEEN.chunk
     assert np.allclose(np.diff(stamps), action["dt_ms"])
@@ -233,6 +238,18 @@ def test_observation_files_stay_in_their_directory(scene: dict[str, Any]) -> Non
     np.save(root / "f64.npy", np.zeros((2, 2)))
     with pytest.raises(ValueError, match="float32"):
         read_observation(root / "ok.json", root / "f64.npy")
+
+
+def test_action_specs_are_read_strictly(tmp_path: Path) -> None:
+    from omni_edge.export.pi0_export import action_spec
+
+    assert action_spec(None, 3)["names"] == ["a0", "a1", "a2"]
+    for bad, why in (({"names": ["x"]}, "needs 3 entries"), ({"units": "m"}, "needs 3 entries"),
+                     ({"frame": "base"}, "unknown fields"), ({"names": ["x", "x", "y"]}, "its own name"),
+                     ({"dt_ms": 0}, "dt_ms")):
+        (tmp_path / "spec.json").write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match=why):
+            action_spec(tmp_path / "spec.json", 3)
 
 
 def test_loader_refuses_other_shapes_with_the_reason(policy_plan: Path, tmp_path: Path) -> None:
