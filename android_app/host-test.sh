@@ -41,6 +41,23 @@ with wave.open(sys.argv[2], 'wb') as w:
 " "$out/mm/red.png" "$out/mm/tone.wav"
 fi
 
+if [ ! -f "$out/policy/plan.json" ]; then  # a π0 policy plan (tiny) and an observation for it
+  rm -rf "$out/policy-checkpoint" "$out/policy"
+  quiet omni-edge make-checkpoint --arch pi0 --preset tiny --out "$out/policy-checkpoint"
+  quiet omni-edge export policy --checkpoint "$out/policy-checkpoint" --out "$out/policy" --max-observation-age-ms 60000
+  quiet python -c "
+import json, sys, numpy as np
+from pathlib import Path
+from PIL import Image
+d = Path(sys.argv[1]); rng = np.random.default_rng(5)
+for name, (w, h) in (('base_0_rgb', (320, 200)), ('left_wrist_0_rgb', (150, 260))):
+    Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(d / f'{name}.png')
+noise = rng.standard_normal((10, 8)).astype(np.float32)
+np.save(d / 'noise.npy', noise); (d / 'noise.f32').write_bytes(noise.astype('<f4').tobytes())
+json.dump({'timestamp_ms': 0, 'images': {'base_0_rgb': 'base_0_rgb.png', 'left_wrist_0_rgb': 'left_wrist_0_rgb.png'},
+           'state': [0.25, -0.5, 1.0], 'prompt': 'pick up the red block'}, open(d / 'obs.json', 'w'))
+" "$out/policy"
+fi
 step "libomniedge_jni for the host JVM ($build)"
 cmake -S . -B "$build" -G Ninja -DOMNI_EDGE_BUILD_JNI=ON >/dev/null
 cmake --build "$build" --target omniedge_jni omni-edge-run >/dev/null
@@ -58,6 +75,7 @@ java -Xcheck:jni -Djava.library.path="$lib" -cp "$out/classes:$junit" \
   -Domniedge.textPlan="$PWD/$demo/artifact/plan.onnx.json" -Domniedge.omniPlan="$PWD/$out/omni/plan.json" \
   -Domniedge.cli="$PWD/$build/controller_cpp/omni-edge-run" -Domniedge.mediaPlan="$PWD/$out/mm/plan.json" \
   -Domniedge.image="$PWD/$out/mm/red.png" -Domniedge.audio="$PWD/$out/mm/tone.wav" \
+  -Domniedge.policyPlan="$PWD/$out/policy/plan.json" \
   org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest 2>&1 | tee "$out/junit.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "JUnit failed"; exit 1; }
 if grep -nE "WARNING in native method|FATAL ERROR in native method|JNI local refs|^WARNING: JNI" "$out/junit.log"; then

@@ -10,6 +10,8 @@ namespace {
 struct Fields {
   jfieldID prompt, prompt_ids, chat, system_prompt, continue_conversation, max_new_tokens, sampling, stop_strings,
       ignore_stop_tokens, max_frames, speech_sampling, prebuffer_ms, media_kinds, media_data;
+  jfieldID has_observation, observation_ms, camera_names, camera_images, state, noise, noise_rows, noise_cols, noise_seed,
+      deadline_ms;
   jfieldID use_plan, temperature, top_k, top_p, min_p, repetition_penalty, seed;
   bool ok = false;
 };
@@ -32,6 +34,15 @@ Fields LookUp(JNIEnv* env) {
          (f.prebuffer_ms = env->GetFieldID(c.request, "prebufferMs", "D")) &&
          (f.media_kinds = env->GetFieldID(c.request, "mediaKinds", "[Ljava/lang/String;")) &&
          (f.media_data = env->GetFieldID(c.request, "mediaData", "[[B")) &&
+         (f.has_observation = env->GetFieldID(c.request, "hasObservation", "Z")) &&
+         (f.observation_ms = env->GetFieldID(c.request, "observationTimestampMs", "D")) &&
+         (f.camera_names = env->GetFieldID(c.request, "cameraNames", "[Ljava/lang/String;")) &&
+         (f.camera_images = env->GetFieldID(c.request, "cameraImages", "[[B")) &&
+         (f.state = env->GetFieldID(c.request, "state", "[F")) && (f.noise = env->GetFieldID(c.request, "noise", "[F")) &&
+         (f.noise_rows = env->GetFieldID(c.request, "noiseRows", "I")) &&
+         (f.noise_cols = env->GetFieldID(c.request, "noiseCols", "I")) &&
+         (f.noise_seed = env->GetFieldID(c.request, "noiseSeed", "J")) &&
+         (f.deadline_ms = env->GetFieldID(c.request, "deadlineMs", "D")) &&
          (f.use_plan = env->GetFieldID(c.sampling, "usePlan", "Z")) &&
          (f.temperature = env->GetFieldID(c.sampling, "temperature", "F")) &&
          (f.top_k = env->GetFieldID(c.sampling, "topK", "I")) && (f.top_p = env->GetFieldID(c.sampling, "topP", "F")) &&
@@ -58,6 +69,31 @@ void ReadSampling(JNIEnv* env, const Fields& f, jobject s, OeSampling* out) {
   out->seed = uint64_t(env->GetLongField(s, f.seed));
 }
 
+std::vector<float> Floats(JNIEnv* env, jfloatArray array) {
+  std::vector<float> out;
+  if (array == nullptr) return out;
+  out.resize(size_t(env->GetArrayLength(array)));
+  env->GetFloatArrayRegion(array, 0, jsize(out.size()), out.data());
+  return out;
+}
+
+// Pairs of (name, bytes) from two parallel arrays, copied; false with a pending exception.
+bool ReadPairs(JNIEnv* env, jobjectArray names, jobjectArray data, std::vector<std::string>* out_names,
+               std::vector<std::string>* out_data) {
+  const jsize n = names == nullptr || data == nullptr ? 0 : env->GetArrayLength(names);
+  if (n > 0 && env->GetArrayLength(data) != n) return ThrowIllegalArgument(env, "names and data differ in length"), false;
+  for (jsize i = 0; i < n; ++i) {
+    auto name = static_cast<jstring>(env->GetObjectArrayElement(names, i));
+    auto bytes = static_cast<jbyteArray>(env->GetObjectArrayElement(data, i));
+    out_names->push_back(FromJava(env, name));
+    std::string& copy = out_data->emplace_back(bytes == nullptr ? 0 : size_t(env->GetArrayLength(bytes)), '\0');
+    if (!copy.empty()) env->GetByteArrayRegion(bytes, 0, jsize(copy.size()), reinterpret_cast<jbyte*>(copy.data()));
+    env->DeleteLocalRef(name);
+    env->DeleteLocalRef(bytes);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool OwnedRequest::Read(JNIEnv* env, jobject request) {
@@ -66,7 +102,7 @@ bool OwnedRequest::Read(JNIEnv* env, jobject request) {
     if (!env->ExceptionCheck()) ThrowIllegalArgument(env, request == nullptr ? "request is null" : "Request has changed shape");
     return false;
   }
-  LocalFrame frame(env, 16);
+  LocalFrame frame(env, 24);
   if (!frame.ok()) return false;
   oe_request_default(&request_);
   prompt_ = FromJava(env, static_cast<jstring>(env->GetObjectField(request, f.prompt)));
@@ -84,19 +120,29 @@ bool OwnedRequest::Read(JNIEnv* env, jobject request) {
       env->DeleteLocalRef(stop);
     }
   }
-  auto kinds = static_cast<jobjectArray>(env->GetObjectField(request, f.media_kinds));
-  auto data = static_cast<jobjectArray>(env->GetObjectField(request, f.media_data));
-  const jsize n_media = kinds == nullptr || data == nullptr ? 0 : env->GetArrayLength(kinds);
-  if (n_media > 0 && env->GetArrayLength(data) != n_media) return ThrowIllegalArgument(env, "media kinds and data differ"), false;
-  for (jsize i = 0; i < n_media; ++i) {  // copied: the request may wait in the queue after the call
-    auto kind = static_cast<jstring>(env->GetObjectArrayElement(kinds, i));
-    auto bytes = static_cast<jbyteArray>(env->GetObjectArrayElement(data, i));
-    media_kinds_.push_back(FromJava(env, kind));
-    std::string& copy = media_data_.emplace_back(bytes == nullptr ? 0 : size_t(env->GetArrayLength(bytes)), '\0');
-    if (!copy.empty()) env->GetByteArrayRegion(bytes, 0, jsize(copy.size()), reinterpret_cast<jbyte*>(copy.data()));
-    env->DeleteLocalRef(kind);
-    env->DeleteLocalRef(bytes);
+  // Copied: the request may wait in the queue after the call.
+  if (!ReadPairs(env, static_cast<jobjectArray>(env->GetObjectField(request, f.media_kinds)),
+                 static_cast<jobjectArray>(env->GetObjectField(request, f.media_data)), &media_kinds_, &media_data_)) {
+    return false;
   }
+  has_observation_ = env->GetBooleanField(request, f.has_observation) == JNI_TRUE;
+  if (has_observation_) {
+    if (!ReadPairs(env, static_cast<jobjectArray>(env->GetObjectField(request, f.camera_names)),
+                   static_cast<jobjectArray>(env->GetObjectField(request, f.camera_images)), &camera_names_,
+                   &camera_images_)) {
+      return false;
+    }
+    observation_.timestamp_ms = env->GetDoubleField(request, f.observation_ms);
+    state_ = Floats(env, static_cast<jfloatArray>(env->GetObjectField(request, f.state)));
+    noise_ = Floats(env, static_cast<jfloatArray>(env->GetObjectField(request, f.noise)));
+    observation_.noise_rows = env->GetIntField(request, f.noise_rows);
+    observation_.noise_cols = env->GetIntField(request, f.noise_cols);
+    observation_.noise_seed = uint64_t(env->GetLongField(request, f.noise_seed));
+    if (!noise_.empty() && int64_t(noise_.size()) != int64_t(observation_.noise_rows) * observation_.noise_cols) {
+      return ThrowIllegalArgument(env, "noise is not rows x cols values"), false;
+    }
+  }
+  request_.deadline_ms = env->GetDoubleField(request, f.deadline_ms);
   for (const std::string* text : {&prompt_, &system_prompt_}) {
     if (text->find('\0') != std::string::npos) return ThrowIllegalArgument(env, "a prompt contains a NUL character"), false;
   }
@@ -129,6 +175,16 @@ const OeRequest* OwnedRequest::View() {
   }
   request_.media = media_.empty() ? nullptr : media_.data();
   request_.n_media = int(media_.size());
+  cameras_.clear();
+  for (size_t i = 0; i < camera_names_.size(); ++i) {
+    cameras_.push_back(OeCameraImage{camera_names_[i].c_str(), camera_images_[i].data(), camera_images_[i].size(), nullptr});
+  }
+  observation_.images = cameras_.empty() ? nullptr : cameras_.data();
+  observation_.n_images = int(cameras_.size());
+  observation_.state = state_.empty() ? nullptr : state_.data();
+  observation_.n_state = int(state_.size());
+  observation_.noise = noise_.empty() ? nullptr : noise_.data();
+  request_.observation = has_observation_ ? &observation_ : nullptr;
   return &request_;
 }
 

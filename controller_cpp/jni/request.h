@@ -28,6 +28,12 @@ class OwnedRequest {
   std::vector<const char*> stop_ptrs_;
   std::vector<std::string> media_kinds_, media_data_;
   std::vector<OeMedia> media_;
+  // A policy plan's observation.
+  bool has_observation_ = false;
+  std::vector<std::string> camera_names_, camera_images_;
+  std::vector<OeCameraImage> cameras_;
+  std::vector<float> state_, noise_;
+  OeObservation observation_{};
   OeRequest request_{};
 };
 

@@ -71,6 +71,8 @@ public final class Generation {
             pcm16);
         samples += chunk.size();
         listener.onPcm(chunk);
+      } else if ("action".equals(Json.getString(event, "kind", ""))) {
+        listener.onAction(ActionChunk.of(event));
       } else if ("token".equals(Json.getString(event, "kind", ""))) {
         TokenEvent token = new TokenEvent(Json.getLong(event, "seq", 0), ids(Json.getList(event, "token_ids")),
             Json.getString(event, "text", ""));

@@ -23,6 +23,17 @@ public final class Request {
   final double prebufferMs;
   final String[] mediaKinds;  // "image" | "audio", in prompt order
   final byte[][] mediaData;   // each item's file bytes
+  // A policy plan's observation (hasObservation): capture time, camera images by name, state, noise.
+  final boolean hasObservation;
+  final double observationTimestampMs;
+  final String[] cameraNames;
+  final byte[][] cameraImages;
+  final float[] state;
+  final float[] noise;  // noiseRows x noiseCols, row-major; null: drawn from noiseSeed
+  final int noiseRows;
+  final int noiseCols;
+  final long noiseSeed;
+  final double deadlineMs;
 
   private Request(Builder b) {
     prompt = b.prompt;
@@ -39,6 +50,16 @@ public final class Request {
     prebufferMs = b.prebufferMs;
     mediaKinds = b.mediaKinds.toArray(new String[0]);
     mediaData = b.mediaData.toArray(new byte[0][]);
+    hasObservation = b.hasObservation;
+    observationTimestampMs = b.observationTimestampMs;
+    cameraNames = b.cameraNames.toArray(new String[0]);
+    cameraImages = b.cameraImages.toArray(new byte[0][]);
+    state = b.state == null ? null : b.state.clone();
+    noise = b.noise == null ? null : b.noise.clone();
+    noiseRows = b.noiseRows;
+    noiseCols = b.noiseCols;
+    noiseSeed = b.noiseSeed;
+    deadlineMs = b.deadlineMs;
   }
 
   public List<String> stopStrings() {
@@ -73,6 +94,16 @@ public final class Request {
     private double prebufferMs = -1;  // the plan's: OmniEdge.planPrebufferMs()
     private final List<String> mediaKinds = new ArrayList<>();
     private final List<byte[]> mediaData = new ArrayList<>();
+    private boolean hasObservation;
+    private double observationTimestampMs = -1;
+    private final List<String> cameraNames = new ArrayList<>();
+    private final List<byte[]> cameraImages = new ArrayList<>();
+    private float[] state;
+    private float[] noise;
+    private int noiseRows;
+    private int noiseCols;
+    private long noiseSeed;
+    private double deadlineMs;
 
     private Builder(String prompt, int[] promptIds) {
       this.prompt = prompt;
@@ -152,6 +183,54 @@ public final class Request {
       if (file == null || file.length == 0) throw new IllegalArgumentException("empty " + kind + " file");
       mediaKinds.add(kind);
       mediaData.add(file.clone());
+      return this;
+    }
+
+    /** A policy plan's observation, captured at this time (ms since the Unix epoch, the system
+     * clock); the prompt is its task. Add its images with {@link #camera}. */
+    public Builder observation(double timestampMs) {
+      if (!(timestampMs >= 0)) throw new IllegalArgumentException("timestampMs < 0");
+      this.hasObservation = true;
+      this.observationTimestampMs = timestampMs;
+      return this;
+    }
+
+    /** One camera's image file (PNG, JPEG, BMP, GIF), by the name the policy's plan gives it. */
+    public Builder camera(String name, byte[] file) {
+      if (name == null || name.isEmpty() || name.indexOf('\0') >= 0) throw new IllegalArgumentException("bad camera name");
+      if (file == null || file.length == 0) throw new IllegalArgumentException("empty image for camera " + name);
+      cameraNames.add(name);
+      cameraImages.add(file.clone());
+      return this;
+    }
+
+    /** The robot state (zero-padded to the model's state dimension). */
+    public Builder state(float[] values) {
+      this.state = values == null ? null : values.clone();
+      return this;
+    }
+
+    /** The flow's initial noise, rows x cols (chunk x action dim) row-major, to compare with a
+     * reference; without it the noise is drawn from {@link #noiseSeed}. */
+    public Builder noise(float[] values, int rows, int cols) {
+      if (values == null || rows <= 0 || cols <= 0 || (long) rows * cols != values.length) {
+        throw new IllegalArgumentException("noise is rows x cols values");
+      }
+      this.noise = values.clone();
+      this.noiseRows = rows;
+      this.noiseCols = cols;
+      return this;
+    }
+
+    public Builder noiseSeed(long seed) {
+      this.noiseSeed = seed;
+      return this;
+    }
+
+    /** The action is due this long after the observation's capture (reported, not enforced). */
+    public Builder deadlineMs(double ms) {
+      if (!(ms >= 0 && ms <= 3_600_000)) throw new IllegalArgumentException("deadlineMs out of [0, 3600000]");
+      this.deadlineMs = ms;
       return this;
     }
 

@@ -12,4 +12,7 @@ public interface StreamListener {
 
   /** A chunk of the audio stream: mono samples at {@link PcmChunk#sampleRate}. */
   default void onPcm(PcmChunk chunk) {}
+
+  /** A policy plan's action chunk with its metadata (one per request, at its end). */
+  default void onAction(ActionChunk action) {}
 }

@@ -34,6 +34,7 @@ public class OmniEdgeTest {
   static String omniPlan;
   static String mediaPlan, image, audio;  // a multimodal plan (image + audio encoders, thinker) and its media
   static String cli;
+  static String policyPlan;  // a π0 policy plan with obs.json, its images, noise.npy and noise.f32 beside it
   static Path scratch;
 
   @BeforeClass
@@ -44,6 +45,7 @@ public class OmniEdgeTest {
     mediaPlan = System.getProperty("omniedge.mediaPlan");
     image = System.getProperty("omniedge.image");
     audio = System.getProperty("omniedge.audio");
+    policyPlan = System.getProperty("omniedge.policyPlan");
     assertNotNull("run through android_app/host-test.sh (-Domniedge.textPlan=...)", textPlan);
     scratch = Files.createTempDirectory("omniedge-junit");
   }
@@ -117,6 +119,56 @@ public class OmniEdgeTest {
       Collector again = new Collector();
       engine.generate(request, again);
       assertArrayEquals(expected, again.idArray());
+    }
+  }
+
+  @Test
+  public void policyActionsFromImageBytesEqualTheCli() throws Exception {
+    assertNotNull("-Domniedge.policyPlan", policyPlan);
+    Path dir = Paths.get(policyPlan).getParent();
+    List<String> lines = runCli("act", "--plan", policyPlan, "--observation", dir.resolve("obs.json").toString(), "--noise",
+                                dir.resolve("noise.npy").toString(), "--capture-age-ms", "0");
+    java.util.Map<String, Object> expected = Json.parseObject(lines.get(lines.size() - 1));
+    assertEquals("action", Json.getString(expected, "kind", ""));
+    java.nio.ByteBuffer raw = java.nio.ByteBuffer.wrap(Files.readAllBytes(dir.resolve("noise.f32")))
+        .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    float[] noise = new float[raw.remaining() / 4];
+    raw.asFloatBuffer().get(noise);
+    List<ActionChunk> chunks = new ArrayList<>();
+    StreamListener listener = new StreamListener() {
+      @Override
+      public void onAction(ActionChunk a) {
+        chunks.add(a);
+      }
+    };
+    try (OmniEdge engine = OmniEdge.open(policyPlan)) {
+      Request request = Request.builder("pick up the red block").observation(System.currentTimeMillis())
+          .camera("left_wrist_0_rgb", Files.readAllBytes(dir.resolve("left_wrist_0_rgb.png")))
+          .camera("base_0_rgb", Files.readAllBytes(dir.resolve("base_0_rgb.png")))
+          .state(new float[] {0.25f, -0.5f, 1.0f}).noise(noise, 10, 8).deadlineMs(60_000).build();
+      engine.generate(request, listener);
+      assertEquals(1, chunks.size());
+      ActionChunk a = chunks.get(0);
+      List<Object> rows = Json.getList(expected, "actions");
+      assertEquals(rows.size(), a.chunkSize());
+      for (int k = 0; k < a.chunkSize(); ++k) {
+        @SuppressWarnings("unchecked")
+        List<Object> row = (List<Object>) rows.get(k);
+        float[] want = new float[row.size()];
+        for (int i = 0; i < want.length; ++i) want[i] = ((Number) row.get(i)).floatValue();
+        assertArrayEquals(want, a.action(k), 0f);
+      }
+      assertEquals(8, a.names.size());
+      assertFalse(a.deadlineMissed);
+      assertTrue(a.ageAtEmissionMs >= a.ageAtStartMs);
+      assertEquals(a.observationTimestampMs + 20.0, a.targetTimeMs(1), 1e-6);
+      try {  // an observation from the distant past: refused as stale, and the engine goes on
+        engine.generate(Request.builder("x").observation(1000.0).camera("base_0_rgb", new byte[] {1}).build(), listener);
+        fail("a stale observation was accepted");
+      } catch (OmniEdgeException e) {
+        assertEquals("stale_observation", e.code());
+      }
+      assertEquals(1, chunks.size());
     }
   }
 
