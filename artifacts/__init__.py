@@ -1,5 +1,12 @@
 """omni_edge.artifacts: artifact directories, hashed manifests v2 and their validation reports."""
 
-from omni_edge.artifacts.writer import new_component, write_manifest, write_report
+from omni_edge.artifacts.writer import (
+    identity_report,
+    new_component,
+    pending_task,
+    write_manifest,
+    write_report,
+    write_validated,
+)
 
-__all__ = ["new_component", "write_manifest", "write_report"]
+__all__ = ["identity_report", "new_component", "pending_task", "write_manifest", "write_report", "write_validated"]

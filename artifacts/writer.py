@@ -12,6 +12,8 @@ from omni_edge.contracts.manifest import (
     MANIFEST_NAME,
     ArtifactManifest,
     ArtifactMetadata,
+    ReportCheck,
+    ValidationRef,
     ValidationReport,
     sha256_file,
 )
@@ -57,3 +59,32 @@ def write_manifest(directory: Path, component: str, artifact: ArtifactMetadata,
     # verify refuses (no manifest; new_component removed the previous one first).
     write_text_atomic(directory / MANIFEST_NAME, json.dumps(manifest.to_dict(), indent=2) + "\n")
     return manifest
+
+
+def identity_report(kind: str, identity: Mapping[str, str], checks: tuple[ReportCheck, ...]) -> ValidationReport:
+    """A `kind` report ("numerical" | "task") for the artifact `identity` names (checkpoint_id,
+    checkpoint_revision, precision, shape_bucket, target_abi)."""
+    return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
+                            identity["shape_bucket"], identity["target_abi"], checks)
+
+
+def pending_task(identity: Mapping[str, str]) -> ValidationReport:
+    """The task report of a component not yet checked: it does not pass (a session then runs the
+    component only when asked to allow unqualified artifacts, as the export's own check does)."""
+    return identity_report("task", identity, (ReportCheck("validation_run", 0.0, 1.0, ">="),))
+
+
+def write_validated(directory: Path, component: str, identity: Mapping[str, str], numerical: ValidationReport,
+                    task: ValidationReport, *, runtime: str, runtime_version: str, compiler_version: str,
+                    extra_metadata: Mapping[str, Any] | None = None) -> ArtifactManifest:
+    """A component's two reports (reports/numerical.json, reports/task.json) and its manifest
+    referring to them, last."""
+    from omni_edge import __version__
+
+    write_report(directory / "reports" / "numerical.json", numerical)
+    write_report(directory / "reports" / "task.json", task)
+    return write_manifest(directory, component, ArtifactMetadata(
+        **identity, runtime=runtime, runtime_version=runtime_version, adapter_version="1", exporter_version=__version__,
+        compiler_version=compiler_version, state_layout_version=1,
+        numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
+        task_validation=ValidationRef("reports/task.json", task.passed)), extra_metadata=extra_metadata)

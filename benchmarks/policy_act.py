@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from common import omni_edge, peak_rss_mb, run_worker  # benchmarks/common.py (the script's folder is on sys.path)
+from omni_edge.files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("native, ONNX Runtime", "native, ExecuTorch (XNNPACK)", "transformers sample_actions (PyTorch)")
@@ -65,15 +66,14 @@ def run_native(args: argparse.Namespace, plan: Path, s: dict[str, Any]) -> tuple
 
 def run_transformers(args: argparse.Namespace, s: dict[str, Any]) -> tuple[list[dict[str, Any]], list[list[float]]]:
     import torch
-    from omni_edge.export.pi0 import camera_pixels, load_policy, reference_actions
-    from PIL import Image
+    from omni_edge.export.pi0 import load_policy, observation_pixels, reference_actions
 
     torch.set_num_threads(args.threads)
     policy = load_policy(args.checkpoint)
     runs, actions = [], []
     for _ in range(args.requests + 1):
         start = time.perf_counter()
-        pixels = [camera_pixels(Image.open(p), policy.image_size) for p in s["images"].values()]
+        pixels = observation_pixels(s["images"].values(), policy.image_size)
         prep = 1000 * (time.perf_counter() - start)
         out = reference_actions(policy, pixels, TASK, np.array(s["state"], np.float32), s["noise"])
         runs.append({"total_ms": 1000 * (time.perf_counter() - start), "preprocess_ms": prep})
@@ -124,7 +124,7 @@ def main() -> None:
     report = {"preset": args.preset, "requests": args.requests, "threads": args.threads, "systems": rows,
               "command": " ".join(["python", "benchmarks/policy_act.py", *sys.argv[1:]])}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_text_atomic(args.out, json.dumps(report, indent=2) + "\n")
     print(f"{'system':40} {'total ms':>9} {'prep':>6} {'vision':>7} {'prefix':>7} {'denoise':>8} {'RSS MB':>7} {'x':>5} {'max abs':>9}")
     for name, row in rows.items():
         print(f"{name:40} {row['total_ms']:9.2f} {row['preprocess_ms']:6.2f} {row.get('vision_ms', float('nan')):7.2f} "

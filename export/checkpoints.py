@@ -69,6 +69,18 @@ def train_tokenizer(texts: list[str], vocab_size: int, specials: tuple[str, ...]
     return tok
 
 
+def save_random_checkpoint(out: Path, model: Any, tokenizer: Any, record: dict[str, Any], **tokens: str) -> None:
+    """A model with random weights in save_pretrained's layout, its tokenizer as a fast tokenizer
+    (`tokens`: its bos/eos/pad token names), and what made it (omni_edge_checkpoint.json)."""
+    from transformers import PreTrainedTokenizerFast
+
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    fast_class: Any = PreTrainedTokenizerFast
+    fast_class(tokenizer_object=tokenizer, model_max_length=8192, **tokens).save_pretrained(out)
+    (out / "omni_edge_checkpoint.json").write_text(json.dumps({**record, "train_steps": 0}, indent=2) + "\n")
+
+
 def _config(p: Preset, tokenizer: Any, sliding_window: int | None) -> Any:
     from transformers import Qwen3Config
 

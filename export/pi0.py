@@ -76,8 +76,8 @@ def make_pi0_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, p: Pi0Pr
     """config.json + model.safetensors (random weights, initialized wide enough that the images,
     the state and the task all move the actions) + tokenizer.json with <bos> and <image>."""
     import torch
-    from omni_edge.export.checkpoints import train_tokenizer
-    from transformers import PI0ForConditionalGeneration, PreTrainedTokenizerFast
+    from omni_edge.export.checkpoints import save_random_checkpoint, train_tokenizer
+    from transformers import PI0ForConditionalGeneration
 
     if p is None:
         if preset not in PI0_PRESETS:
@@ -88,13 +88,8 @@ def make_pi0_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, p: Pi0Pr
     tokenizer = train_tokenizer(stdlib_corpus(), p.vocab, SPECIAL_TOKENS)
     model_class: Any = PI0ForConditionalGeneration
     model: Any = model_class(pi0_config(p, tokenizer.token_to_id("<image>"))).float().eval()
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    fast_class: Any = PreTrainedTokenizerFast
-    fast_class(tokenizer_object=tokenizer, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-               model_max_length=8192).save_pretrained(out)
-    (out / "omni_edge_checkpoint.json").write_text(json.dumps(
-        {"arch": "pi0", "preset": preset, "seed": seed, "train_steps": 0}, indent=2) + "\n")
+    save_random_checkpoint(out, model, tokenizer, {"arch": "pi0", "preset": preset, "seed": seed},
+                           bos_token="<bos>", eos_token="<eos>", pad_token="<pad>")
     return out
 
 
@@ -174,6 +169,13 @@ def camera_pixels(image: Any, size: int) -> np.ndarray:
     out = np.zeros((3, size, size), np.float32)
     out[:, :h, :w] = ((x - mean) / std).transpose(2, 0, 1)
     return out
+
+
+def observation_pixels(images: Any, size: int) -> list[np.ndarray]:
+    """camera_pixels of each image file, in the order given."""
+    from PIL import Image
+
+    return [camera_pixels(Image.open(path), size) for path in images]
 
 
 def prompt_ids(policy: Policy, prompt: str) -> list[int]:

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 from omni_edge import __version__
-from omni_edge.artifacts import new_component, write_manifest, write_report
-from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
+from omni_edge.artifacts import identity_report, new_component, pending_task, write_validated
+from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export import onnx_target
 from omni_edge.export.comparison import sqnr_db
 from omni_edge.export.pi0 import (
@@ -28,8 +28,8 @@ from omni_edge.export.pi0 import (
     PROMPT_SUFFIX,
     PROMPT_TOKENS,
     Policy,
-    camera_pixels,
     load_policy,
+    observation_pixels,
     reference_actions,
 )
 from omni_edge.export.pi0_graphs import (
@@ -79,9 +79,21 @@ class PolicyShape:
                    int(text.num_hidden_layers), int(text.num_key_value_heads), int(text.head_dim), int(c.chunk_size),
                    int(c.max_state_dim), int(c.max_action_dim), int(c.num_inference_steps))
 
+    @classmethod
+    def from_section(cls, section: dict[str, Any]) -> PolicyShape:
+        """The shape a plan's policy section declares."""
+        return cls(tuple(section["cameras"]), section["image_size"], section["image_tokens"], section["hidden_size"],
+                   section["prompt_tokens"], section["layers"], section["kv_heads"], section["head_dim"],
+                   section["chunk_size"], section["state_dim"], section["action_dim"], section["num_steps"])
+
     @property
     def prefix(self) -> int:
         return len(self.cameras) * self.image_tokens + self.prompt_tokens
+
+    @property
+    def bucket(self) -> str:
+        """The manifest's shape bucket."""
+        return f"cams{len(self.cameras)}-img{self.image_size}-txt{self.prompt_tokens}-chunk{self.chunk}"
 
 
 @dataclass(frozen=True)
@@ -290,14 +302,13 @@ def export_policy(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
     examples = graph_examples(policy, shape)
     revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",
-                    shape_bucket=f"cams{len(cameras)}-img{shape.image_size}-txt{shape.prompt_tokens}-chunk{shape.chunk}",
-                    target_abi="x86_64-linux")
+                    shape_bucket=shape.bucket, target_abi="x86_64-linux")
     plans = []
     with tempfile.TemporaryDirectory() as tmp, tqdm(total=4 * len(opts.formats), desc="export π0 policy", unit="graph",
                                                     leave=False) as bar:
         obs = synthetic_observation(Path(tmp), shape)
-        ref = reference_actions(policy, [camera_pixels(_open(p), shape.image_size) for p in obs["images"].values()],
-                                obs["prompt"], obs["state"], obs["noise"])
+        ref = reference_actions(policy, observation_pixels(obs["images"].values(), shape.image_size), obs["prompt"],
+                                obs["state"], obs["noise"])
         for fmt in ("onnx", "pte"):
             if fmt not in opts.formats:
                 continue
@@ -326,35 +337,20 @@ def _validate(cdir: Path, component: str, runtime: str, plan: Path, identity: di
               obs: dict[str, Any], ref: np.ndarray, extra: dict[str, Any], threads: int, bar: tqdm) -> None:
     """The component's reports: each graph's SQNR, and the whole chunk natively against sample_actions
     (a provisional manifest first: the session verifies the component before it runs it)."""
-    def report(kind: str, checks: tuple[ReportCheck, ...]) -> ValidationReport:
-        return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
-                                identity["shape_bucket"], identity["target_abi"], checks)
-
-    numerical = report("numerical", tuple(ReportCheck(f"{n}_sqnr_db", v, GRAPH_SQNR_DB, ">=") for n, v in sqnrs.items()))
-    _manifest(cdir, component, runtime, identity, numerical, report("task", (ReportCheck("validation_run", 0.0, 1.0, ">="),)),
-              {})
+    numerical = identity_report("numerical", identity, tuple(ReportCheck(f"{n}_sqnr_db", v, GRAPH_SQNR_DB, ">=")
+                                                             for n, v in sqnrs.items()))
+    _manifest(cdir, component, runtime, identity, numerical, pending_task(identity), {})
     bar.set_postfix_str(f"{component}: native chunk vs sample_actions")
     got, _ = native_actions(plan, obs, threads)
     bar.update()
     checks, detail = agreement_checks(got, ref, ACTION_MAX_ABS_BY_RUNTIME[runtime])
-    _manifest(cdir, component, runtime, identity, numerical, report("task", checks),
+    _manifest(cdir, component, runtime, identity, numerical, identity_report("task", identity, checks),
               {"policy": {**extra, "agreement": detail}})
-
-
-def _open(path: Path) -> Any:
-    from PIL import Image
-
-    return Image.open(path)
 
 
 def _manifest(cdir: Path, component: str, runtime: str, identity: dict[str, str], numerical: ValidationReport,
               task: ValidationReport, extra: dict[str, Any]) -> None:
     import importlib.metadata as md
 
-    write_report(cdir / "reports" / "numerical.json", numerical)
-    write_report(cdir / "reports" / "task.json", task)
-    write_manifest(cdir, component, ArtifactMetadata(
-        **identity, runtime=runtime, runtime_version=md.version(runtime), adapter_version="1",
-        exporter_version=__version__, compiler_version=f"torch-{torch.__version__}", state_layout_version=1,
-        numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
-        task_validation=ValidationRef("reports/task.json", task.passed)), extra_metadata=extra)
+    write_validated(cdir, component, identity, numerical, task, runtime=runtime, runtime_version=md.version(runtime),
+                    compiler_version=f"torch-{torch.__version__}", extra_metadata=extra)

@@ -515,5 +515,17 @@ def describe(soc: Soc, precision_name: str, precision: Precision,
             "mask_value": QDQ_MASK_VALUE}
 
 
+def write_component(directory: Path, identity: dict[str, str], numerical: Any, task: Any, soc: Soc, precision: Precision,
+                    extra_metadata: dict[str, Any]) -> None:
+    """A compiled component's reports and manifest: the QNN runtime, SDK and target beside `extra_metadata`."""
+    from omni_edge.artifacts import write_validated
+
+    v = versions()
+    write_validated(directory, directory.name, identity, numerical, task, runtime="onnxruntime-qnn",
+                    runtime_version=v["onnxruntime_qnn"], compiler_version=f"qnn-{v['qnn_sdk']}",
+                    extra_metadata={"qnn": {**describe(soc, identity["precision"], precision), "versions": v},
+                                    **extra_metadata})
+
+
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n")

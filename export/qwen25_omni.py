@@ -104,8 +104,8 @@ def make_omni_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path
     model.safetensors, tokenizer.json (its media tokens at the config's ids),
     tokenizer_config.json and preprocessor_config.json."""
     import torch
-    from omni_edge.export.checkpoints import train_tokenizer
-    from transformers import PreTrainedTokenizerFast, Qwen2_5OmniThinkerForConditionalGeneration
+    from omni_edge.export.checkpoints import save_random_checkpoint, train_tokenizer
+    from transformers import Qwen2_5OmniThinkerForConditionalGeneration
 
     if preset not in OMNI_PRESETS:
         raise ValueError(f"unknown preset {preset!r} for qwen2.5-omni (available: {', '.join(OMNI_PRESETS)})")
@@ -115,19 +115,14 @@ def make_omni_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path
     tokenizer = train_tokenizer(stdlib_corpus(), p.vocab, SPECIAL_TOKENS)
     thinker_class: Any = Qwen2_5OmniThinkerForConditionalGeneration
     model: Any = thinker_class(_thinker_config(p, tokenizer)).float().eval()
-    out.mkdir(parents=True, exist_ok=True)
     model.generation_config.do_sample = False
-    model.save_pretrained(out, safe_serialization=True)
-    fast_class: Any = PreTrainedTokenizerFast
-    fast = fast_class(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                      model_max_length=8192)
-    fast.save_pretrained(out)  # no chat template: --chat renders the user turn as Qwen2.5-Omni's ChatML
+    # No chat template: --chat renders the user turn as Qwen2.5-Omni's ChatML.
+    save_random_checkpoint(out, model, tokenizer, {"arch": "qwen2.5-omni", "preset": preset, "seed": seed},
+                           eos_token="<|im_end|>", pad_token="<|endoftext|>")
     config = json.loads((out / "tokenizer_config.json").read_text())
     (out / "tokenizer_config.json").write_text(json.dumps({**config, **MEDIA_TOKENS}, indent=2) + "\n")
     (out / "preprocessor_config.json").write_text(json.dumps(
         {**IMAGE_PROCESSOR, **FEATURE_EXTRACTOR, "processor_class": "Qwen2_5OmniProcessor"}, indent=2) + "\n")
-    (out / "omni_edge_checkpoint.json").write_text(json.dumps(
-        {"arch": "qwen2.5-omni", "preset": preset, "seed": seed, "train_steps": 0}, indent=2) + "\n")
     return out
 
 

@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from omni_edge import __version__
-from omni_edge.artifacts import new_component, write_manifest, write_report
-from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
+from omni_edge.artifacts import identity_report, new_component, write_validated
+from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export import onnx_target
 from omni_edge.export.comparison import FP32_TIE_GAP, sqnr_db
 from omni_edge.export.qwen3 import Qwen3Shape
@@ -55,22 +54,15 @@ def _identity(checkpoint: Path, bucket: str) -> dict[str, str]:
                 target_abi="x86_64-linux")
 
 
-def _report(kind: str, identity: dict[str, str], checks: tuple[ReportCheck, ...]) -> ValidationReport:
-    return ValidationReport(kind, identity["checkpoint_id"], identity["checkpoint_revision"], identity["precision"],
-                            identity["shape_bucket"], identity["target_abi"], checks)
+_report = identity_report
 
 
 def _manifest(cdir: Path, component: str, identity: dict[str, str], numerical: ValidationReport,
               task: ValidationReport, extra: dict[str, Any]) -> None:
     from onnxruntime import __version__ as ort_version
 
-    write_report(cdir / "reports" / "numerical.json", numerical)
-    write_report(cdir / "reports" / "task.json", task)
-    write_manifest(cdir, component, ArtifactMetadata(
-        **identity, runtime="onnxruntime", runtime_version=ort_version, adapter_version="1",
-        exporter_version=__version__, compiler_version=f"torch-{torch.__version__}", state_layout_version=1,
-        numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
-        task_validation=ValidationRef("reports/task.json", task.passed)), extra_metadata=extra)
+    write_validated(cdir, component, identity, numerical, task, runtime="onnxruntime", runtime_version=ort_version,
+                    compiler_version=f"torch-{torch.__version__}", extra_metadata=extra)
 
 
 def _session(path: Path) -> Any:

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omni_edge import __version__
-from omni_edge.artifacts import new_component, write_manifest, write_report
-from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
+from omni_edge.artifacts import new_component
+from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export import qnn_target
 from omni_edge.export.qwen25_omni import load_thinker, wav_bytes
 from omni_edge.export.qwen25_omni_export import PREPROCESSOR, _report
@@ -91,21 +90,14 @@ def _compile(build: Path, component: Path, graphs: dict[str, str], fp32_dir: Pat
 def _manifests(components: dict[str, tuple[Path, dict[str, str]]], identity: dict[str, str], sqnr: dict[str, float],
                soc: qnn_target.Soc, prec: qnn_target.Precision, task: ValidationReport) -> None:
     """Each encoder component's reports (its own graphs' worst SQNR; the request's agreement) and manifest."""
-    versions = qnn_target.versions()
     precision = identity["precision"]
     for kind, (component, refs) in components.items():
         kind_identity = {**identity, "shape_bucket": "grids-" + "-".join(refs) if kind == "vision" else "chunk"}
         worst = min(v for k, v in sqnr.items() if k.startswith(kind))
         numerical = _report("numerical", kind_identity, (ReportCheck("embeds_sqnr_db", worst, SQNR_LIMITS[precision], ">="),))
-        write_report(component / "reports" / "numerical.json", numerical)
-        write_report(component / "reports" / "task.json", replace(task, shape_bucket=kind_identity["shape_bucket"]))
-        write_manifest(component, component.name, ArtifactMetadata(
-            **kind_identity, runtime="onnxruntime-qnn", runtime_version=versions["onnxruntime_qnn"],
-            adapter_version="1", exporter_version=__version__, compiler_version=f"qnn-{versions['qnn_sdk']}",
-            state_layout_version=1, numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
-            task_validation=ValidationRef("reports/task.json", task.passed)),
-            extra_metadata={"qnn": {**qnn_target.describe(soc, precision, prec), "versions": versions},
-                            kind: {"graphs": refs, "sqnr_db": {k: v for k, v in sqnr.items() if k.startswith(kind)}}})
+        qnn_target.write_component(component, kind_identity, numerical,
+                                   replace(task, shape_bucket=kind_identity["shape_bucket"]), soc, prec,
+                                   {kind: {"graphs": refs, "sqnr_db": {k: v for k, v in sqnr.items() if k.startswith(kind)}}})
 
 
 def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:

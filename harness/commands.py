@@ -163,16 +163,10 @@ def _profile(args: argparse.Namespace) -> int:
                 device.put_file(local, remote)
                 media.append((modality, remote))
             workload = dataclasses.replace(workload, prompt="What do you see and hear?", media=tuple(media))
-        if kind == POLICY:  # an observation (camera images, state) pushed beside the artifacts
-            obs = write_observation(args.out / "observation", args.plan)
+        if kind == POLICY:  # an observation (camera images, state, the task) pushed beside the artifacts
+            obs = write_observation(args.out / "observation", args.plan, workload.prompt)
             for local in sorted(obs.parent.iterdir()):
                 device.put_file(local, f"{d.root}/observation/{local.name}")
-            obs_data = json.loads(obs.read_text())
-            obs_data["prompt"] = workload.prompt
-            from omni_edge.files import write_text_atomic
-
-            write_text_atomic(obs, json.dumps(obs_data) + "\n")
-            device.put_file(obs, f"{d.root}/observation/{obs.name}")
             workload = dataclasses.replace(workload, observation=f"{d.root}/observation/{obs.name}")
         groups = 1 + len(args.concurrency) + (kind != "text") + (args.duration is not None) + args.trace + args.reliability
         with tqdm(total=groups, unit="group", file=sys.stderr) as bar:

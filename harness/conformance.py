@@ -21,7 +21,7 @@ import json
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from omni_edge import implementations
@@ -36,6 +36,7 @@ from omni_edge.contracts import (
 )
 from omni_edge.contracts.fields import FieldReader
 from omni_edge.contracts.manifest import MANIFEST_NAME, load_json_text, sha256_file
+from omni_edge.files import inside
 
 CORE_KEYS = {"protocol_version", "required_features", "stream_limits", "request", "events", "reject_event_overrides"}
 SECTION_KEYS = {"scenarios", "controller_scenarios", "decode_cases", "negotiation_cases", "manifest_cases"}
@@ -392,17 +393,11 @@ def default_report(kind: str) -> dict[str, Any]:
 
 
 def case_path(directory: Path, name: Any, follow: bool = True) -> Path:
-    """A file a fixture names, inside its case directory. A fixture is untrusted input: a name
-    that is absolute, climbs out with '..', or leads out through a symlink is refused (with
-    follow=False the name itself may be a link: its directory must stay inside)."""
-    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
-    if not parts or PurePosixPath(name).is_absolute() or "\\" in name or "\0" in name or ".." in parts:
-        raise FixtureError(f"{name!r}: a fixture names files inside its case directory (relative, without '..')")
-    path = directory / str(name)
-    resolved = path.resolve() if follow else path.parent.resolve() / path.name
-    if not resolved.is_relative_to(directory.resolve()):
-        raise FixtureError(f"{name!r}: leads outside the case directory")
-    return path
+    """A file a fixture names, inside its case directory (omni_edge.files.inside: a fixture is untrusted input)."""
+    try:
+        return inside(directory, name, follow)
+    except ValueError as exc:
+        raise FixtureError(f"a fixture names files inside its case directory: {exc}") from None
 
 
 def build_artifact(directory: Path, case: Mapping[str, Any]) -> None:

@@ -85,9 +85,9 @@ def plan_kind(plan_path: Path) -> str:
     return POLICY if "action" in finals else TEXT
 
 
-def write_observation(directory: Path, plan_path: Path) -> Path:
+def write_observation(directory: Path, plan_path: Path, prompt: str = "") -> Path:
     """The profile's observation for a policy plan: a noise image per camera of the plan (a 4:3
-    frame, resized with padding on the way) and the state, in OBS.json beside them (its
+    frame, resized with padding on the way), the state and the task, in OBS.json beside them (its
     timestamp is replaced at every request: `act --capture-age-ms`)."""
     import numpy as np
     from omni_edge.files import atomic_output, write_text_atomic
@@ -104,7 +104,7 @@ def write_observation(directory: Path, plan_path: Path) -> Path:
     obs = directory / "observation.json"
     write_text_atomic(obs, json.dumps({"timestamp_ms": 0, "images": images,
                                        "state": [round(float(v), 4) for v in rng.standard_normal(section["state_dim"])],
-                                       "prompt": ""}) + "\n")
+                                       "prompt": prompt}) + "\n")
     return obs
 
 

@@ -52,30 +52,31 @@ std::vector<MediaInput> Media(FieldReader& r) {
   return out;
 }
 
+// A finite float32 number at `at`, appended to `out` (at most 4M of them).
+Status AppendFloat(const Json& x, const std::string& at, std::vector<float>* out) {
+  constexpr size_t kMaxFloats = size_t(1) << 22;
+  if (!x.is_number() || x.is_boolean()) return Status::Error("invalid_field", at + ": expected a number, got " + JsonTypeName(x));
+  const double d = x.get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > 3.0e38) return Status::Error("invalid_field", at + ": not a finite float32");
+  if (out->size() >= kMaxFloats) return Status::Error("invalid_field", at + ": more than 4M numbers");
+  out->push_back(float(d));
+  return Status::Ok();
+}
+
 // Numbers, or rows of numbers (a 2-D array, its shape in `shape`), as float32.
 Status Floats(const Json& v, const std::string& where, std::vector<float>* out, std::vector<int64_t>* shape) {
-  constexpr size_t kMaxFloats = size_t(1) << 22;
   if (!v.is_array()) return Status::Error("invalid_field", where + ": expected an array, got " + JsonTypeName(v));
   const bool rows = !v.empty() && v[0].is_array();
-  size_t width = 0;
+  const size_t width = rows ? v[0].size() : 0;
   for (size_t i = 0; i < v.size(); ++i) {
-    const Json& row = v[i];
     const std::string at = where + "[" + std::to_string(i) + "]";
-    if (rows != row.is_array()) return Status::Error("invalid_field", at + ": rows of numbers, or numbers, not both");
-    const Json single = Json::array({row});
-    const Json& items = rows ? row : single;
-    if (rows && i == 0) width = items.size();
-    if (rows && items.size() != width) return Status::Error("invalid_field", at + ": every row has " + std::to_string(width) + " numbers");
-    for (size_t k = 0; k < items.size(); ++k) {
-      const Json& x = items[k];
-      if (!x.is_number() || x.is_boolean()) {
-        return Status::Error("invalid_field", at + (rows ? "[" + std::to_string(k) + "]" : "") + ": expected a number, got " + JsonTypeName(x));
-      }
-      const double d = x.get<double>();
-      if (!std::isfinite(d) || std::fabs(d) > 3.0e38) return Status::Error("invalid_field", at + ": not a finite float32");
-      if (out->size() >= kMaxFloats) return Status::Error("invalid_field", where + ": more than 4M numbers");
-      out->push_back(float(d));
+    if (rows != v[i].is_array()) return Status::Error("invalid_field", at + ": rows of numbers, or numbers, not both");
+    if (!rows) {
+      OE_RETURN_IF_ERROR(AppendFloat(v[i], at, out));
+      continue;
     }
+    if (v[i].size() != width) return Status::Error("invalid_field", at + ": every row has " + std::to_string(width) + " numbers");
+    for (size_t k = 0; k < width; ++k) OE_RETURN_IF_ERROR(AppendFloat(v[i][k], at + "[" + std::to_string(k) + "]", out));
   }
   if (shape != nullptr) *shape = rows ? std::vector<int64_t>{int64_t(v.size()), int64_t(width)} : std::vector<int64_t>{int64_t(v.size())};
   return Status::Ok();

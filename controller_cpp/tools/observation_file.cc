@@ -1,5 +1,6 @@
 #include "tools/observation_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -14,14 +15,19 @@ namespace fs = std::filesystem;
 
 Status Bad(const std::string& what) { return Status::Error("invalid_observation", what); }
 
-// `name` inside `dir` (lexically: no absolute path, no way out through "..").
+// `name` inside `dir`: no absolute path, no way out through ".." or through a symlink.
 Result<std::string> Inside(const fs::path& dir, const std::string& name, const std::string& where) {
   const fs::path rel = fs::path(name).lexically_normal();
   if (name.empty() || rel.is_absolute() || rel.has_root_name() || rel.has_root_directory()) {
     return Bad(where + ": a path relative to the observation's directory, not '" + name + "'");
   }
-  if (rel.empty() || *rel.begin() == "..") return Bad(where + ": '" + name + "' leaves the observation's directory");
-  return (dir / rel).string();
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(dir, ec), file = fs::weakly_canonical(dir / rel, ec);
+  const auto [stop, unused] = std::mismatch(base.begin(), base.end(), file.begin(), file.end());
+  if (ec || rel.empty() || *rel.begin() == ".." || stop != base.end()) {
+    return Bad(where + ": '" + name + "' leaves the observation's directory");
+  }
+  return file.string();
 }
 
 }  // namespace

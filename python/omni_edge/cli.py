@@ -203,14 +203,20 @@ def _export_llm(args: argparse.Namespace) -> int:
 def _export_llm_with(args: argparse.Namespace, opts: Any) -> int:
     from omni_edge.export.llm import export_llm
 
+    return _wrote_plans("llm", lambda: export_llm(args.checkpoint, args.out, opts), args.out / "plan.json")
+
+
+def _wrote_plans(family: str, export: Callable[[], list[Path]], default: Path | None = None) -> int:
+    """Runs an export, names the plans it wrote (and the default one); exit 2 with the reason it refused."""
     try:
-        plans = export_llm(args.checkpoint, args.out, opts)
+        plans = export()
     except ValueError as exc:
-        print(f"omni-edge export llm: {exc}", file=sys.stderr)
+        print(f"omni-edge export {family}: {exc}", file=sys.stderr)
         return 2
     for plan in plans:
         print(f"wrote {plan}")
-    print(f"default plan: {args.out / 'plan.json'}")
+    if default is not None:
+        print(f"default plan: {default}")
     return 0
 
 
@@ -222,17 +228,8 @@ def _export_policy(args: argparse.Namespace) -> int:
                                prompt_tokens=args.prompt_tokens, action_spec=args.action_spec,
                                max_observation_age_ms=args.max_observation_age_ms, threads=args.threads,
                                socs=tuple(args.soc.split(",")), precision=args.precision)
-
-    def work() -> int:
-        try:
-            plans = export_policy(args.checkpoint, args.out, opts)
-        except ValueError as exc:
-            print(f"omni-edge export policy: {exc}", file=sys.stderr)
-            return 2
-        for plan in plans:
-            print(f"wrote {plan}")
-        return 0
-    return _quietly(args, _log_beside(args.out), work)
+    return _quietly(args, _log_beside(args.out),
+                    lambda: _wrote_plans("policy", lambda: export_policy(args.checkpoint, args.out, opts)))
 
 
 def _act(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """Crash-safe output: a file the CLIs write appears whole or not at all. It is written to a
 temporary file beside its target (same file system), flushed to disk, then renamed over the
-target; an exception (or a kill) before the rename leaves the target as it was."""
+target; an exception (or a kill) before the rename leaves the target as it was. And untrusted
+names (a fixture's, an observation's) resolved only inside their directory."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -31,3 +33,19 @@ def atomic_output(target: Path) -> Iterator[Path]:
 def write_text_atomic(target: Path, text: str) -> None:
     with atomic_output(target) as part:
         part.write_text(text)
+
+
+def inside(directory: Path, name: Any, follow: bool = True) -> Path:
+    """`directory / name` for a name from untrusted input, or a ValueError: a name that is
+    absolute, climbs out with '..', or leads out through a symlink is refused (with follow=False
+    the name itself may be a link: its directory must stay inside)."""
+    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
+    if not parts or PurePosixPath(name).is_absolute() or "\\" in name or "\0" in name:
+        raise ValueError(f"{name!r}: a path relative to its directory is expected")
+    if ".." in parts:
+        raise ValueError(f"{name!r} leaves its directory ('..')")
+    path = directory / str(name)
+    resolved = path.resolve() if follow else path.parent.resolve() / path.name
+    if not resolved.is_relative_to(directory.resolve()):
+        raise ValueError(f"{name!r}: leads outside its directory")
+    return path

@@ -17,20 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from omni_edge.files import inside
 from omni_edge.request import CameraImage, Observation
 
 FIELDS = {"timestamp_ms", "images", "state", "prompt"}
-
-
-def _inside(directory: Path, name: str, where: str) -> Path:
-    """`name` resolved in `directory`, refused if it names anything outside it."""
-    if not name or Path(name).is_absolute():
-        raise ValueError(f"{where}: a path relative to the observation's directory, not {name!r}")
-    base = directory.resolve()
-    path = (base / name).resolve()
-    if base not in path.parents:
-        raise ValueError(f"{where}: {name!r} leaves the observation's directory")
-    return path
 
 
 def read_noise(path: Path) -> np.ndarray:
@@ -67,7 +57,11 @@ def read_observation(path: Path, noise: Path | None = None) -> tuple[Observation
     for camera, name in images.items():
         if not isinstance(name, str):
             raise ValueError(f"{path}: images.{camera}: a file name")
-        cameras.append(CameraImage(camera, str(_inside(path.parent, name, f"images.{camera}"))))
+        try:
+            file = inside(path.parent, name)
+        except ValueError as exc:
+            raise ValueError(f"{path}: images.{camera}: {exc}") from None
+        cameras.append(CameraImage(camera, str(file.resolve())))
     state = data.get("state", [])
     if not isinstance(state, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                               and math.isfinite(v) for v in state):
