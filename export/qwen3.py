@@ -56,10 +56,12 @@ class Qwen3Shape:
 class RMSNorm(nn.Module):
     mean_vector: torch.Tensor
 
-    """`reduce="mean"` exports ReduceMean, which ONNX Runtime and the HTP fuse into one norm op;
+    """`reduce="mean"` exports ReduceMean, which the HTP fuses into one norm op;
     `reduce="matmul"` computes the mean of squares as a product with a constant 1/n vector,
     which XNNPACK runs (it does not take a last-axis mean), keeping ExecuTorch bodies in one
-    delegate instead of splitting them at every norm."""
+    delegate instead of splitting them at every norm. `reduce="fused"` writes the pattern ONNX
+    Runtime's CPU optimizer fuses into one SimplifiedLayerNormalization kernel (and, after a
+    residual add, SkipSimplifiedLayerNormalization): x / sqrt(mean(x^2) + eps) * w."""
 
     def __init__(self, weight: torch.Tensor, eps: float, reduce: str = "mean") -> None:
         super().__init__()
@@ -71,6 +73,8 @@ class RMSNorm(nn.Module):
             self.register_buffer("mean_vector", torch.full((n, 1), 1.0 / n), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.reduce == "fused":
+            return self.weight * (x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
         squares = x * x
         variance = squares @ self.mean_vector if self.reduce == "matmul" else squares.mean(-1, keepdim=True)
         return self.weight * (x * torch.rsqrt(variance + self.eps))
@@ -166,9 +170,11 @@ class EmbedGraph(nn.Module):
     """input_ids [1, N] int64 -> hidden [1, N, hidden]. With tied embeddings the rows are
     gathered from the columns of the LM head's [hidden, vocab] table, so one copy serves both."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, rows: bool = False) -> None:
+        """rows: gather rows of a [vocab, hidden] table even when tied (a quantized head reads its
+        own blocks, so no copy is shared; a row is 4 KiB read in order, a column `hidden` cache lines)."""
         super().__init__()
-        self.tied = tied_embeddings(model)
+        self.tied = tied_embeddings(model) and not rows
         table = head_weight(model) if self.tied else model.model.embed_tokens.weight.detach().clone()
         self.table = nn.Parameter(table, requires_grad=False)
 

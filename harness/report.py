@@ -17,6 +17,14 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+def _huge_pages(p: dict[str, Any]) -> str:
+    """What a graph's load allocated and how much of it is on huge pages (older reports: –)."""
+    if "load_bytes" not in p:
+        return "–"
+    text = f"{p['load_bytes'] / 1e6:.1f} ({p['huge_page_bytes'] / 1e6:.1f})"
+    return f"{text}: {p['pages']}" if p.get("pages") else text
+
+
 def _save(plt: Any, fig: Any, out: Path, name: str) -> str:
     fig.tight_layout()
     fig.savefig(out / name, dpi=110)
@@ -206,10 +214,10 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
         "",
         "## Placement",
         "",
-        "| graph | backend | device | engine | nodes elsewhere |",
-        "|---|---|---|---|---|",
-        *[f"| {p['graph']} | {p['backend']} | {p['device']} | {p['engine']} | {p['nodes_elsewhere']} |"
-          for p in report["placement"]],
+        "| graph | backend | device | engine | nodes elsewhere | loaded MB (on huge pages) |",
+        "|---|---|---|---|---|---|",
+        *[f"| {p['graph']} | {p['backend']} | {p['device']} | {p['engine']} | {p['nodes_elsewhere']} | "
+          f"{_huge_pages(p)} |" for p in report["placement"]],
         "",
         "## Startup",
         "",

@@ -155,6 +155,9 @@ nb::dict PlacementDict(const Placement& p) {
   d["buffers"] = p.buffers;
   d["bytes_in_per_run"] = p.bytes_in_per_run;
   d["bytes_out_per_run"] = p.bytes_out_per_run;
+  d["load_bytes"] = p.load_bytes;
+  d["huge_page_bytes"] = p.huge_page_bytes;
+  d["pages"] = p.pages;
   return d;
 }
 

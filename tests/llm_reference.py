@@ -70,7 +70,7 @@ def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
 
 
-def unseen_peaked_checkpoint(out: Path) -> Path:
+def unseen_peaked_checkpoint(out: Path, hidden: int = 96, intermediate: int = 256) -> Path:
     """Its own shape, tokenizer and seed; trained briefly so that its distributions are peaked."""
     from omni_edge.export.checkpoints import train_causal_lm
     from omni_edge.export.corpus import stdlib_corpus
@@ -86,7 +86,7 @@ def unseen_peaked_checkpoint(out: Path) -> Path:
     tok.add_special_tokens(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
     torch.manual_seed(7)
     model = Qwen3ForCausalLM(Qwen3Config(
-        vocab_size=1000, hidden_size=96, intermediate_size=256, num_hidden_layers=3, num_attention_heads=6,
+        vocab_size=1000, hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=3, num_attention_heads=6,
         num_key_value_heads=2, head_dim=32, max_position_embeddings=2048, rope_theta=500000.0, tie_word_embeddings=False))
     train_causal_lm(model, tok, texts, 600, seed=7)
     model.save_pretrained(out)

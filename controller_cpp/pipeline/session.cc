@@ -544,7 +544,8 @@ Json Session::Info() const {
       placements.push_back({{"stage_id", s.stage_id}, {"graph", p.graph}, {"backend", p.backend}, {"device", p.device}, {"engine", p.engine},
                             {"nodes_on_engine", p.nodes_on_engine}, {"nodes_elsewhere", p.nodes_elsewhere},
                             {"detail", p.detail}, {"buffers", p.buffers}, {"bytes_in_per_run", p.bytes_in_per_run},
-                            {"bytes_out_per_run", p.bytes_out_per_run}});
+                            {"bytes_out_per_run", p.bytes_out_per_run}, {"load_bytes", p.load_bytes},
+                            {"huge_page_bytes", p.huge_page_bytes}, {"pages", p.pages}});
     }
   }
   return {{"plan", plan_.path}, {"epoch", epoch_.load()}, {"streams", streams}, {"placements", placements}, {"stages", stages}};

@@ -1,6 +1,9 @@
 #include "runtime/backend_pool.h"
 
+#include <cstdlib>
 #include <utility>
+
+#include "base/platform/os.h"
 
 namespace omni_edge {
 namespace {
@@ -9,12 +12,13 @@ namespace {
 // them, with where it ran and the bytes each run copies. Untraced runs cost one atomic load.
 class TracedGraph final : public Graph {
  public:
-  TracedGraph(std::unique_ptr<Graph> inner, trace::Recorder* trace) : inner_(std::move(inner)), trace_(trace) {}
+  TracedGraph(std::unique_ptr<Graph> inner, trace::Recorder* trace, int64_t load_bytes, platform::HugePages pages)
+      : inner_(std::move(inner)), trace_(trace), load_bytes_(load_bytes), pages_(std::move(pages)) {}
   const std::vector<GraphIo>& inputs() const override { return inner_->inputs(); }
   const std::vector<GraphIo>& outputs() const override { return inner_->outputs(); }
   Status Bind(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) override {
     OE_RETURN_IF_ERROR(inner_->Bind(inputs, outputs));
-    placement_ = inner_->placement();  // bytes per run follow the binding
+    placement_ = placement();  // bytes per run follow the binding
     return Status::Ok();
   }
   Status Run() override {
@@ -24,13 +28,27 @@ class TracedGraph final : public Graph {
                           {"bytes_in", placement_.bytes_in_per_run}, {"bytes_out", placement_.bytes_out_per_run}});
     return inner_->Run();
   }
-  Placement placement() const override { return inner_->placement(); }
+  Placement placement() const override {
+    Placement p = inner_->placement();
+    p.load_bytes = load_bytes_;
+    p.huge_page_bytes = pages_.huge_bytes;
+    p.pages = pages_.detail;
+    return p;
+  }
 
  private:
   std::unique_ptr<Graph> inner_;
   trace::Recorder* trace_;
+  int64_t load_bytes_;
+  platform::HugePages pages_;
   Placement placement_;
 };
+
+// OMNI_EDGE_HUGE_PAGES=off keeps a backend's memory on the OS's default pages (to compare).
+bool HugePagesWanted() {
+  const char* v = std::getenv("OMNI_EDGE_HUGE_PAGES");
+  return v == nullptr || std::string(v) != "off";
+}
 
 }  // namespace
 
@@ -56,8 +74,20 @@ Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup
   spec.device = group.device;
   spec.options = group.options;
   spec.verified_files = backends.verified();
+  const std::vector<platform::MemoryRange> before = platform::AnonymousMemory();
   OE_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, backend->Load(spec));
-  auto traced = std::make_unique<TracedGraph>(std::move(graph), &backends.trace());
+  // What the load allocated is, for CPU backends, the weights in the layout their kernels read:
+  // streamed once per decode step, they go on huge pages (one TLB entry per 2 MiB, not per 4 KiB).
+  const std::vector<platform::MemoryRange> loaded = platform::Subtract(platform::AnonymousMemory(), before);
+  platform::HugePages pages;
+  if (HugePagesWanted()) {
+    pages = platform::BackWithHugePages(loaded);
+  } else {
+    pages.detail = "off (OMNI_EDGE_HUGE_PAGES=off)";
+  }
+  int64_t load_bytes = 0;
+  for (const auto& r : loaded) load_bytes += int64_t(r.end - r.begin);
+  auto traced = std::make_unique<TracedGraph>(std::move(graph), &backends.trace(), load_bytes, std::move(pages));
   return std::unique_ptr<Graph>(std::move(traced));
 }
 

@@ -34,6 +34,10 @@ struct Placement {
   // 0 when the backend reads and writes the bound buffers in place.
   int64_t bytes_in_per_run = 0, bytes_out_per_run = 0;
   std::string buffers;  // how the I/O is held, and why it is copied if it is
+  // Memory the load allocated (the backend's packed copy of the weights) and how much of it is
+  // on huge pages (platform::BackWithHugePages); `pages` says why not, where not all is.
+  int64_t load_bytes = 0, huge_page_bytes = 0;
+  std::string pages;
 };
 
 struct GraphSpec {

@@ -22,4 +22,18 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return bytes;
 }
 
+std::vector<MemoryRange> Subtract(const std::vector<MemoryRange>& after, const std::vector<MemoryRange>& before) {
+  std::vector<MemoryRange> out;
+  size_t j = 0;
+  for (MemoryRange r : after) {  // both sorted and disjoint
+    while (j < before.size() && before[j].end <= r.begin) ++j;
+    for (size_t k = j; k < before.size() && before[k].begin < r.end && r.begin < r.end; ++k) {
+      if (before[k].begin > r.begin) out.push_back({r.begin, before[k].begin});
+      r.begin = before[k].end > r.begin ? before[k].end : r.begin;
+    }
+    if (r.begin < r.end) out.push_back(r);
+  }
+  return out;
+}
+
 }  // namespace omni_edge::platform

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -57,6 +58,24 @@ std::vector<std::string> CommandLineArguments(int argc, char** argv);
 int ProcessId();
 // Returns memory the allocator holds free to the system (after large temporary buffers).
 void ReturnFreedMemory();
+
+// Private anonymous memory (heap and allocator mappings) as address ranges, sorted. Taken before
+// and after a backend loads a graph, the difference (Subtract) is what that load allocated: the
+// backend's packed copy of the weights.
+struct MemoryRange {
+  uintptr_t begin = 0, end = 0;
+};
+std::vector<MemoryRange> AnonymousMemory();
+std::vector<MemoryRange> Subtract(const std::vector<MemoryRange>& after, const std::vector<MemoryRange>& before);
+// Backs the ranges with huge pages now, where the OS allows it (Linux: transparent huge pages,
+// madvise MADV_HUGEPAGE then MADV_COLLAPSE on the 2 MiB-aligned part of each range of at least
+// 2 MiB). Decode streams every weight once per token: on 4 KiB pages each page is a TLB miss.
+struct HugePages {
+  int64_t eligible_bytes = 0;   // 2 MiB-aligned bytes of the ranges
+  int64_t huge_bytes = 0;       // of those, now on huge pages
+  std::string detail;           // why not, where not all are
+};
+HugePages BackWithHugePages(const std::vector<MemoryRange>& ranges);
 // Sets an environment variable unless it is set already (the user's choice wins).
 void SetEnvironmentDefault(const char* name, const char* value);
 

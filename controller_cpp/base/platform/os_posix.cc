@@ -8,7 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#ifndef MADV_COLLAPSE  // Linux 6.1; older C library headers lack the name
+#define MADV_COLLAPSE 25
+#endif
 
 namespace omni_edge::platform {
 
@@ -76,6 +84,50 @@ void ReturnFreedMemory() {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
+}
+
+std::vector<MemoryRange> AnonymousMemory() {
+  std::vector<MemoryRange> ranges;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {  // "begin-end perms offset dev inode [path]"
+    std::istringstream fields(line);
+    std::string span, perms, offset, dev, path;
+    uint64_t inode = 1;
+    fields >> span >> perms >> offset >> dev >> inode;
+    fields >> path;
+    if (inode != 0 || perms.compare(0, 2, "rw") != 0 || perms[3] != 'p' || !(path.empty() || path == "[heap]")) continue;
+    const size_t dash = span.find('-');
+    if (dash == std::string::npos) continue;
+    ranges.push_back({uintptr_t(std::strtoull(span.c_str(), nullptr, 16)),
+                      uintptr_t(std::strtoull(span.c_str() + dash + 1, nullptr, 16))});
+  }
+  return ranges;
+}
+
+HugePages BackWithHugePages(const std::vector<MemoryRange>& ranges) {
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  HugePages result;
+  int refused = 0;
+  for (const MemoryRange& r : ranges) {
+    const uintptr_t begin = (r.begin + kHuge - 1) & ~(kHuge - 1), end = r.end & ~(kHuge - 1);
+    if (end <= begin) continue;
+    result.eligible_bytes += int64_t(end - begin);
+    void* start = reinterpret_cast<void*>(begin);
+    if (madvise(start, end - begin, MADV_HUGEPAGE) != 0 || madvise(start, end - begin, MADV_COLLAPSE) != 0) {
+      refused = errno;  // e.g. EINVAL for the brk heap's pages; the allocators' own mappings collapse
+      continue;
+    }
+    result.huge_bytes += int64_t(end - begin);
+  }
+  if (refused != 0) {
+    std::string mode;
+    std::ifstream setting("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::getline(setting, mode);
+    result.detail = std::to_string((result.eligible_bytes - result.huge_bytes) >> 20) + " MiB refused huge pages (" +
+                    std::strerror(refused) + "); transparent_hugepage: " + (mode.empty() ? "unavailable" : mode);
+  }
+  return result;
 }
 
 void SetEnvironmentDefault(const char* name, const char* value) { setenv(name, value, /*overwrite=*/0); }

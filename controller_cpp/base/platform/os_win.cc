@@ -129,6 +129,15 @@ int ProcessId() { return int(GetCurrentProcessId()); }
 
 void ReturnFreedMemory() { _heapmin(); }
 
+// Windows' large pages need the SeLockMemoryPrivilege and an allocation made for them: the
+// backends' own allocations stay on small pages.
+std::vector<MemoryRange> AnonymousMemory() { return {}; }
+HugePages BackWithHugePages(const std::vector<MemoryRange>&) {
+  HugePages result;
+  result.detail = "large pages not used on Windows (they need SeLockMemoryPrivilege)";
+  return result;
+}
+
 void SetEnvironmentDefault(const char* name, const char* value) {
   // The C runtime's copy (getenv) and the process's (GetEnvironmentVariable) are kept apart on
   // Windows; _putenv_s updates both.
