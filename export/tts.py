@@ -77,6 +77,8 @@ class TtsExportOptions:
     threads: int = 0
     formats: tuple[str, ...] = ("onnx",)  # onnx (ONNX Runtime) and/or pte (ExecuTorch, XNNPACK)
     voice: Voice = field(default_factory=Voice)  # a release's speaker, language and instruction
+    precision: str = "fp32"  # cpu: fp32 | int8 | int4 (the talker's and code predictor's projections)
+    block_size: int = 32     # int8/int4: weights per quantization block along K
 
 
 class TalkerEmbedGraph(nn.Module):
@@ -204,6 +206,14 @@ def check_options(opts: TtsExportOptions) -> None:
         raise ValueError("every talker bucket must hold at least one prefill chunk")
     if opts.validation_frames < 1:
         raise ValueError("validation needs at least one frame")
+    if opts.precision not in ("fp32", *CPU_LIMITS):
+        raise ValueError(f"--target cpu takes --precision fp32, {', '.join(CPU_LIMITS)}, not {opts.precision!r}")
+    if opts.precision != "fp32":
+        if opts.formats != ("onnx",):
+            raise ValueError(f"--precision {opts.precision} is built for ONNX Runtime only (--format onnx): an "
+                             "ExecuTorch speech program has no teacher-forced check to qualify it yet")
+        if opts.block_size < 16 or opts.block_size & (opts.block_size - 1):
+            raise ValueError(f"--block-size {opts.block_size}: a power of two, at least 16")
 
 
 def _shape(config: Any) -> Qwen3Shape:
@@ -246,12 +256,21 @@ def graph_jobs(model: Qwen3Tts, opts: TtsExportOptions, reduce: str = "mean") ->
 
 
 def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[str, str]:
-    """Every graph as ONNX into `out`, weights shared in one file; graph name -> file."""
+    """Every graph as ONNX into `out`, weights shared in one file; graph name -> file. At int8 /
+    int4 the talker's and the code predictor's projections (bodies and heads) read blocks
+    (`cpu_quant`); embeddings and the vocoder stay float32."""
     files: dict[str, str] = {}
     for name, module, example, ins, outs in tqdm(graph_jobs(model, opts), desc="export speech graphs", unit="graph",
                                                  leave=False):
         onnx_target.export_graph(module, example, ins, outs, out / f"{name}.onnx")
         files[name] = f"{name}.onnx"
+    if opts.precision != "fp32":
+        from omni_edge.export.cpu_quant import CPU_PRECISIONS, quantize_graph
+
+        done: dict[bytes, Any] = {}
+        for name, file in files.items():
+            if name.startswith(QUANTIZED_GRAPHS):
+                quantize_graph(out / file, CPU_PRECISIONS[opts.precision], opts.block_size, done)
     onnx_target.share_weights(out, list(files.values()))
     return files
 
@@ -526,6 +545,17 @@ def validate_native(model: Qwen3Tts, plan: Path, opts: TtsExportOptions, text_id
 # along the run's own path); PCM equal to float32 rounding (measured 126 dB, max 3e-7 on the
 # tiny checkpoint).
 LIMITS = {"codes_agree_to_near_tie": 1.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4, "graph_sqnr_db": 80.0}
+# int8 / int4 weights on the CPU: like the NPU's quantized precisions, the free run is not held to
+# the reference (a random talker's logits are close; one flipped code changes every later one);
+# the teacher-forced agreements say whether the quantized talker and predictor compute the same
+# function, and the vocoder (float32) keeps the PCM exact for the codes it is given.
+CPU_LIMITS: dict[str, dict[str, float]] = {
+    "int8": {"forced_codebook0_agreement": 0.8, "forced_predictor_agreement": 0.8,
+             "graph_sqnr_db": 80.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4},
+    "int4": {"forced_codebook0_agreement": 0.5, "forced_predictor_agreement": 0.5,
+             "graph_sqnr_db": 80.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4},
+}
+QUANTIZED_GRAPHS = ("talker_prefill", "talker_decode", "talker_head", "predictor_decode", "predictor_head")
 # Teacher-forced agreement with the reference codes: codebook 0 (the talker) and codebooks 1..15
 # (the code predictor), each predicted from the reference's codes before it.
 FORCED_AGREEMENTS = ("forced_codebook0_agreement", "forced_predictor_agreement")
@@ -646,7 +676,9 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
     if not opts.formats or any(f not in ("onnx", "pte") for f in opts.formats):
         raise ValueError(f"formats: onnx and/or pte, got {', '.join(opts.formats) or 'none'}")
     text = validation_ids(model)
-    identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision="fp32",
+    quantized = opts.precision != "fp32"
+    identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local",
+                    precision=f"{opts.precision}-b{opts.block_size}" if quantized else "fp32",
                     shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
                                  f"-w{opts.stream.window}", target_abi="x86_64-linux")
     s = opts.stream
@@ -658,8 +690,9 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
                        "stream": {"first": s.first, "chunk": s.chunk, "left_context": s.left_context,
                                   "window": s.window, "windows": list(s.windows), "schedule": s.schedule()}}
     results: list[tuple[Path, dict[str, float]]] = []
+    suffix = f"-{opts.precision}" if quantized else ""
     for fmt in opts.formats:
-        component = speech_component(out / f"speech-{fmt}", model, checkpoint)
+        component = speech_component(out / f"speech-{fmt}{suffix}", model, checkpoint)
         backend, version = _runtime(fmt)
         if fmt == "onnx":
             files = export_graphs(model, component, opts)
@@ -667,12 +700,12 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
         else:
             files = export_program(model, component, opts)
             refs = {name: {"file": "model.pte", "method": method} for name, method in files.items()}
-        plan_path = out / f"plan.{fmt}.json"
+        plan_path = out / f"plan.{fmt}{suffix}.json"
         write_text_atomic(plan_path, json.dumps(speech_plan(model, component.name, refs, opts, backend), indent=2) + "\n")
 
         def manifest(got: dict[str, float] | None, fmt: str = fmt, component: Path = component,
                      files: dict[str, str] = files, backend: str = backend, version: str = version) -> None:
-            numerical, task = reports(identity, got)
+            numerical, task = reports(identity, got, CPU_LIMITS[opts.precision] if quantized else LIMITS)
             write_report(component / "reports" / "numerical.json", numerical)
             write_report(component / "reports" / "task.json", task)
             write_manifest(component, component.name, ArtifactMetadata(
@@ -681,15 +714,40 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
                 numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
                 task_validation=ValidationRef("reports/task.json", task.passed)),
                 extra_metadata={"speech": {**speech_metadata, "graphs": files, "format": fmt,
-                                           "validation": got or {}}})
+                                           "validation": got or {}, **_quantization(opts)}})
 
         got = None
-        if opts.validate and fmt == "onnx":
+        if opts.validate and quantized:
+            manifest(None)  # the native chain verifies the artifact before it runs it
+            got = validate_quantized(model, plan_path, component, files, opts, text)
+        elif opts.validate and fmt == "onnx":
             got = validate_graphs(model, component, files, opts, text)
         elif opts.validate:
             manifest(None)  # the native chain verifies the artifact before it runs it
             got = validate_native(model, plan_path, opts, text)
         manifest(got)
         results.append((component, got or {}))
-    shutil.copy2(out / f"plan.{opts.formats[0]}.json", out / "plan.json")
+    shutil.copy2(out / f"plan.{opts.formats[0]}{suffix}.json", out / "plan.json")
     return results
+
+
+def _quantization(opts: TtsExportOptions) -> dict[str, Any]:
+    if opts.precision == "fp32":
+        return {}
+    from omni_edge.export.cpu_quant import ACCURACY_LEVEL, CPU_PRECISIONS
+
+    return {"quantization": {"precision": opts.precision, "op": "com.microsoft.MatMulNBits",
+                             "accuracy_level": ACCURACY_LEVEL, "bits": CPU_PRECISIONS[opts.precision],
+                             "block_size": opts.block_size, "symmetric": True,
+                             "graphs": "talker and code predictor bodies and heads (embeddings and vocoder float32)"}}
+
+
+def validate_quantized(model: Qwen3Tts, plan: Path, directory: Path, files: dict[str, str], opts: TtsExportOptions,
+                       text_ids: list[int]) -> dict[str, float]:
+    """The native speech chain's free run against PyTorch (its agreement reported, not held) and
+    its PCM, each vocoder window, and the teacher-forced agreements of the quantized graphs with
+    PyTorch's greedy codes."""
+    runner = GraphRunner(model, directory, files, opts)
+    reference = generate_codes(model, text_ids, opts.validation_frames, validation_sampling(model)).numpy()
+    got = validate_native(model, plan, opts, text_ids, reference)
+    return {**got, **runner.window_sqnr(), **forced_agreement(runner, text_ids, reference)}

@@ -142,3 +142,35 @@ def test_cpu_precisions_refuse_what_they_cannot_build(unseen: Path, tmp_path: Pa
         done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(tmp_path / "x"), *flags)
         assert done.returncode == 2 and reason in done.stderr, (flags, done.stderr[-500:])
         assert not (tmp_path / "x" / "plan.json").exists()
+
+
+def test_speech_talker_and_predictor_take_the_same_cpu_precisions(tts_checkpoint: Path, tmp_path: Path) -> None:
+    """`export tts --precision int4`: the talker's and code predictor's projections read blocks, the
+    embeddings and vocoder stay float32, the reports hold the teacher-forced agreements, and the
+    native chain speaks it; ExecuTorch is refused by name before any work."""
+    out = tmp_path / "speech"
+    common = ["export", "tts", "--checkpoint", str(tts_checkpoint), "--out", str(out), "--buckets", "256",
+              "--prefill-chunk", "16", "--validation-frames", "8", "--precision", "int4"]
+    refused = cli(*common, "--format", "pte")
+    assert refused.returncode == 2 and "ONNX Runtime only" in refused.stderr and not out.exists()
+    done = cli(*common)
+    assert done.returncode == 0, done.stderr[-3000:]
+    component = out / "speech-onnx-int4"
+    verified = cli("verify", str(component))
+    assert verified.returncode == 0 and "qualified" in verified.stdout and "NOT" not in verified.stdout, verified.stdout
+    task = _checks(component / "reports" / "task.json")
+    assert task["forced_codebook0_agreement"] >= 0.5 and task["forced_predictor_agreement"] >= 0.5, task
+    manifest = json.loads((component / "manifest.json").read_text())
+    assert manifest["metadata"]["artifact"]["precision"] == "int4-b32"
+    assert manifest["metadata"]["speech"]["quantization"]["bits"] == 4
+    for name, blocks in (("talker_decode_s256.onnx", True), ("predictor_head.onnx", True),
+                         ("talker_embed_n1.onnx", False), ("vocoder_w4.onnx", False)):
+        path = component / name
+        if not path.exists():
+            continue
+        ops = {node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node}
+        assert ("MatMulNBits" in ops) == blocks, (name, ops)
+    wav = tmp_path / "a.wav"
+    spoke = cli("speak", "--plan", str(out / "plan.onnx-int4.json"), "--text", "hello there", "--out", str(wav),
+                "--max-frames", "12", "--json")
+    assert spoke.returncode == 0 and json.loads(spoke.stdout.splitlines()[-1])["samples"] > 0, spoke.stderr[-2000:]

@@ -128,7 +128,9 @@ def _export_tts(args: argparse.Namespace) -> int:
                                                adaptive=args.chunk_schedule == "adaptive"),
                             validation_frames=args.validation_frames,
                             formats=formats,
-                            voice=Voice(args.speaker, args.language, args.instruct, args.stream_text))
+                            voice=Voice(args.speaker, args.language, args.instruct, args.stream_text),
+                            precision=(args.precision or "fp32") if args.target == "cpu" else "fp32",
+                            block_size=args.block_size)
     return _quietly(args, _log_beside(args.out), lambda: _export_tts_with(args, opts))
 
 
@@ -143,7 +145,7 @@ def _export_tts_with(args: argparse.Namespace, opts: Any) -> int:
         if args.target == "qnn-htp":
             from omni_edge.export.tts_qnn import export_tts_qnn
 
-            results = export_tts_qnn(args.checkpoint, args.out, opts, tuple(args.soc.split(",")), args.precision,
+            results = export_tts_qnn(args.checkpoint, args.out, opts, tuple(args.soc.split(",")), args.precision or "fp16",
                                      vocoder_on_npu=args.vocoder_on_npu)
         else:
             results = export_tts(args.checkpoint, args.out, opts)
@@ -696,8 +698,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ONNX Runtime graphs, an ExecuTorch program (XNNPACK), or both")
     e.add_argument("--target", choices=["cpu", "qnn-htp"], default="cpu",
                    help="qnn-htp: QNN context binaries per SoC, every graph on the NPU")
-    e.add_argument("--precision", default="fp16",
-                   help="qnn-htp: fp16, or w8a16 / a16w16 / w4a16 (calibrated on the shipped text)")
+    e.add_argument("--precision", choices=["fp32", "int8", "int4", "fp16", "w8a16", "a16w16", "w4a16"], default="",
+                   help="cpu: fp32 (default), int8 / int4 (ONNX Runtime MatMulNBits for the talker and code "
+                        "predictor); qnn-htp: fp16 (default), or w8a16 / a16w16 / w4a16 (calibrated on the shipped text)")
+    e.add_argument("--block-size", type=int, default=32, help="cpu int8/int4: weights per quantization block")
     e.add_argument("--soc", default="", help="qnn-htp: comma-separated SoCs, e.g. sm8650,x-elite")
     e.add_argument("--vocoder-on-npu", action="store_true",
                    help="qnn-htp: compile the vocoder windows for the HTP too (default: they run on the CPU)")
