@@ -26,6 +26,12 @@ MS_DOMAIN = "com.microsoft"
 SCALE_SEARCH = tuple(1.0 - 0.02 * i for i in range(16))  # int4 step sizes tried per block: 100% .. 70% of the extreme's
 
 
+def check_block_size(block_size: int) -> None:
+    """MLAS's kernels take blocks of 16, 32, 64, ... weights."""
+    if block_size < 16 or block_size & (block_size - 1):
+        raise ValueError(f"--block-size {block_size}: a power of two, at least 16")
+
+
 def quantize_blocks(weight: np.ndarray, bits: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
     """A [K, N] float32 weight -> (B uint8 [N, K/block, block*bits/8], scales float32 [N, K/block])."""
     k, n = weight.shape

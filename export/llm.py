@@ -226,12 +226,12 @@ def export_llm(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
         return export_omni_llm(checkpoint, out, opts)  # its own precision defaults (encoders: fp16 on the HTP)
     opts = replace(opts, precision=opts.precision or ("fp32" if opts.target == "cpu" else "w8a16"))
     if opts.target == "cpu":
-        from omni_edge.export.cpu_quant import CPU_PRECISIONS
+        from omni_edge.export.cpu_quant import CPU_PRECISIONS, check_block_size
 
         if opts.precision not in CPU_PRECISIONS:
             raise ValueError(f"--target cpu takes --precision {', '.join(CPU_PRECISIONS)}, not {opts.precision!r}")
-        if opts.precision != "fp32" and (opts.block_size < 16 or opts.block_size & (opts.block_size - 1)):
-            raise ValueError(f"--block-size {opts.block_size}: a power of two, at least 16")
+        if opts.precision != "fp32":
+            check_block_size(opts.block_size)
     if opts.target == "qnn-htp":
         from omni_edge.export import qnn_target
 

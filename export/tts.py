@@ -206,14 +206,15 @@ def check_options(opts: TtsExportOptions) -> None:
         raise ValueError("every talker bucket must hold at least one prefill chunk")
     if opts.validation_frames < 1:
         raise ValueError("validation needs at least one frame")
-    if opts.precision not in ("fp32", *CPU_LIMITS):
-        raise ValueError(f"--target cpu takes --precision fp32, {', '.join(CPU_LIMITS)}, not {opts.precision!r}")
+    if opts.precision not in ("fp32", *SPEECH_CPU_LIMITS):
+        raise ValueError(f"--target cpu takes --precision fp32, {', '.join(SPEECH_CPU_LIMITS)}, not {opts.precision!r}")
     if opts.precision != "fp32":
-        if opts.formats != ("onnx",):
+        from omni_edge.export.cpu_quant import check_block_size
+
+        if set(opts.formats) != {"onnx"}:
             raise ValueError(f"--precision {opts.precision} is built for ONNX Runtime only (--format onnx): an "
                              "ExecuTorch speech program has no teacher-forced check to qualify it yet")
-        if opts.block_size < 16 or opts.block_size & (opts.block_size - 1):
-            raise ValueError(f"--block-size {opts.block_size}: a power of two, at least 16")
+        check_block_size(opts.block_size)
 
 
 def _shape(config: Any) -> Qwen3Shape:
@@ -549,7 +550,7 @@ LIMITS = {"codes_agree_to_near_tie": 1.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff
 # the reference (a random talker's logits are close; one flipped code changes every later one);
 # the teacher-forced agreements say whether the quantized talker and predictor compute the same
 # function, and the vocoder (float32) keeps the PCM exact for the codes it is given.
-CPU_LIMITS: dict[str, dict[str, float]] = {
+SPEECH_CPU_LIMITS: dict[str, dict[str, float]] = {
     "int8": {"forced_codebook0_agreement": 0.8, "forced_predictor_agreement": 0.8,
              "graph_sqnr_db": 80.0, "pcm_sqnr_db": 80.0, "pcm_max_abs_diff": 1e-4},
     "int4": {"forced_codebook0_agreement": 0.5, "forced_predictor_agreement": 0.5,
@@ -705,7 +706,7 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
 
         def manifest(got: dict[str, float] | None, fmt: str = fmt, component: Path = component,
                      files: dict[str, str] = files, backend: str = backend, version: str = version) -> None:
-            numerical, task = reports(identity, got, CPU_LIMITS[opts.precision] if quantized else LIMITS)
+            numerical, task = reports(identity, got, SPEECH_CPU_LIMITS[opts.precision] if quantized else LIMITS)
             write_report(component / "reports" / "numerical.json", numerical)
             write_report(component / "reports" / "task.json", task)
             write_manifest(component, component.name, ArtifactMetadata(

@@ -65,11 +65,10 @@ def wider_unseen(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module", params=["int8", "int4"])
-def quantized(request: pytest.FixtureRequest, unseen: Path, wider_unseen: Path,
-              tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def quantized(request: pytest.FixtureRequest, unseen: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     precision = str(request.param)
     out = tmp_path_factory.mktemp("cpu-quant") / precision
-    checkpoint = wider_unseen if precision == "int4" else unseen
+    checkpoint: Path = request.getfixturevalue("wider_unseen") if precision == "int4" else unseen
     done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(out), "--precision", precision,
                "--format", "both", "--buckets", "128", "--prefill-chunk", "16")  # one bucket: the cache is the float route's
     assert done.returncode == 0, done.stderr[-3000:]

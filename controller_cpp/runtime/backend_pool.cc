@@ -1,6 +1,8 @@
 #include "runtime/backend_pool.h"
 
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "base/platform/os.h"
@@ -47,7 +49,7 @@ class TracedGraph final : public Graph {
 // OMNI_EDGE_HUGE_PAGES=off keeps a backend's memory on the OS's default pages (to compare).
 bool HugePagesWanted() {
   const char* v = std::getenv("OMNI_EDGE_HUGE_PAGES");
-  return v == nullptr || std::string(v) != "off";
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
 }  // namespace
@@ -74,10 +76,15 @@ Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup
   spec.device = group.device;
   spec.options = group.options;
   spec.verified_files = backends.verified();
+  // One load at a time in the process, so that what appeared in the window is this load's
+  // (stages and sessions load on their own threads).
+  static std::mutex load_window;
+  std::lock_guard<std::mutex> one_load(load_window);
   const std::vector<platform::MemoryRange> before = platform::AnonymousMemory();
   OE_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, backend->Load(spec));
   // What the load allocated is, for CPU backends, the weights in the layout their kernels read:
   // streamed once per decode step, they go on huge pages (one TLB entry per 2 MiB, not per 4 KiB).
+  // Other threads' allocations in the window (a request running beside the load) may be counted.
   const std::vector<platform::MemoryRange> loaded = platform::Subtract(platform::AnonymousMemory(), before);
   platform::HugePages pages;
   if (HugePagesWanted()) {

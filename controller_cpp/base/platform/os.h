@@ -68,10 +68,11 @@ struct MemoryRange {
 std::vector<MemoryRange> AnonymousMemory();
 std::vector<MemoryRange> Subtract(const std::vector<MemoryRange>& after, const std::vector<MemoryRange>& before);
 // Backs the ranges with huge pages now, where the OS allows it (Linux: transparent huge pages,
-// madvise MADV_HUGEPAGE then MADV_COLLAPSE on the 2 MiB-aligned part of each range of at least
-// 2 MiB). Decode streams every weight once per token: on 4 KiB pages each page is a TLB miss.
+// madvise MADV_HUGEPAGE then MADV_COLLAPSE on each aligned huge-page block, 2 MiB on x86-64,
+// whose small pages are all resident: a sparse block would grow). Decode streams every weight
+// once per token: on 4 KiB pages each page is a TLB miss.
 struct HugePages {
-  int64_t eligible_bytes = 0;   // 2 MiB-aligned bytes of the ranges
+  int64_t eligible_bytes = 0;   // bytes of the aligned blocks inside the ranges
   int64_t huge_bytes = 0;       // of those, now on huge pages
   std::string detail;           // why not, where not all are
 };

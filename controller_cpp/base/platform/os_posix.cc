@@ -90,13 +90,17 @@ std::vector<MemoryRange> AnonymousMemory() {
   std::vector<MemoryRange> ranges;
   std::ifstream maps("/proc/self/maps");
   std::string line;
-  while (std::getline(maps, line)) {  // "begin-end perms offset dev inode [path]"
+  while (std::getline(maps, line)) {  // "begin-end perms offset dev inode [name]"
     std::istringstream fields(line);
-    std::string span, perms, offset, dev, path;
+    std::string span, perms, offset, dev, name;
     uint64_t inode = 1;
     fields >> span >> perms >> offset >> dev >> inode;
-    fields >> path;
-    if (inode != 0 || perms.compare(0, 2, "rw") != 0 || perms[3] != 'p' || !(path.empty() || path == "[heap]")) continue;
+    fields >> name;
+    // Unnamed or the brk heap (glibc); Android names its allocators' mappings [anon:scudo:...],
+    // [anon:libc_malloc] (thread stacks, [anon:stack_and_tls:...], are not weights).
+    const bool allocator = name.empty() || name == "[heap]" ||
+                           (name.rfind("[anon:", 0) == 0 && name.find("stack") == std::string::npos);
+    if (inode != 0 || perms.size() < 4 || perms.compare(0, 2, "rw") != 0 || perms[3] != 'p' || !allocator) continue;
     const size_t dash = span.find('-');
     if (dash == std::string::npos) continue;
     ranges.push_back({uintptr_t(std::strtoull(span.c_str(), nullptr, 16)),
@@ -105,27 +109,61 @@ std::vector<MemoryRange> AnonymousMemory() {
   return ranges;
 }
 
+namespace {
+
+// The PMD huge page size: 2 MiB on x86-64 and 4 KiB-page arm64, 32 MiB with 16 KiB pages.
+uintptr_t HugePageSize() {
+  std::ifstream size_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+  unsigned long long size = 0;
+  size_file >> size;
+  return size >= (uintptr_t(1) << 20) ? uintptr_t(size) : uintptr_t(2) << 20;
+}
+
+// Whether every small page of [start, start + bytes) is resident: collapsing a block populates
+// all of it, so a sparse one (a thread stack, a reserved arena) would grow the process.
+bool Resident(void* start, size_t bytes) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((bytes + page - 1) / page);
+  if (mincore(start, bytes, in_core.data()) != 0) return false;
+  for (unsigned char c : in_core) {
+    if ((c & 1) == 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 HugePages BackWithHugePages(const std::vector<MemoryRange>& ranges) {
-  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  static const uintptr_t kHuge = HugePageSize();
   HugePages result;
   int refused = 0;
+  int64_t sparse = 0;
   for (const MemoryRange& r : ranges) {
-    const uintptr_t begin = (r.begin + kHuge - 1) & ~(kHuge - 1), end = r.end & ~(kHuge - 1);
-    if (end <= begin) continue;
-    result.eligible_bytes += int64_t(end - begin);
-    void* start = reinterpret_cast<void*>(begin);
-    if (madvise(start, end - begin, MADV_HUGEPAGE) != 0 || madvise(start, end - begin, MADV_COLLAPSE) != 0) {
-      refused = errno;  // e.g. EINVAL for the brk heap's pages; the allocators' own mappings collapse
-      continue;
+    for (uintptr_t block = (r.begin + kHuge - 1) & ~(kHuge - 1); block + kHuge <= r.end; block += kHuge) {
+      void* start = reinterpret_cast<void*>(block);
+      result.eligible_bytes += int64_t(kHuge);
+      if (!Resident(start, kHuge)) {
+        sparse += int64_t(kHuge);
+        continue;
+      }
+      if (madvise(start, kHuge, MADV_HUGEPAGE) != 0 || madvise(start, kHuge, MADV_COLLAPSE) != 0) {
+        refused = errno;  // e.g. EINVAL: no transparent huge pages, a kernel before 6.1, the brk heap
+        continue;
+      }
+      result.huge_bytes += int64_t(kHuge);
     }
-    result.huge_bytes += int64_t(end - begin);
   }
-  if (refused != 0) {
+  const int64_t refused_bytes = result.eligible_bytes - result.huge_bytes - sparse;
+  if (refused_bytes > 0) {
     std::string mode;
     std::ifstream setting("/sys/kernel/mm/transparent_hugepage/enabled");
     std::getline(setting, mode);
-    result.detail = std::to_string((result.eligible_bytes - result.huge_bytes) >> 20) + " MiB refused huge pages (" +
-                    std::strerror(refused) + "); transparent_hugepage: " + (mode.empty() ? "unavailable" : mode);
+    result.detail = std::to_string(refused_bytes >> 20) + " MiB refused huge pages (" + std::strerror(refused) +
+                    "); transparent_hugepage: " + (mode.empty() ? "unavailable" : mode);
+  }
+  if (sparse > 0) {
+    result.detail += std::string(result.detail.empty() ? "" : "; ") + std::to_string(sparse >> 20) +
+                     " MiB not fully resident, left on small pages";
   }
   return result;
 }
