@@ -26,6 +26,19 @@ MS_DOMAIN = "com.microsoft"
 SCALE_SEARCH = tuple(1.0 - 0.02 * i for i in range(16))  # int4 step sizes tried per block: 100% .. 70% of the extreme's
 
 
+def manifest_block(precision: str, block_size: int, graphs: str, fmt: str = "onnx") -> dict[str, Any]:
+    """What a quantized CPU artifact's weights are, for its manifest ({} at fp32)."""
+    if precision == "fp32":
+        return {}
+    bits = CPU_PRECISIONS[precision]
+    per_channel = fmt == "pte" and bits == 8  # XNNPACK groups only 4-bit weights
+    op = ({"op": "com.microsoft.MatMulNBits", "accuracy_level": ACCURACY_LEVEL} if fmt == "onnx" else
+          {"op": "torchao Int8DynamicActivationIntxWeight (XNNPACK: int8 dynamic activations)"})
+    return {"quantization": {"precision": precision, **op, "bits": bits,
+                             "block_size": "per output channel" if per_channel else block_size, "symmetric": True,
+                             "graphs": graphs}}
+
+
 def check_block_size(block_size: int) -> None:
     """MLAS's kernels take blocks of 16, 32, 64, ... weights."""
     if block_size < 16 or block_size & (block_size - 1):

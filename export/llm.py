@@ -193,18 +193,9 @@ def _export_pte(component_dir: Path, model: Any, shape: Qwen3Shape, opts: LlmExp
 
 
 def _quantization(opts: LlmExportOptions, fmt: str) -> dict[str, Any]:
-    """What a quantized CPU artifact's weights are, for its manifest."""
-    if opts.precision == "fp32":
-        return {}
-    from omni_edge.export.cpu_quant import ACCURACY_LEVEL, CPU_PRECISIONS
+    from omni_edge.export.cpu_quant import manifest_block
 
-    bits = CPU_PRECISIONS[opts.precision]
-    per_channel = fmt == "pte" and bits == 8  # XNNPACK groups only 4-bit weights
-    op = ({"op": "com.microsoft.MatMulNBits", "accuracy_level": ACCURACY_LEVEL} if fmt == "onnx" else
-          {"op": "torchao Int8DynamicActivationIntxWeight (XNNPACK: int8 dynamic activations)"})
-    return {"quantization": {"precision": opts.precision, **op, "bits": bits,
-                             "block_size": "per output channel" if per_channel else opts.block_size, "symmetric": True,
-                             "graphs": "body and LM head (the embedding stays float32)"}}
+    return manifest_block(opts.precision, opts.block_size, "body and LM head (the embedding stays float32)", fmt)
 
 
 def _runtime_version(fmt: str) -> tuple[str, str]:

@@ -733,14 +733,10 @@ def export_tts(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tupl
 
 
 def _quantization(opts: TtsExportOptions) -> dict[str, Any]:
-    if opts.precision == "fp32":
-        return {}
-    from omni_edge.export.cpu_quant import ACCURACY_LEVEL, CPU_PRECISIONS
+    from omni_edge.export.cpu_quant import manifest_block
 
-    return {"quantization": {"precision": opts.precision, "op": "com.microsoft.MatMulNBits",
-                             "accuracy_level": ACCURACY_LEVEL, "bits": CPU_PRECISIONS[opts.precision],
-                             "block_size": opts.block_size, "symmetric": True,
-                             "graphs": "talker and code predictor bodies and heads (embeddings and vocoder float32)"}}
+    return manifest_block(opts.precision, opts.block_size,
+                          "talker and code predictor bodies and heads (embeddings and vocoder float32)")
 
 
 def validate_quantized(model: Qwen3Tts, plan: Path, directory: Path, files: dict[str, str], opts: TtsExportOptions,
