@@ -46,8 +46,8 @@ def scene(directory: Path, plan: Path) -> dict[str, Any]:
 
 
 def run_native(args: argparse.Namespace, plan: Path, s: dict[str, Any]) -> tuple[list[dict[str, Any]], list[list[float]]]:
-    from omni_edge.request import CameraImage, Observation
     from omni_edge.runtime import PolicySession
+    from omni_edge.runtime.request import CameraImage, Observation
 
     session = PolicySession.open(plan, threads=args.threads)
     runs, actions = [], []

@@ -9,13 +9,9 @@ PY=.venv/bin/python
 .venv/bin/ruff check .
 python3 scripts/check_native.py  # layers of controller_cpp/ and function lengths
 
-# mypy sees omni_edge as it is installed: python/omni_edge with export/, artifacts/ and
-# harness/ mapped in as subpackages (pyproject's wheel.packages). Mirror that with symlinks.
-stage=build/typecheck/omni_edge
-rm -rf build/typecheck && mkdir -p "$stage"
-for entry in python/omni_edge/*; do ln -s "$PWD/$entry" "$stage/$(basename "$entry")"; done
-for sub in export artifacts harness; do ln -s "$PWD/$sub" "$stage/$sub"; done
-.venv/bin/mypy --config-file pyproject.toml --cache-dir build/typecheck/.mypy_cache "$stage"
+# mypy reads the package where it lives: python/omni_edge is the one root (pyproject's wheel.packages).
+mkdir -p build/typecheck
+.venv/bin/mypy --config-file pyproject.toml --cache-dir build/typecheck/.mypy_cache python/omni_edge
 
 $PY -m nanobind.stubgen -q -m omni_edge._native -o build/typecheck/_native.pyi
 if ! diff -u python/omni_edge/_native.pyi build/typecheck/_native.pyi; then

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from llm_reference import QNN_SOCS, cli, unseen_peaked_checkpoint
-from omni_edge import implementations
+from omni_edge.runtime import implementations
 
 FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -14,9 +14,9 @@ from pathlib import Path
 import adbutils
 import pytest
 from adb_server import FakeAdbServer
-from omni_edge.export.qnn_target import SOCS
 from omni_edge.harness.devices.adb import AdbDevice, _thermal, list_devices
 from omni_edge.harness.devices.base import DeviceError, parse_meminfo_kb
+from omni_edge.socs import SOCS
 
 PHONE = {
     "ro.soc.model": "SM8750",

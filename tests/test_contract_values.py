@@ -9,8 +9,8 @@ import pytest
 from contract_values import event, request, state
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from omni_edge import implementations
 from omni_edge.contracts import BufferRef, ContractError, DeviceDescriptor, StageEvent, StageRequest, StateHandle
+from omni_edge.runtime import implementations
 
 BUFFER = {"object_id": "o", "owner": "w", "generation": "g", "dtype": "float32", "shape": [2, 3], "nbytes": 24}
 

@@ -8,8 +8,8 @@ from typing import Any
 from contract_values import request, state
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from omni_edge import implementations
 from omni_edge.contracts import ContractError, StageEvent, StreamLimits
+from omni_edge.runtime import implementations
 
 REQ = request("req-d", epoch=2, state_layout_version=1)
 

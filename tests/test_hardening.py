@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_reference import CLI, cli
-from omni_edge import implementations
 from omni_edge.contracts import ContractError
 from omni_edge.harness.conformance import FixtureError, build_artifact, load_fixture
+from omni_edge.runtime import implementations
 
 CLI_NATIVE = CLI.parent / "omni-edge-run"
 
@@ -146,7 +146,7 @@ def test_a_tiny_temperature_is_greedy(tiny_artifact: Path) -> None:
     """1e-40 once overflowed logits / temperature and drew a special token every step."""
     import torch
     from omni_edge.export.qwen3_tts import _pick
-    from omni_edge.request import Sampling
+    from omni_edge.runtime.request import Sampling
 
     logits = torch.tensor([0.5, 3.0, 2.9, -2.0])
     assert _pick(logits, Sampling(temperature=1e-40), torch.Generator().manual_seed(0)) == 1

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from omni_edge import implementations
 from omni_edge.artifacts import write_manifest, write_report
 from omni_edge.cli import main
 from omni_edge.contracts import ArtifactMetadata, ContractError, ReportCheck, ValidationRef, ValidationReport
+from omni_edge.runtime import implementations
 
 IDENTITY = dict(checkpoint_id="ckpt", checkpoint_revision="r1", precision="w8a16", shape_bucket="ctx512",
                 target_abi="aarch64-android")

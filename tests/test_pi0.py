@@ -18,9 +18,9 @@ import pytest
 from llm_reference import CLI, cli
 from omni_edge.contracts import ContractError
 from omni_edge.export.pi0 import Pi0Preset, camera_pixels, load_policy, make_pi0_checkpoint, reference_actions
-from omni_edge.observation import read_observation
-from omni_edge.request import CameraImage, Observation
 from omni_edge.runtime import PolicySession
+from omni_edge.runtime.observation import read_observation
+from omni_edge.runtime.request import CameraImage, Observation
 from PIL import Image
 
 CAMERAS = ("front", "wrist")

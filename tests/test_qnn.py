@@ -16,10 +16,10 @@ import onnx
 import pytest
 from llm_reference import QNN_SOCS, causal_lm, cli
 from numeric import assert_greedy
-from omni_edge import implementations
 from omni_edge.contracts import ArtifactMetadata, ContractError, ValidationRef
 from omni_edge.export.comparison import quantized_tie_gap
 from omni_edge.export.llm_qnn import QUANTIZED_LIMITS
+from omni_edge.runtime import implementations
 from onnx import TensorProto, helper, numpy_helper
 
 SOCS = QNN_SOCS

@@ -164,7 +164,7 @@ def test_native_image_preprocessing_is_the_reference_processors_to_the_bit(omni_
     """The controller's smart_resize, Pillow-exact bicubic resampling, rescale, normalize and
     patch order against Qwen2VLImageProcessorPil on images that need no resampling, that are
     enlarged, reduced (max_pixels) and noisy."""
-    from omni_edge.media import preprocess_image
+    from omni_edge.runtime.media import preprocess_image
     from PIL import Image
 
     image = Image.open(media[name]).convert("RGB")
@@ -177,7 +177,7 @@ def test_native_image_preprocessing_is_the_reference_processors_to_the_bit(omni_
 
 
 def test_native_image_preprocessing_refuses_what_it_cannot_read(omni_checkpoint: Path) -> None:
-    from omni_edge.media import preprocess_image
+    from omni_edge.runtime.media import preprocess_image
 
     config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
     with pytest.raises(ValueError, match="aspect ratio"):
@@ -193,7 +193,7 @@ def test_native_image_preprocessing_refuses_what_it_cannot_read(omni_checkpoint:
 def test_native_mrope_positions_are_get_rope_index(omni_checkpoint: Path, media: dict[str, Path]) -> None:
     """The three position rows of an image + audio + image chat prompt, and where generation
     continues, against transformers' get_rope_index on the same ids and grids."""
-    from omni_edge.media import mrope_positions
+    from omni_edge.runtime.media import mrope_positions
 
     thinker = load_thinker(omni_checkpoint)
     items = [("image", media["red"]), ("audio", media["tone16"]), ("image", media["gradient"])]
@@ -256,7 +256,7 @@ def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni
     natively, as a device would, speaks transformers' ids; without the encoders' rows it does not."""
     from omni_edge import _native
     from omni_edge.export.qwen25_omni_export import Encoders, media_generate
-    from omni_edge.media import audio_features, preprocess_image
+    from omni_edge.runtime.media import audio_features, preprocess_image
     from PIL import Image
 
     thinker = load_thinker(omni_checkpoint)
@@ -300,9 +300,9 @@ def test_native_audio_features_are_the_reference_extractors(omni_checkpoint: Pat
     """WAV decode (bit for bit as the reference reads it), resampling to 16 kHz (scipy's
     resample_poly to float rounding) and the log-mel spectrogram (WhisperFeatureExtractor within
     LOG_MEL_TOLERANCE), over the audio's frames."""
-    from omni_edge.export.qwen25_omni import read_wav, resample
-    from omni_edge.media import audio_features, decode_wav
-    from omni_edge.media import resample as native_resample
+    from omni_edge.export.qwen25_omni import resample
+    from omni_edge.runtime.media import audio_features, decode_wav, read_wav
+    from omni_edge.runtime.media import resample as native_resample
 
     wav = media[name].read_bytes()
     ref_x, rate = read_wav(media[name])
@@ -321,7 +321,7 @@ def test_native_audio_features_are_the_reference_extractors(omni_checkpoint: Pat
 
 
 def test_native_audio_front_end_refuses_what_it_cannot_read(omni_checkpoint: Path, media: dict[str, Path]) -> None:
-    from omni_edge.media import audio_features
+    from omni_edge.runtime.media import audio_features
 
     config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
     with pytest.raises(ValueError, match="not a WAV"):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from llm_reference import CLI, cli
 from omni_edge import _native
-from omni_edge.request import Media, Request, Sampling
 from omni_edge.runtime import Session
+from omni_edge.runtime.request import Media, Request, Sampling
 
 RUN = CLI.parent / "omni-edge-run"
 

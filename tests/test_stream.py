@@ -8,8 +8,8 @@ import time
 
 import pytest
 from contract_values import event, request, state
-from omni_edge import implementations
 from omni_edge.contracts import ContractError, EventStream, StreamLimits, SubmitResult
+from omni_edge.runtime import implementations
 
 
 def _code(fn: object) -> str:

@@ -1,7 +1,9 @@
 """omni-edge: on-device Omni-style multi-stage model serving.
 
-Subpackages: `contracts` (the stage contract, Python reference), `native` (the C++
-controller through nanobind), `export`, `artifacts`, `harness`, `cli`.
+One package root, in layers (each imports only the ones before it; scripts/check_python.py):
+`files`, `socs`, `source_tree` (base) -> `contracts` (the stage contract, Python reference) ->
+`artifacts` (manifests and reports) -> `runtime` (the C++ controller through nanobind) ->
+`export`, `harness` -> `cli`.
 """
 
 __version__ = "0.3.0"
@@ -12,7 +14,7 @@ import sys as _sys
 if _sys.argv[1:2] in (["run"], ["speak"], ["act"]) and _os.path.basename(_sys.argv[0]) == "omni-edge":
     # The CLI cancels cleanly on SIGINT/SIGTERM/SIGHUP from here on, the imports included
     # (omni_edge/interrupt.py); only the interpreter's own start-up is left to the default action.
-    from omni_edge.interrupt import GUARD as _GUARD
+    from omni_edge.runtime.interrupt import GUARD as _GUARD
 
     _GUARD.install()
 

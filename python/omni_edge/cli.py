@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omni_edge import __version__
-from omni_edge.interrupt import GUARD, CancelOnSignal
-from omni_edge.request import GREEDY_BELOW
+from omni_edge.runtime.interrupt import GUARD, CancelOnSignal
+from omni_edge.runtime.request import GREEDY_BELOW
 
 if TYPE_CHECKING:
     from omni_edge.contracts import ContractError
 
-# run and speak keep the cancel contract (omni_edge.interrupt) from main()'s first line on.
+# run and speak keep the cancel contract (omni_edge.runtime.interrupt) from main()'s first line on.
 _GUARD = GUARD  # installed by omni_edge/__init__.py when this is `omni-edge run|speak`
 
 
@@ -37,9 +37,9 @@ def _conformance(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from omni_edge import implementations
     from omni_edge.contracts import ContractError
     from omni_edge.harness.verify_targets import VerifyTargetError, resolve
+    from omni_edge.runtime import implementations
 
     if (args.artifact / "bundle.json").is_file():
         return _verify_bundle(args.artifact)
@@ -238,8 +238,8 @@ def _act(args: argparse.Namespace) -> int:
     """One observation to one action chunk; --json: the last line is the action (or the terminal
     cancelled/error event)."""
     from omni_edge.contracts import ContractError
-    from omni_edge.observation import read_observation
     from omni_edge.runtime import PolicySession
+    from omni_edge.runtime.observation import read_observation
 
     guard = _GUARD.install()
     try:

@@ -1,0 +1,140 @@
+"""`omni-edge export policy --target qnn-htp`: a π0 policy's three graphs as QNN HTP context
+binaries, per SoC, validated on the HTP backend (the emulator here).
+
+The CPU export runs first (its fp32 graphs are what gets compiled; OUT/plan.cpu.json is its
+plan). Per SoC, vision, prefix and expert are compiled at fp16 with CPU fallback disabled (an op
+the HTP refuses is named) into `policy-qnn-<soc>-fp16/`, and `plan.qnn-<soc>-fp16.json` runs the
+whole policy stage on the NPU (OUT/plan.json is the first SoC's).
+
+Validation: each compiled graph against its fp32 graph on the synthetic observation's own inputs
+(SQNR), and the whole chunk through the native session on the HTP against sample_actions (SQNR
+of the chunk and its max abs error, reported per step of the chunk)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from omni_edge.artifacts import identity_report, new_component, pending_task
+from omni_edge.contracts import ReportCheck
+from omni_edge.export import qnn_target
+from omni_edge.export.comparison import sqnr_db
+from omni_edge.export.pi0 import Policy, load_policy, observation_pixels, prompt_ids, reference_actions
+from omni_edge.export.pi0_export import (
+    COMPONENT,
+    GRAPH_KEYS,
+    ONNX_GRAPHS,
+    PolicyShape,
+    agreement_checks,
+    native_actions,
+    prefix_positions,
+    synthetic_observation,
+)
+from omni_edge.export.pi0_graphs import expert_bias, rope_tables, time_embedding
+from omni_edge.files import write_text_atomic
+
+# fp16 on the HTP against fp32 (the tiny checkpoint on the sm8750 emulator measured 50-70 dB per graph).
+GRAPH_SQNR_DB = 30.0
+ACTION_SQNR_DB = 25.0  # the whole chunk after ten flow steps at fp16
+
+
+def _graph_inputs(fp32_dir: Path, section: dict[str, Any], obs: dict[str, Any],
+                  policy: Policy) -> dict[str, list[list[np.ndarray]]]:
+    """Each graph's inputs (by graph key) for the synthetic observation, computed by the fp32 graphs before it."""
+    import onnxruntime as ort
+
+    session = {role: ort.InferenceSession(str(fp32_dir / file), providers=["CPUExecutionProvider"])
+               for role, file in ONNX_GRAPHS.items()}
+    pixels = [p[None] for p in observation_pixels(obs["images"].values(), int(section["image_size"]))]
+    rows = np.concatenate([session["vision"].run(None, {"pixel_values": p})[0] for p in pixels], axis=1)
+    ids = prompt_ids(policy, obs["prompt"])
+    prompt = np.zeros((1, int(section["prompt_tokens"])), np.int64)
+    prompt[0, :len(ids)] = ids
+    mask = np.zeros((1, rows.shape[1] + prompt.shape[1]), np.int64)
+    mask[0, :rows.shape[1] + len(ids)] = 1
+    cos, sin = (t.numpy() for t in rope_tables(section["rope_inv_freq"], prefix_positions(mask[0].tolist())))
+    keys, values = session["prefix"].run(None, {"image_rows": rows, "prompt_ids": prompt, "mask": mask, "rope_cos": cos,
+                                                "rope_sin": sin})
+    state = np.zeros((1, int(section["state_dim"])), np.float32)
+    state[0, :len(obs["state"])] = obs["state"]
+    valid = int(mask.sum())
+    e_cos, e_sin = (t.numpy() for t in rope_tables(section["expert_rope_inv_freq"],
+                                                   range(valid, valid + int(section["chunk_size"]) + 1)))
+    steps = [time_embedding(section["time_freq"], t).numpy() for t in (1.0, 0.5, 0.1)]
+    bias = expert_bias(mask[0].tolist(), int(section["chunk_size"])).numpy()
+    return {"image": [[p] for p in pixels], "prefix": [[rows, prompt, mask, cos, sin]],
+            "step": [[keys, values, bias, obs["noise"][None], t, state, e_cos, e_sin] for t in steps]}
+
+
+def export_policy_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
+    from omni_edge.export.pi0_export import export_policy
+
+    precision = opts.precision or "fp16"
+    if precision != "fp16":
+        raise ValueError(f"a policy compiles at fp16 for qnn-htp so far, not {precision!r}")
+    targets = [(key, *qnn_target.check_target(key, precision)) for key in opts.socs]  # refuse before any work
+    cpu_plan = export_policy(checkpoint, out, replace(opts, target="cpu"))[0]
+    cpu_copy = out / "plan.cpu.json"
+    shutil.copy2(cpu_plan, cpu_copy)
+    plan = json.loads(cpu_plan.read_text())
+    stage = plan["stages"][0]
+    section = stage["policy"]
+    shape = PolicyShape.from_section(section)
+    cpu_identity = dict(section["identity"])
+    policy = load_policy(checkpoint)
+    fp32_dir = out / COMPONENT
+    build = out / ".build-qnn-policy"
+    shutil.rmtree(build, ignore_errors=True)
+    build.mkdir(parents=True)
+    plans: list[Path] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        obs = synthetic_observation(Path(tmp), shape, seed=11)  # held out: not the CPU export's observation
+        samples = _graph_inputs(fp32_dir, section, obs, policy)
+        ref = None
+        if opts.validate:
+            ref = reference_actions(policy, observation_pixels(obs["images"].values(), shape.image_size), obs["prompt"],
+                                    obs["state"], obs["noise"])
+        for soc_key, soc, prec in tqdm(targets, desc="compile policy", unit="SoC", leave=False):
+            component = new_component(out / f"policy-qnn-{soc_key}-{precision}", checkpoint)
+            refs = {}
+            for role, file in ONNX_GRAPHS.items():
+                prepared = build / f"fp32_{file}"
+                if not prepared.exists():
+                    qnn_target.prepare_graph(fp32_dir / file, prepared, fuse_norms=False)
+                refs[role] = qnn_target.compile_context(prepared, component, soc, prec).name
+            sqnr = qnn_target.graph_sqnr(fp32_dir, component, {GRAPH_KEYS[r]: f for r, f in ONNX_GRAPHS.items()}, samples,
+                                         all_outputs=True)
+            stage["artifact"] = component.name
+            section["identity"] = {**cpu_identity, "artifact": component.name, "precision": precision}
+            stage["graphs"] = {role: {"backend": "onnxruntime", "device": "npu", "graphs": {GRAPH_KEYS[role]: refs[role]}}
+                               for role in GRAPH_KEYS}
+            plan["name"] = f"{checkpoint.name} (π0 policy on the {soc_key} HTP, {precision})"
+            plan_path = out / f"plan.qnn-{soc_key}-{precision}.json"
+            write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
+            identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
+                            shape_bucket=shape.bucket, target_abi=f"qnn-htp-v{soc.htp_arch}")
+            numerical = identity_report("numerical", identity, tuple(
+                ReportCheck(f"{k}_sqnr_db", round(v, 2), GRAPH_SQNR_DB, ">=") for k, v in sqnr.items()))
+            task = pending_task(identity)
+            detail: dict[str, Any] = {}
+            if ref is not None:
+                qnn_target.write_component(component, identity, numerical, task, soc, prec, {})  # the session verifies it
+                got, _ = native_actions(plan_path, obs, opts.threads)
+                _, detail = agreement_checks(got, ref)
+                chunk_db = round(float(sqnr_db(ref, got)), 2)
+                detail["chunk_sqnr_db"] = chunk_db
+                task = identity_report("task", identity, (ReportCheck("action_agreement_sqnr_db", chunk_db, ACTION_SQNR_DB,
+                                                                      ">="),))
+            qnn_target.write_component(component, identity, numerical, task, soc, prec, {"policy": {
+                "graphs": refs, "sqnr_db": {k: round(v, 2) for k, v in sqnr.items()}, "agreement": detail}})
+            plans.append(plan_path)
+    shutil.rmtree(build)
+    shutil.copy2(plans[0], out / "plan.json")
+    return [*plans, cpu_copy]
