@@ -126,6 +126,69 @@ struct EngineHandle {
   // Graph inputs seen while capturing, at most `capture_limit` samples per graph.
   std::map<std::string, std::vector<std::vector<CapturedTensor>>> captured;
   size_t capture_limit = 0;
+
+  nb::bytes Feed(const std::vector<text::TokenId>& ids, const nb::bytes& splice_rows,
+                 const std::vector<int64_t>& splice_positions) {
+    const int64_t H = engine->config().hidden_size;
+    if (splice_rows.size() != splice_positions.size() * size_t(H) * sizeof(float)) {
+      throw StatusError{Status::Error("invalid_argument", "splice_rows must hold hidden_size float32 values per position")};
+    }
+    std::vector<decoding::Decoder::Splice> splices;
+    const float* rows = reinterpret_cast<const float*>(splice_rows.c_str());
+    for (size_t i = 0; i < splice_positions.size(); ++i) {
+      if (i > 0 && splice_positions[i] <= splice_positions[i - 1]) {
+        throw StatusError{Status::Error("invalid_argument", "splice_positions must increase")};
+      }
+      splices.push_back({splice_positions[i], rows + i * size_t(H)});
+    }
+    const float* logits = nullptr;
+    {
+      nb::gil_scoped_release release;
+      auto r = engine->Feed(ids, splices);
+      if (!r.ok()) {
+        nb::gil_scoped_acquire acquire;
+        throw StatusError{r.status()};
+      }
+      logits = r.value();
+    }
+    return nb::bytes(reinterpret_cast<const char*>(logits), size_t(engine->config().vocab_size) * sizeof(float));
+  }
+
+  void Capture(size_t max_per_graph) {
+    captured.clear();
+    capture_limit = max_per_graph;
+    if (max_per_graph == 0) {
+      engine->set_observer(nullptr);
+      return;
+    }
+    EngineHandle* handle = this;
+    engine->set_observer([handle](const std::string& graph, const std::vector<TensorView>& inputs) {
+      auto& samples = handle->captured[graph];
+      if (samples.size() >= handle->capture_limit) return;
+      std::vector<CapturedTensor> sample;
+      for (const auto& t : inputs) {
+        sample.push_back({std::string(static_cast<const char*>(t.data), t.nbytes()), t.dtype, t.shape});
+      }
+      samples.push_back(std::move(sample));
+    });
+  }
+
+  nb::dict TakeCapture() {
+    nb::dict out;
+    for (auto& [graph, samples] : captured) {
+      nb::list list;
+      for (auto& sample : samples) {
+        nb::list tensors;
+        for (auto& t : sample) {
+          tensors.append(nb::make_tuple(nb::bytes(t.bytes.data(), t.bytes.size()), DTypeName(t.dtype), t.shape));
+        }
+        list.append(tensors);
+      }
+      out[graph.c_str()] = list;
+    }
+    captured.clear();
+    return out;
+  }
 };
 
 std::unique_ptr<EngineHandle> OpenEngine(const std::string& plan_path, int threads) {
@@ -265,14 +328,8 @@ nb::list PlacementList(const std::vector<Placement>& placements) {
   return out;
 }
 
-
-}  // namespace
-
-NB_MODULE(_native, m) {
-  m.doc() = "omni-edge native controller core (stage contract v2)";
-  m.attr("__version__") = OMNI_EDGE_VERSION;
-  m.attr("PROTOCOL_VERSION") = kCurrentProtocol;
-
+void RegisterContractError() {
+  // A refused Status reaches Python as the reference's ContractError(reason, message).
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -282,7 +339,10 @@ NB_MODULE(_native, m) {
       PyErr_SetObject(cls.ptr(), err.ptr());
     }
   });
+}
 
+// The contract's values on the wire: feature negotiation and canonical JSON.
+void BindContractValues(nb::module_& m) {
   m.def("negotiate", [](const std::string& args_json) {
     const Json args = Parse(args_json, "negotiate");
     const Json version = args.is_object() && args.contains("protocol_version") ? args["protocol_version"] : Json();
@@ -293,12 +353,19 @@ NB_MODULE(_native, m) {
   m.def("canonical_json", [](const std::string& type_name, const std::string& text) {
     return Unwrap(CanonicalJson(type_name, text));
   }, nb::arg("type_name"), nb::arg("json_text"));
+}
 
+// An artifact's manifest, read and its files hashed.
+void BindManifest(nb::module_& m) {
   m.def("read_manifest", [](const std::string& directory) {
     nb::gil_scoped_release release;  // hashing large artifacts need not hold the GIL
     return ToJson(Unwrap(ReadManifest(directory))).dump();
   }, nb::arg("directory"));
+}
 
+// What this build and this host offer: the backends compiled in, and how a weights file
+// truncated under its mapping ends the process.
+void BindHost(nb::module_& m) {
   m.def("available_backends", &AvailableBackends);
   m.def("report_mapped_file_faults", [](const std::string& lines) {
     // A weights file truncated under its mapping ends the process with these stdout lines and
@@ -306,7 +373,10 @@ NB_MODULE(_native, m) {
     ReportFaultsInMappedFiles("omni-edge");
     SetFaultLines(lines);
   }, nb::arg("lines"));
+}
 
+// The speech session's playback clock.
+void BindPlayback(nb::module_& m) {
   m.def("playback_stats", [](const std::vector<std::pair<double, int64_t>>& arrivals, int64_t sample_rate,
                              double prebuffer_ms) {
     if (sample_rate < 1 || !(prebuffer_ms >= 0)) throw nb::value_error("sample_rate >= 1 and prebuffer_ms >= 0 are required");
@@ -319,7 +389,10 @@ NB_MODULE(_native, m) {
                 {"samples", s.samples}}.dump();
   }, nb::arg("arrivals"), nb::arg("sample_rate"), nb::arg("prebuffer_ms"),
      "The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).");
+}
 
+// Images and audio as the encoders and a policy read them, and M-RoPE positions of a prompt.
+void BindMedia(nb::module_& m) {
   m.def("preprocess_image", [](nb::bytes pixels, int64_t width, int64_t height, const std::string& config_json) {
     const Json config = Unwrap(ParseJson(config_json, "preprocessor_config"));
     const media::VisionPreprocessing p = Unwrap(media::VisionPreprocessingFromJson(config, "preprocessor_config"));
@@ -375,7 +448,10 @@ NB_MODULE(_native, m) {
     return std::make_pair(std::vector<std::vector<int64_t>>(got.rows.begin(), got.rows.end()), got.next);
   }, nb::arg("prompt"), nb::arg("thinker_config_json"), nb::arg("image_grids"),
      "The three M-RoPE position rows of a prompt (images' grids in order, in patches) and the next position.");
+}
 
+// Memory: a plan's budget, a decoder's KV state, the host's pools, and the admission ledger.
+void BindMemoryBudget(nb::module_& m) {
   m.def("plan_budget", [](const std::string& plan_path, int sessions, bool wsl) {
     const Plan plan = Unwrap(LoadPlan(plan_path, families::Builtin()));
     return ToJson(Unwrap(EstimatePlanBudget(plan, sessions, wsl, families::Builtin()))).dump();
@@ -405,7 +481,10 @@ NB_MODULE(_native, m) {
       .def("forgive", [](AdmissionLedger& l, int64_t id) { Check(l.Forgive(id)); }, nb::arg("reservation"))
       .def("free", &AdmissionLedger::Free, nb::arg("pool"))
       .def("snapshot", [](const AdmissionLedger& l) { return l.Snapshot().dump(); });
+}
 
+// tokenizer.json, and the text deltas a session streams.
+void BindTokenizer(nb::module_& m) {
   nb::class_<text::Tokenizer>(m, "Tokenizer")
       .def_static("load", [](const std::string& path) { return Unwrap(text::Tokenizer::Load(path)); }, nb::arg("path"))
       .def("encode", [](const text::Tokenizer& t, const std::string& text) { return Unwrap(t.Encode(text)); },
@@ -424,37 +503,16 @@ NB_MODULE(_native, m) {
         return deltas;
       }, nb::arg("ids"))
       .def_prop_ro("vocab_size", &text::Tokenizer::vocab_size);
+}
 
+// A plan's llm decoder alone, as LlmEngine (export-time validation: no manifest check).
+void BindLlmEngine(nb::module_& m) {
   nb::class_<EngineHandle>(m, "LlmEngine")
       .def_static("open", &OpenEngine, nb::arg("plan_path"), nb::arg("threads") = 0)
-      .def("feed", [](EngineHandle& h, const std::vector<text::TokenId>& ids, const nb::bytes& splice_rows,
-                      const std::vector<int64_t>& splice_positions) {
-        const int64_t H = h.engine->config().hidden_size;
-        if (splice_rows.size() != splice_positions.size() * size_t(H) * sizeof(float)) {
-          throw StatusError{Status::Error("invalid_argument", "splice_rows must hold hidden_size float32 values per position")};
-        }
-        std::vector<decoding::Decoder::Splice> splices;
-        const float* rows = reinterpret_cast<const float*>(splice_rows.c_str());
-        for (size_t i = 0; i < splice_positions.size(); ++i) {
-          if (i > 0 && splice_positions[i] <= splice_positions[i - 1]) {
-            throw StatusError{Status::Error("invalid_argument", "splice_positions must increase")};
-          }
-          splices.push_back({splice_positions[i], rows + i * size_t(H)});
-        }
-        const float* logits = nullptr;
-        {
-          nb::gil_scoped_release release;
-          auto r = h.engine->Feed(ids, splices);
-          if (!r.ok()) {
-            nb::gil_scoped_acquire acquire;
-            throw StatusError{r.status()};
-          }
-          logits = r.value();
-        }
-        return nb::bytes(reinterpret_cast<const char*>(logits), size_t(h.engine->config().vocab_size) * sizeof(float));
-      }, nb::arg("ids"), nb::arg("splice_rows") = nb::bytes("", 0), nb::arg("splice_positions") = std::vector<int64_t>(),
-         "Feed tokens (the embeddings at splice_positions replaced by splice_rows, float32 [n, hidden]); returns the "
-         "last token's logits as float32 bytes.")
+      .def("feed", &EngineHandle::Feed, nb::arg("ids"), nb::arg("splice_rows") = nb::bytes("", 0),
+           nb::arg("splice_positions") = std::vector<int64_t>(),
+           "Feed tokens (the embeddings at splice_positions replaced by splice_rows, float32 [n, hidden]); returns the "
+           "last token's logits as float32 bytes.")
       .def("set_position_table", [](EngineHandle& h, const std::vector<std::vector<int64_t>>& rows, int64_t next_position) {
         std::vector<int64_t> flat;
         for (const auto& row : rows) {
@@ -464,46 +522,18 @@ NB_MODULE(_native, m) {
         Check(h.engine->SetPositionTable(std::move(flat), next_position));
       }, nb::arg("rows"), nb::arg("next_position"), "M-RoPE: the position rows of the prompt and the position after it.")
       .def("reset", [](EngineHandle& h) { Check(h.engine->Reset()); })
-      .def("capture", [](EngineHandle& h, size_t max_per_graph) {
-        h.captured.clear();
-        h.capture_limit = max_per_graph;
-        if (max_per_graph == 0) {
-          h.engine->set_observer(nullptr);
-          return;
-        }
-        EngineHandle* handle = &h;
-        h.engine->set_observer([handle](const std::string& graph, const std::vector<TensorView>& inputs) {
-          auto& samples = handle->captured[graph];
-          if (samples.size() >= handle->capture_limit) return;
-          std::vector<CapturedTensor> sample;
-          for (const auto& t : inputs) {
-            sample.push_back({std::string(static_cast<const char*>(t.data), t.nbytes()), t.dtype, t.shape});
-          }
-          samples.push_back(std::move(sample));
-        });
-      }, nb::arg("max_per_graph"), "Capture the inputs of every graph run (0 stops).")
-      .def("take_capture", [](EngineHandle& h) {
-        nb::dict out;
-        for (auto& [graph, samples] : h.captured) {
-          nb::list list;
-          for (auto& sample : samples) {
-            nb::list tensors;
-            for (auto& t : sample) {
-              tensors.append(nb::make_tuple(nb::bytes(t.bytes.data(), t.bytes.size()), DTypeName(t.dtype), t.shape));
-            }
-            list.append(tensors);
-          }
-          out[graph.c_str()] = list;
-        }
-        h.captured.clear();
-        return out;
-      }, nb::sig("def take_capture(self) -> dict[str, list[list[tuple[bytes, str, list[int]]]]]"))
+      .def("capture", &EngineHandle::Capture, nb::arg("max_per_graph"), "Capture the inputs of every graph run (0 stops).")
+      .def("take_capture", &EngineHandle::TakeCapture,
+           nb::sig("def take_capture(self) -> dict[str, list[list[tuple[bytes, str, list[int]]]]]"))
       .def_prop_ro("position", [](const EngineHandle& h) { return h.engine->position(); })
       .def_prop_ro("cache_slots", [](const EngineHandle& h) { return h.engine->cache_slots(); })
       .def_prop_ro("vocab_size", [](const EngineHandle& h) { return h.engine->config().vocab_size; })
       .def("placements", [](const EngineHandle& h) { return PlacementList(h.engine->placements()); },
            nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+}
 
+// A session over any plan, and the fields its requests may carry.
+void BindSession(nb::module_& m) {
   m.def("request_schema", []() { return pipeline::RequestSchema().dump(); },
         "Every field a session request may carry, with its default (JSON).");
 
@@ -534,7 +564,10 @@ NB_MODULE(_native, m) {
       .def_prop_ro("epoch", &pipeline::Session::epoch)
       .def("placements", [](const pipeline::Session& s) { return PlacementList(s.placements()); },
            nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+}
 
+// A mailbox in front of a session.
+void BindLatestQueue(nb::module_& m) {
   nb::class_<QueueHandle>(m, "LatestQueue")
       .def("__init__", [](QueueHandle* self, pipeline::Session& session) {
         new (self) QueueHandle{std::make_unique<pipeline::LatestQueue>(session)};
@@ -547,7 +580,10 @@ NB_MODULE(_native, m) {
            "on_done(None, reason, message) run on the queue's thread (reason 'superseded': it never ran).")
       .def("counters", [](const QueueHandle& h) { return h.queue ? h.queue->Counters().dump() : std::string("{}"); })
       .def("close", &QueueHandle::Close, "Supersede the waiting request and wait for the running one to end.");
+}
 
+// One stage's event stream (the contract's backpressure and acknowledgements).
+void BindEventStream(nb::module_& m) {
   nb::class_<EventStream>(m, "EventStream")
       .def("__init__", [](EventStream* self, const std::string& request_json, int64_t max_events, int64_t max_bytes) {
         StreamLimits limits{max_events, max_bytes};
@@ -580,7 +616,10 @@ NB_MODULE(_native, m) {
       .def("cancel", &EventStream::Cancel)
       .def("counters", [](const EventStream& s) { return CountersDict(s.Counters()); },
            nb::sig("def counters(self) -> dict[str, int | bool]"));
+}
 
+// The stage controller: requests, events and state releases across stages.
+void BindStageController(nb::module_& m) {
   nb::class_<StageController>(m, "StageController")
       .def("__init__", [](StageController* self, const std::string& identities_json) {
         new (self) StageController(Identities(identities_json));
@@ -605,4 +644,25 @@ NB_MODULE(_native, m) {
       .def("is_live", [](const StageController& c, int64_t stage_id, const std::string& state_json) {
         return c.IsLive(stage_id, State(state_json));
       }, nb::arg("stage_id"), nb::arg("state_json"));
+}
+
+}  // namespace
+
+NB_MODULE(_native, m) {
+  m.doc() = "omni-edge native controller core (stage contract v2)";
+  m.attr("__version__") = OMNI_EDGE_VERSION;
+  m.attr("PROTOCOL_VERSION") = kCurrentProtocol;
+  RegisterContractError();
+  BindContractValues(m);
+  BindManifest(m);
+  BindHost(m);
+  BindPlayback(m);
+  BindMedia(m);
+  BindMemoryBudget(m);
+  BindTokenizer(m);
+  BindLlmEngine(m);
+  BindSession(m);
+  BindLatestQueue(m);
+  BindEventStream(m);
+  BindStageController(m);
 }

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Two structural rules of controller_cpp/, checked by scripts/lint.sh:
+"""Three structural rules of the native code (controller_cpp/ and the Python extension in
+pybind/), checked by scripts/lint.sh:
 
 1. Layers: a folder includes only the folders below it (base -> contract -> runtime -> text,
    decoding -> pipeline -> families -> capi -> tools), backends only base/contract/runtime, and a
    family folder never includes another family's (families/builtin.* registers them all).
-2. No function is longer than MAX_LINES lines (signature to closing brace).
+   pybind/ is a front end over all of controller_cpp/ and may include any of it.
+2. No function is longer than MAX_LINES lines (signature to closing brace), `extern "C"`
+   functions and macro-defined entry points such as NB_MODULE(...) { ... } included.
 3. One platform layer: only base/platform/ includes an OS header or tests for an OS
    (the public C header may pick its export attribute).
 
@@ -17,7 +20,9 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1] / "controller_cpp"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / "controller_cpp"
+PYBIND = REPO / "pybind"  # checked as if it were one more folder of controller_cpp/, named pybind
 MAX_LINES = 80
 LAYERS = {
     "base": {"base"},
@@ -34,20 +39,28 @@ LAYERS = {
     "jni": {"capi", "jni"},  # the JNI bridge: a client of the C ABI only
     "fuzz": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families", "fuzz"},
 }
+LAYERS["pybind"] = set(LAYERS) | {"pybind"}  # the Python extension: a front end over all of it
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)
 OS_SPECIFIC = re.compile(r"^\s*#\s*include\s*<(unistd|dlfcn|fcntl|signal|malloc|windows|io|direct|pthread)\.h>|"
                          r"^\s*#\s*include\s*<sys/|^\s*#\s*if.*\b(_WIN32|_WIN64|__linux__|__ANDROID__|__APPLE__)\b", re.M)
 OS_EXEMPT = {"capi/omni_edge.h"}
 HEADER = re.compile(r"\)\s*(const)?\s*(override|final|noexcept)?\s*(->\s*[\w:<>, *&]+)?\s*$")
-NOT_FUNCTION = re.compile(r"^\s*(if|for|while|switch|catch|do|else|try)\b|\b(namespace|struct|class|enum|union)\b|^\s*extern\s")
+# `extern "C" {` never reaches this (no ")" before its brace); `extern "C" int f(...) {` is a function.
+NOT_FUNCTION = re.compile(r"^\s*(if|for|while|switch|catch|do|else|try)\b|\b(namespace|struct|class|enum|union)\b")
+
+
+def sources() -> list[tuple[Path, Path]]:
+    """(path, name) of every native source: controller_cpp/<folder>/... as <folder>/..., pybind/... as is."""
+    found = [(path, path.relative_to(ROOT)) for path in sorted(ROOT.rglob("*"))]
+    found += [(path, path.relative_to(REPO)) for path in sorted(PYBIND.rglob("*"))]
+    return [(path, rel) for path, rel in found if path.suffix in (".h", ".cc")]
 
 
 def layer_problems() -> list[str]:
     problems = []
-    for path in sorted(ROOT.rglob("*")):
-        if path.suffix not in (".h", ".cc") or path.name.endswith("_test.cc"):
+    for path, rel in sources():
+        if path.name.endswith("_test.cc"):
             continue
-        rel = path.relative_to(ROOT)
         folder = rel.parts[0]
         allowed = LAYERS.get(folder)
         for include in INCLUDE.findall(path.read_text()):
@@ -65,9 +78,8 @@ def layer_problems() -> list[str]:
 
 def platform_problems() -> list[str]:
     problems = []
-    for path in sorted(ROOT.rglob("*")):
-        rel = path.relative_to(ROOT)
-        if path.suffix not in (".h", ".cc") or rel.parts[:2] == ("base", "platform") or rel.as_posix() in OS_EXEMPT:
+    for path, rel in sources():
+        if rel.parts[:2] == ("base", "platform") or rel.as_posix() in OS_EXEMPT:
             continue
         for match in OS_SPECIFIC.finditer(path.read_text()):
             problems.append(f"{rel}: '{match.group(0).strip()}': OS-specific code lives in base/platform/")
@@ -107,7 +119,7 @@ def functions(path: Path) -> list[tuple[int, int, str]]:
                     if is_function:
                         out.append((number - start + 1, start, text[:90]))
                 header = ""
-            elif ch == ";":
+            elif ch == ";" and header.count("(") <= header.count(")"):  # not the ";" of a for (...)
                 header = ""
             else:
                 header += ch
@@ -118,9 +130,9 @@ def functions(path: Path) -> list[tuple[int, int, str]]:
 def main() -> int:
     problems = layer_problems() + platform_problems()
     found = []
-    for path in sorted(ROOT.rglob("*")):
-        if path.suffix in (".h", ".cc") and "unicode_tables" not in path.name:
-            found += [(n, f"{path.relative_to(ROOT)}:{line}", sig) for n, line, sig in functions(path)]
+    for path, rel in sources():
+        if "unicode_tables" not in path.name:
+            found += [(n, f"{rel}:{line}", sig) for n, line, sig in functions(path)]
     found.sort(reverse=True)
     problems += [f"{where}: a function of {n} lines (at most {MAX_LINES}): {sig}" for n, where, sig in found if n > MAX_LINES]
     if "--report" in sys.argv:

@@ -28,8 +28,7 @@ for path in pathlib.Path("tests/fixtures/contract").glob("*.json"):
         seed(3, event)
     for case in fixture.get("negotiation_cases", []):
         seed(7, {"protocol_version": case["version"], "required_features": case.get("required", [])})
-sys.path.insert(0, "harness")
-from conformance import DEFAULT_ARTIFACT, default_report  # noqa: E402
+from omni_edge.harness.conformance import DEFAULT_ARTIFACT, default_report  # the venv's python (test.sh's PATH)
 seed(5, {"schema_version": 2, "component": "llm.decode", "files": {"numerical.json": "0" * 64, "task.json": "1" * 64},
          "metadata": {"artifact": DEFAULT_ARTIFACT, "qnn": {"htp_arch": "v79"}}})
 seed(6, default_report("numerical"))

@@ -11,6 +11,7 @@
 
 #include "base/json_fields.h"
 #include "base/platform/os.h"
+#include "runtime/binding.h"
 
 namespace omni_edge::et {
 namespace fs = std::filesystem;
@@ -54,6 +55,9 @@ ScalarType ToEtType(DType t) {
   return ScalarType::Float;
 }
 
+// A program's I/O is input_<i> and output_<i>, every dim fixed.
+constexpr BindingRules kProgramBinding{"program", /*quote_names=*/false, /*symbolic_dims=*/false};
+
 // Delegation facts the exporter measured from the program (delegate vs CPU-kernel calls per
 // method), read from placement.json beside the .pte when present.
 Json ReadPlacementFacts(const fs::path& pte) {
@@ -90,19 +94,15 @@ class EtGraph : public Graph {
   const std::vector<GraphIo>& outputs() const override { return outputs_; }
 
   Status Bind(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) override {
-    if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
-      return Status::Error("invalid_binding", placement_.graph + ": expected " + std::to_string(inputs_.size()) +
-                                                  " inputs and " + std::to_string(outputs_.size()) + " outputs");
-    }
-    bound_inputs_.clear();
+    bound_inputs_.clear();  // a refused binding leaves the graph unbound: Run() says so
     values_.clear();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      OE_RETURN_IF_ERROR(CheckView(inputs_[i], inputs[i]));
-      std::vector<executorch::aten::SizesType> sizes(inputs[i].shape.begin(), inputs[i].shape.end());
-      bound_inputs_.push_back(executorch::extension::from_blob(inputs[i].data, sizes, ToEtType(inputs[i].dtype)));
+    bound_outputs_.clear();
+    OE_RETURN_IF_ERROR(CheckBinding(placement_.graph, inputs_, outputs_, inputs, outputs, kProgramBinding));
+    for (const TensorView& view : inputs) {
+      std::vector<executorch::aten::SizesType> sizes(view.shape.begin(), view.shape.end());
+      bound_inputs_.push_back(executorch::extension::from_blob(view.data, sizes, ToEtType(view.dtype)));
       values_.emplace_back(bound_inputs_.back());
     }
-    for (size_t i = 0; i < outputs.size(); ++i) OE_RETURN_IF_ERROR(CheckView(outputs_[i], outputs[i]));
     bound_outputs_ = outputs;
     return Status::Ok();
   }
@@ -135,13 +135,6 @@ class EtGraph : public Graph {
   }
 
  private:
-  Status CheckView(const GraphIo& io, const TensorView& view) const {
-    if (io.dtype == view.dtype && io.shape == view.shape && view.data != nullptr) return Status::Ok();
-    return Status::Error("invalid_binding", placement_.graph + ": " + io.name + " is " + DTypeName(io.dtype) +
-                                                ShapeString(io.shape) + " in the program but bound as " +
-                                                DTypeName(view.dtype) + ShapeString(view.shape));
-  }
-
   std::shared_ptr<Module> module_;
   std::string method_;
   Placement placement_;

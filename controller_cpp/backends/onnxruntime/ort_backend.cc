@@ -14,6 +14,7 @@
 
 #include "base/json_fields.h"
 #include "base/platform/os.h"
+#include "runtime/binding.h"
 #include "runtime/weights_index.h"
 
 #ifndef OMNI_EDGE_ORT_LIBRARY
@@ -197,6 +198,9 @@ ONNXTensorElementDataType ToOrtType(DType t) {
   return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 }
 
+// An ONNX graph names its own I/O, and a dim it leaves symbolic (negative) takes any size.
+constexpr BindingRules kOnnxBinding{"graph", /*quote_names=*/true, /*symbolic_dims=*/true};
+
 // Weights shared by every graph of one artifact: `weights.bin` mapped once, one OrtValue per
 // tensor over the mapping (never copied), and one prepacked-weights container.
 class WeightStore {
@@ -319,17 +323,13 @@ class OrtGraph : public Graph {
   const std::vector<GraphIo>& outputs() const override { return outputs_; }
 
   Status Bind(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) override {
-    if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
-      return Status::Error("invalid_binding", placement_.graph + ": expected " + std::to_string(inputs_.size()) +
-                                                  " inputs and " + std::to_string(outputs_.size()) + " outputs");
-    }
-    ReleaseBound();
+    ReleaseBound();  // a refused binding leaves the graph unbound: Run() says so
+    OE_RETURN_IF_ERROR(CheckBinding(placement_.graph, inputs_, outputs_, inputs, outputs, kOnnxBinding));
     for (bool is_input : {true, false}) {
       const auto& views = is_input ? inputs : outputs;
       const auto& ios = is_input ? inputs_ : outputs_;
       auto& bound = is_input ? bound_inputs_ : bound_outputs_;
       for (size_t i = 0; i < views.size(); ++i) {
-        OE_RETURN_IF_ERROR(CheckView(ios[i], views[i]));
         OrtValue* value = nullptr;
         OE_RETURN_IF_ERROR(FromOrt(ort_->api(), ort_->api()->CreateTensorWithDataAsOrtValue(
                                                     cpu_, views[i].data, views[i].nbytes(), views[i].shape.data(),
@@ -366,15 +366,6 @@ class OrtGraph : public Graph {
   }
 
  private:
-  Status CheckView(const GraphIo& io, const TensorView& view) const {
-    bool ok = io.dtype == view.dtype && io.shape.size() == view.shape.size() && view.data != nullptr;
-    for (size_t d = 0; ok && d < io.shape.size(); ++d) ok = io.shape[d] < 0 || io.shape[d] == view.shape[d];
-    if (ok) return Status::Ok();
-    return Status::Error("invalid_binding", placement_.graph + ": '" + io.name + "' is " + DTypeName(io.dtype) +
-                                                ShapeString(io.shape) + " in the graph but bound as " +
-                                                DTypeName(view.dtype) + ShapeString(view.shape));
-  }
-
   void ReleaseBound() {
     for (OrtValue* v : bound_inputs_) ort_->api()->ReleaseValue(v);
     for (OrtValue* v : bound_outputs_) ort_->api()->ReleaseValue(v);
