@@ -16,7 +16,7 @@ Needs: `omni-edge make-checkpoint --preset bench --out work/bench-ckpt`, its exp
 (`omni-edge export llm ... --format both` for fp32, `--precision int8|int4` for the quantized
 ones) and GenAI's builds (run automatically when missing). The bench checkpoint has random
 weights, so its quantized exports are not validated here: their quality is measured on trained
-checkpoints (the export's reports; tests/test_cpu_quant.py).
+checkpoints (the export's reports; tests/export/test_cpu_quant.py).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ PROMPT = "What do you see and hear?"
 
 def media(directory: Path, seconds: float) -> list[tuple[str, Path]]:
     """Noise at 448x448 (no resampling) and `seconds` of a 24 kHz chirp: the profiler's media."""
-    from omni_edge.harness.profile_kinds import write_media
+    from omni_edge.harness.profiling.kinds.multimodal import write_media
 
     return write_media(directory / "media", ["image", "audio"], [1, 32, 32], seconds=seconds)
 
@@ -63,7 +63,7 @@ def run_native(args: argparse.Namespace, plan: Path, items: list[tuple[str, Path
 
 def run_transformers(args: argparse.Namespace, items: list[tuple[str, Path]]) -> list[dict[str, Any]]:
     import torch
-    from omni_edge.export.qwen25_omni import load_thinker, reference_inputs
+    from omni_edge.export.models.qwen25_omni.reference import load_thinker, reference_inputs
 
     torch.set_num_threads(args.threads)
     thinker = load_thinker(args.checkpoint)

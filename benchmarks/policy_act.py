@@ -36,7 +36,7 @@ TASK = "pick up the red block and put it in the bowl"
 
 def scene(directory: Path, plan: Path) -> dict[str, Any]:
     """The profiler's observation (a 640x480 noise image per camera, a state) and fixed noise."""
-    from omni_edge.harness.profile_kinds import write_observation
+    from omni_edge.harness.profiling.kinds.policy import write_observation
 
     obs_path = write_observation(directory / "observation", plan)
     obs = json.loads(obs_path.read_text())
@@ -66,7 +66,7 @@ def run_native(args: argparse.Namespace, plan: Path, s: dict[str, Any]) -> tuple
 
 def run_transformers(args: argparse.Namespace, s: dict[str, Any]) -> tuple[list[dict[str, Any]], list[list[float]]]:
     import torch
-    from omni_edge.export.pi0 import load_policy, observation_pixels, reference_actions
+    from omni_edge.export.models.pi0.reference import load_policy, observation_pixels, reference_actions
 
     torch.set_num_threads(args.threads)
     policy = load_policy(args.checkpoint)

@@ -47,12 +47,12 @@ def probe(checkpoint: Path) -> int:
         generate_qnn_executorch_compiler_spec,
         to_edge_transform_and_lower_to_qnn,
     )
-    from omni_edge.export.qwen3 import BodyGraph, Qwen3Shape, body_example
+    from omni_edge.export.decoder.graphs import BodyGraph, DecoderShape, body_example
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32).eval()
-    shape = Qwen3Shape.from_config(model.config)
+    shape = DecoderShape.from_config(model.config)
     body = BodyGraph(model, shape, reduce="matmul", rope_table=256).eval()
     example = body_example(shape, 1, 128)
 
@@ -105,7 +105,7 @@ def main() -> int:
         return subprocess.call([sys.executable, *sys.argv], env=env)
     if len(sys.argv) > 1:
         return probe(Path(sys.argv[1]))
-    from omni_edge.export.checkpoints import make_checkpoint
+    from omni_edge.export.registry import make_checkpoint
 
     with tempfile.TemporaryDirectory() as tmp:
         return probe(make_checkpoint(Path(tmp) / "ckpt", preset="tiny", train_steps=0))

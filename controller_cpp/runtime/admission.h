@@ -12,7 +12,7 @@
 //   workspace     working memory, as the family sizes it (a decoder: activations and logits
 //                 of a prefill chunk), plus the runtime's fixed arena per backend
 //   margin        10% of the above
-// harness/ledger.py reads these numbers through the binding: the formula exists once.
+// harness/qualification/ledger.py reads these numbers through the binding: the formula exists once.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-"""The cancel contract of the run and speak commands, as omni-edge-run keeps it: SIGINT, SIGTERM
+"""The cancel contract of the run, speak and act commands, as omni-edge-run keeps it: SIGINT, SIGTERM
 or SIGHUP at any moment, loading included, cancels the request at every stage's next step; each
 stream's last JSON line is then its one terminal event ("cancelled"), the audio streamed so far
 is written, and the exit code is 128 + the signal (130 for Ctrl-C).
@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The omni-edge commands that keep this contract from the process's first line to its exit.
+GUARDED_COMMANDS = ("run", "speak", "act")
 
 
 class CancelOnSignal:
@@ -86,6 +88,6 @@ class CancelOnSignal:
         return result
 
 
-# The CLI's one guard: omni_edge/__init__.py installs it first thing when the process is
-# `omni-edge run|speak`, so a signal during the imports is recorded instead of raising there.
+# The CLI's one guard: omni_edge/__init__.py installs it first thing when the process is one of
+# GUARDED_COMMANDS, so a signal during the imports is recorded instead of raising there.
 GUARD = CancelOnSignal()

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -58,3 +58,17 @@ def third_party_to_log(log: Path, *, verbose: bool = False) -> Iterator[Path]:
             sys.stderr, warnings.showwarning = previous_stderr, previous_show
             logging.lastResort = previous_last_resort
             terminal.close()
+
+
+def log_beside(out: Path) -> Path:
+    """OUT.export.log beside an export's OUT directory."""
+    return out.parent / f"{out.name}.export.log"
+
+
+def quietly(args: Any, log: Path, step: Callable[[], int]) -> int:
+    """Runs `step()` with third-party warnings and native logs in `log` (on screen with --verbose)."""
+    with third_party_to_log(log, verbose=args.verbose):
+        status = step()
+    if not args.verbose and log.is_file() and log.stat().st_size:
+        print(f"third-party warnings and logs: {log} (--verbose shows them here)", file=sys.stderr)
+    return status

@@ -8,7 +8,7 @@
     implementations  the Python reference and the native controller behind one interface
     interrupt    the cancel-on-signal contract of the run, speak and act commands
 
-The session classes are imported on first use: `omni_edge.runtime.interrupt` must be importable
+The session classes are imported on first use: `omni_edge.interrupt` must be importable
 before the extension loads (the CLI installs its signal guard first thing)."""
 
 from __future__ import annotations

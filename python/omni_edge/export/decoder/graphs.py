@@ -1,4 +1,6 @@
-"""Qwen3 as per-stage graphs with static shapes, built from a transformers model's weights.
+"""A decoder-only transformer (Qwen3's layout: the text LLM, the speech talker and code
+predictor, the omni thinker) as per-stage graphs with static shapes, built from a transformers
+model's weights.
 
 Stages: embedding (ids -> hidden), body (hidden -> hidden, all decoder layers) and LM head
 (final norm + lm_head, one position). The body reads the KV cache as explicit inputs, keys
@@ -22,7 +24,7 @@ from torch import nn
 
 
 @dataclass(frozen=True)
-class Qwen3Shape:
+class DecoderShape:
     hidden: int
     layers: int
     heads: int
@@ -37,7 +39,7 @@ class Qwen3Shape:
     mrope_section: tuple[int, ...] = ()
 
     @classmethod
-    def from_config(cls, config: Any) -> Qwen3Shape:
+    def from_config(cls, config: Any) -> DecoderShape:
         rope = getattr(config, "rope_parameters", None) or {}
         theta = float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
         layer_types = getattr(config, "layer_types", None) or ["full_attention"] * config.num_hidden_layers
@@ -96,7 +98,7 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, layer: Any, s: Qwen3Shape, reduce: str) -> None:
+    def __init__(self, layer: Any, s: DecoderShape, reduce: str) -> None:
         super().__init__()
         att = layer.self_attn
         self.qkv = _linear(att.q_proj, att.k_proj, att.v_proj)
@@ -192,7 +194,7 @@ class BodyGraph(nn.Module):
     rope_sin: torch.Tensor
     mrope_rows: torch.Tensor
 
-    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean", rope_table: int = 0) -> None:
+    def __init__(self, model: Any, s: DecoderShape, reduce: str = "mean", rope_table: int = 0) -> None:
         """rope_table > 0: cos/sin come from tables of that many positions (a gather) instead of
         being computed from the position; a quantized graph then never quantizes an angle that
         grows with the position, and the values are the ones computed here in float32."""
@@ -250,7 +252,7 @@ class BodyGraph(nn.Module):
 class HeadGraph(nn.Module):
     """hidden [1, 1, hidden] -> logits [1, 1, vocab] (final RMSNorm + lm_head over [hidden, vocab])."""
 
-    def __init__(self, model: Any, s: Qwen3Shape, reduce: str = "mean", linear: bool = False) -> None:
+    def __init__(self, model: Any, s: DecoderShape, reduce: str = "mean", linear: bool = False) -> None:
         """linear: the head as an nn.Linear ([vocab, hidden], the layout weight quantizers take)."""
         super().__init__()
         self.norm = RMSNorm(model.model.norm.weight, s.eps, reduce)
@@ -275,7 +277,7 @@ def body_io_names(layers: int) -> tuple[list[str], list[str]]:
     return inputs, outputs
 
 
-def body_example(s: Qwen3Shape, n: int, cache: int) -> tuple[torch.Tensor, ...]:
+def body_example(s: DecoderShape, n: int, cache: int) -> tuple[torch.Tensor, ...]:
     """Example inputs of a body graph with N new tokens over a cache of `cache` slots."""
     keys = [torch.zeros(1, s.kv_heads, s.head_dim, cache) for _ in range(s.layers)]
     values = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(s.layers)]

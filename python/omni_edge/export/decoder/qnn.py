@@ -12,18 +12,22 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from omni_edge import __version__
 from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
-from omni_edge.export import qnn_target
-from omni_edge.export.qwen3 import body_io_names
-from omni_edge.export.validation import validate_llm
+from omni_edge.export.decoder.graphs import DecoderShape, body_io_names
+from omni_edge.export.decoder.onnx import export_onnx
+from omni_edge.export.decoder.options import LlmExportOptions
+from omni_edge.export.decoder.plan import llm_section, shape_bucket, thinker_stage, write_plan
+from omni_edge.export.decoder.validation import validate_llm
+from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 from omni_edge.socs import Soc
 
@@ -82,23 +86,49 @@ def _compile(files: dict[str, str], graphs: dict[str, Path], cdir: Path, soc: So
     return time.perf_counter() - started
 
 
-def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, caches: list[int],
-               export_onnx: Callable[..., dict[str, Any]], llm_section: Callable[..., dict[str, Any]],
-               stage: Callable[..., dict[str, Any]], write_plan: Callable[..., Path]) -> list[Path]:
+def export_qnn(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptions, shape: DecoderShape,
+               caches: list[int]) -> list[Path]:
     """Export, quantize, compile and validate; one component and plan per SoC (plus a
     weight-shared twin per SoC with opts.share_weights). Returns the plans."""
     import onnxruntime as ort
 
     ort.set_default_logger_severity(3)
-    targets = [(key, *qnn_target.check_target(key, opts.precision)) for key in opts.socs]
-    precision = targets[0][2]
     build = out / f".build-qnn-{opts.precision}"
     if build.exists():
         shutil.rmtree(build)
     (build / "fp32").mkdir(parents=True)
     (build / "qdq").mkdir()
     shutil.copy2(checkpoint / "tokenizer.json", build / "fp32" / "tokenizer.json")
+    graphs = _quantized_graphs(model, checkpoint, build, opts, shape, caches)
+    plans = []
+    for soc_key in opts.socs:
+        soc, _ = qnn_target.check_target(soc_key, opts.precision)
+        validated = _soc_component(model, checkpoint, out, build, opts, graphs, soc_key, soc)
+        plans.append(validated.plan)
+        if opts.share_weights:
+            plans.append(_shared_twin(out, checkpoint, opts, graphs, soc_key, soc, validated))
+    shutil.rmtree(build)
+    return plans
 
+
+@dataclass
+class _Graphs:
+    """What every SoC's component is compiled and validated from: the fp32 plan's graph groups
+    and files, the graphs to compile, the KV codes, the held-out inputs, the calibration facts."""
+
+    groups: dict[str, Any]
+    files: dict[str, str]
+    device: dict[str, Path]
+    llm: dict[str, Any]
+    kv_codes: dict[str, dict[str, float]]
+    held_out: dict[str, list[list[np.ndarray]]]
+    calibration: dict[str, Any]
+    caches: list[int]
+
+
+def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExportOptions, shape: DecoderShape,
+                      caches: list[int]) -> _Graphs:
+    precision = qnn_target.PRECISIONS[opts.precision]
     # 1. fp32 graphs and their plan, with the mask value of the quantized graphs.
     with tqdm(total=3 + 2 * len(caches), desc="export fp32 for calibration", unit="graph", leave=False) as progress:
         # RoPE from tables covering every position a prefill chunk can reach (padding included).
@@ -106,7 +136,7 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
     groups["lm_head"].pop("options", None)
     llm = llm_section(shape, opts, caches)
     llm["mask_value"] = qnn_target.QDQ_MASK_VALUE
-    fp32_plan = {"plan_version": 1, "name": "fp32 for calibration", "stages": [stage("fp32", llm, groups)]}
+    fp32_plan = {"plan_version": 1, "name": "fp32 for calibration", "stages": [thinker_stage("fp32", llm, groups)]}
     write_text_atomic(build / "plan.fp32.json", json.dumps(fp32_plan))
     files = _plan_files(fp32_plan)
 
@@ -136,53 +166,64 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: Any, shape: Any, c
                 qnn_target.quantized_kv_io(device_graphs[name], kv_codes)
     if quantized:
         llm["kv"]["dtype"] = "uint16"
-
     calibration = {"file": "calibration.txt", "sequences": [len(t) for t in tokens], "decode_steps": DECODE_STEPS,
                    "samples_per_graph_and_sequence": SAMPLES_PER_SEQUENCE, "range_widening": qnn_target.RANGE_WIDENING}
-    plans = []
-    for soc_key, soc, _ in targets:
-        component = f"thinker-qnn-{soc_key}-{opts.precision}"
-        cdir = new_component(out / component, checkpoint, [qnn_target.CALIBRATION_TEXT])
-        if opts.keep_qdq:
-            _keep_sources(device_graphs, files, cdir / "qdq")
-        # 4. Context binaries for this SoC (the compile itself runs on this host).
-        compile_s = _compile(files, device_graphs, cdir, soc, precision, False, f"compile for {soc_key}")
-        npu_groups = {role: {"backend": "onnxruntime", "device": "npu",
-                             "graphs": {k: qnn_target.ctx_name(v) for k, v in g["graphs"].items()}}
-                      for role, g in groups.items()}
-        plan_path = write_plan(out, f"{checkpoint.name} (QNN HTP {soc_key}, {opts.precision})",
-                               stage(component, llm, npu_groups))
-        bucket = "ring" + str(caches[0]) if opts.kv == "ring" else "ctx" + "-".join(map(str, caches))
-        identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=opts.precision,
-                        shape_bucket=f"{bucket}-n{opts.prefill_chunk}", target_abi=f"qnn-htp-v{soc.htp_arch}")
-        # 5. Validation on the HTP backend, through the native engine.
-        limits = QUANTIZED_LIMITS[opts.precision]
-        numerical, task = validate_llm(model, plan_path, cdir / "tokenizer.json", identity, opts.validate,
-                                       threads=opts.threads, limits=limits)
-        if opts.validate:
-            per_graph = qnn_target.graph_sqnr(build / "fp32", cdir,
-                                              {k: f for k, f in files.items() if not k.startswith("embed")}, held_out,
-                                              codes=kv_codes)
-            numerical = ValidationReport(
-                numerical.kind, numerical.checkpoint_id, numerical.checkpoint_revision, numerical.precision,
-                numerical.shape_bucket, numerical.target_abi,
-                numerical.checks + tuple(ReportCheck(f"graph_sqnr_db.{g}", v, limits["logit_sqnr_db"] - 10, ">=")
-                                         for g, v in sorted(per_graph.items())))
-        write_report(cdir / "reports" / "numerical.json", numerical)
-        write_report(cdir / "reports" / "task.json", task)
-        facts = {**qnn_target.describe(soc, opts.precision, precision, kv_codes), "graphs": _graph_facts(cdir, files),
-                 "versions": qnn_target.versions(), "compile_seconds": round(compile_s, 2),
-                 "weight_sharing": False, "calibration": calibration}
-        llm_facts = {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk}
-        write_manifest(cdir, component, _metadata(identity, facts, numerical, task),
-                       extra_metadata={"qnn": facts, "llm": llm_facts})
-        plans.append(plan_path)
+    return _Graphs(groups, files, device_graphs, llm, kv_codes, held_out, calibration, caches)
 
-        if opts.share_weights:
-            plans.append(_shared_twin(out, checkpoint, files, device_graphs, groups, soc_key, soc, precision, opts,
-                                      llm, stage, write_plan, identity, facts, llm_facts))
-    shutil.rmtree(build)
-    return plans
+
+@dataclass
+class _Component:
+    plan: Path
+    identity: dict[str, str]
+    facts: dict[str, Any]
+
+
+def _soc_component(model: Any, checkpoint: Path, out: Path, build: Path, opts: LlmExportOptions, g: _Graphs,
+                   soc_key: str, soc: Soc) -> _Component:
+    """One SoC's component: context binaries, plan, validation on the HTP backend, manifest."""
+    precision = qnn_target.PRECISIONS[opts.precision]
+    component = f"thinker-qnn-{soc_key}-{opts.precision}"
+    cdir = new_component(out / component, checkpoint, [qnn_target.CALIBRATION_TEXT])
+    if opts.keep_qdq:
+        _keep_sources(g.device, g.files, cdir / "qdq")
+    # 4. Context binaries for this SoC (the compile itself runs on this host).
+    compile_s = _compile(g.files, g.device, cdir, soc, precision, False, f"compile for {soc_key}")
+    plan_path = write_plan(out, f"{checkpoint.name} (QNN HTP {soc_key}, {opts.precision})",
+                           thinker_stage(component, g.llm, _npu_groups(g.groups)))
+    identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=opts.precision,
+                    shape_bucket=shape_bucket(opts, g.caches), target_abi=f"qnn-htp-v{soc.htp_arch}")
+    # 5. Validation on the HTP backend, through the native engine.
+    limits = QUANTIZED_LIMITS[opts.precision]
+    numerical, task = validate_llm(model, plan_path, cdir / "tokenizer.json", identity, opts.validate,
+                                   threads=opts.threads, limits=limits)
+    if opts.validate:
+        per_graph = qnn_target.graph_sqnr(build / "fp32", cdir,
+                                          {k: f for k, f in g.files.items() if not k.startswith("embed")}, g.held_out,
+                                          codes=g.kv_codes)
+        numerical = replace(numerical, checks=numerical.checks + tuple(
+            ReportCheck(f"graph_sqnr_db.{name}", v, limits["logit_sqnr_db"] - 10, ">=")
+            for name, v in sorted(per_graph.items())))
+    write_report(cdir / "reports" / "numerical.json", numerical)
+    write_report(cdir / "reports" / "task.json", task)
+    facts = {**qnn_target.describe(soc, opts.precision, precision, g.kv_codes), "graphs": _graph_facts(cdir, g.files),
+             "versions": qnn_target.versions(), "compile_seconds": round(compile_s, 2),
+             "weight_sharing": False, "calibration": g.calibration}
+    write_manifest(cdir, component, _metadata(identity, facts, numerical, task),
+                   extra_metadata={"qnn": facts, "llm": _llm_facts(opts, g)})
+    return _Component(plan_path, identity, facts)
+
+
+def _llm_facts(opts: LlmExportOptions, g: _Graphs) -> dict[str, Any]:
+    return {"kv": opts.kv, "caches": g.caches, "prefill_chunk": opts.prefill_chunk}
+
+
+def _npu_groups(groups: dict[str, Any], shared: dict[str, str] | None = None) -> dict[str, Any]:
+    """The plan's graph groups on the NPU (their EPContext models); `shared`: the session options
+    of the roles whose graphs share one context."""
+    return {role: {"backend": "onnxruntime", "device": "npu",
+                   "graphs": {k: qnn_target.ctx_name(v) for k, v in g["graphs"].items()},
+                   **({"options": shared} if shared and role in SHARED_ROLES else {})}
+            for role, g in groups.items()}
 
 
 def _keep_sources(graphs: dict[str, Path], files: dict[str, str], out: Path) -> None:
@@ -205,10 +246,8 @@ def _metadata(identity: dict[str, str], facts: dict[str, Any], numerical: Valida
         task_validation=ValidationRef("reports/task.json", task.passed))
 
 
-def _shared_twin(out: Path, checkpoint: Path, files: dict[str, str], graphs: dict[str, Path], groups: dict[str, Any],
-                 soc_key: str, soc: Soc, precision: qnn_target.Precision, opts: Any, llm: dict[str, Any],
-                 stage: Callable[..., dict[str, Any]], write_plan: Callable[..., Path], identity: dict[str, str],
-                 facts: dict[str, Any], llm_facts: dict[str, Any]) -> Path:
+def _shared_twin(out: Path, checkpoint: Path, opts: LlmExportOptions, g: _Graphs, soc_key: str, soc: Soc,
+                 twin_of: _Component) -> Path:
     """The same quantized graphs with prefill and decode in one weight-shared context binary.
 
     The x86 HTP backend of QNN 2.51 refuses to load a context holding several graphs
@@ -216,22 +255,20 @@ def _shared_twin(out: Path, checkpoint: Path, files: dict[str, str], graphs: dic
     the validated twin built from the identical graphs and does not claim qualification."""
     component = f"thinker-qnn-{soc_key}-{opts.precision}-shared"
     cdir = new_component(out / component, checkpoint, [qnn_target.CALIBRATION_TEXT])
-    compile_s = _compile(files, graphs, cdir, soc, precision, True, f"compile shared for {soc_key}")
+    compile_s = _compile(g.files, g.device, cdir, soc, qnn_target.PRECISIONS[opts.precision], True,
+                         f"compile shared for {soc_key}")
     share_options = {"ort.ep.share_ep_contexts": "1"}  # one loaded context serves every session
-    npu_groups = {role: {"backend": "onnxruntime", "device": "npu",
-                         "graphs": {k: qnn_target.ctx_name(v) for k, v in g["graphs"].items()},
-                         **({"options": share_options} if role in SHARED_ROLES else {})}
-                  for role, g in groups.items()}
     plan_path = write_plan(out, f"{checkpoint.name} (QNN HTP {soc_key}, {opts.precision}, shared weights)",
-                           stage(component, llm, npu_groups))
-    twin = component.removesuffix("-shared")
-    shared_facts = {**facts, "graphs": _graph_facts(cdir, files), "compile_seconds": round(compile_s, 2),
+                           thinker_stage(component, g.llm, _npu_groups(g.groups, share_options)))
+    twin, facts = component.removesuffix("-shared"), twin_of.facts
+    shared_facts = {**facts, "graphs": _graph_facts(cdir, g.files), "compile_seconds": round(compile_s, 2),
                     "weight_sharing": {"roles": list(SHARED_ROLES), "same_quantized_graphs_as": twin,
                                        "not_validated_because": "the x86 HTP emulator (QNN "
                                        f"{facts['versions']['qnn_sdk']}) cannot load multi-graph contexts; "
                                        f"validate on a device ({twin} is the emulator-validated twin)"}}
-    numerical, task = validate_llm(None, plan_path, cdir / "tokenizer.json", identity, enabled=False)
+    numerical, task = validate_llm(None, plan_path, cdir / "tokenizer.json", twin_of.identity, enabled=False)
     write_report(cdir / "reports" / "numerical.json", numerical)
     write_report(cdir / "reports" / "task.json", task)
-    write_manifest(cdir, component, _metadata(identity, facts, numerical, task), extra_metadata={"qnn": shared_facts, "llm": llm_facts})
+    write_manifest(cdir, component, _metadata(twin_of.identity, facts, numerical, task),
+                   extra_metadata={"qnn": shared_facts, "llm": _llm_facts(opts, g)})
     return plan_path

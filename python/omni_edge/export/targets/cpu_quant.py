@@ -39,12 +39,6 @@ def manifest_block(precision: str, block_size: int, graphs: str, fmt: str = "onn
                              "graphs": graphs}}
 
 
-def check_block_size(block_size: int) -> None:
-    """MLAS's kernels take blocks of 16, 32, 64, ... weights."""
-    if block_size < 16 or block_size & (block_size - 1):
-        raise ValueError(f"--block-size {block_size}: a power of two, at least 16")
-
-
 def quantize_blocks(weight: np.ndarray, bits: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
     """A [K, N] float32 weight -> (B uint8 [N, K/block, block*bits/8], scales float32 [N, K/block])."""
     k, n = weight.shape

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -62,3 +63,16 @@ def export_program(methods: dict[str, tuple[torch.nn.Module, tuple[torch.Tensor,
     facts = delegation_facts(data)
     (path.parent / "placement.json").write_text(json.dumps(facts, indent=1) + "\n")
     return facts
+
+
+class MethodSession:
+    """One method of a program through ExecuTorch's runtime, with the `run(None, feeds)` call of an
+    ONNX Runtime session, so one check reads both routes."""
+
+    def __init__(self, program: Path, method: str) -> None:
+        from executorch.runtime import Runtime
+
+        self.method = Runtime.get().load_program(str(program)).load_method(method)
+
+    def run(self, _outputs: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [t.numpy() for t in self.method.execute([torch.from_numpy(v) for v in feeds.values()])]

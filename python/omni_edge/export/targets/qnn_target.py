@@ -27,7 +27,7 @@ from onnx import helper, numpy_helper
 from omni_edge.export.comparison import sqnr_db
 from omni_edge.socs import SOCS, Soc
 
-CALIBRATION_TEXT = Path(__file__).parent / "data" / "calibration.txt"
+CALIBRATION_TEXT = Path(__file__).parents[1] / "data" / "calibration.txt"  # export/data: shipped text
 QDQ_MASK_VALUE = -100.0  # survives 16-bit activation quantization; -1e4 would not
 RANGE_WIDENING = 2.0     # activation ranges: this many times what calibration saw (unseen text goes further)
 WEIGHT_SHARING_MIN_ARCH = 73  # QNN shares weights between graphs of one context from HTP v73 on

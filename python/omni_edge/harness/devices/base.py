@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omni_edge.contracts.manifest import sha256_file
-from omni_edge.harness.sensors import SensorSample, parse_sensors, sensor_script
+from omni_edge.harness.devices.sensors import SensorSample, parse_sensors, sensor_script
 
 
 class DeviceError(RuntimeError):
@@ -157,7 +157,7 @@ class Device(ABC):
         """SoC, RAM, OS/build, ABI, HTP arch, battery/thermal state, runtime versions."""
 
     def sensors(self, t: float) -> SensorSample:
-        """CPU clocks, thermal zones and battery readings now (harness/sensors.py); `t` stamps them."""
+        """CPU clocks, thermal zones and battery readings now (devices/sensors.py); `t` stamps them."""
         script, marker = sensor_script()
         try:
             done = self.shell(["sh", "-c", script], timeout=15.0)

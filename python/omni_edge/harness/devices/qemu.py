@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from omni_edge.harness.binaries import elf_machine
+from omni_edge.harness.deploy.binaries import elf_machine
 from omni_edge.harness.devices.base import DROP_PAGE_CACHE, DeviceError, DeviceFacts, LineCallback, RunResult, StartCallback
 from omni_edge.harness.devices.host import HostDevice
 

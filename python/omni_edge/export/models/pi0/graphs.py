@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from omni_edge.export.models.pi0.reference import Policy
 
 MASK_VALUE = -65504.0  # fp16's lowest finite value: exp() of it is 0 in fp32 and fp16 alike
 
@@ -135,3 +138,83 @@ def rope_tables(inv_freq: list[float], positions: Any) -> tuple[torch.Tensor, to
 def time_embedding(freq: list[float], t: float) -> torch.Tensor:
     emb = torch.tensor(freq, dtype=torch.float32)[None] * torch.tensor([t], dtype=torch.float32)[:, None]
     return torch.cat([emb.sin(), emb.cos()], dim=1)
+
+
+@dataclass(frozen=True)
+class PolicyShape:
+    cameras: tuple[str, ...]
+    image_size: int
+    image_tokens: int
+    hidden: int
+    prompt_tokens: int
+    layers: int
+    kv_heads: int
+    head_dim: int
+    chunk: int
+    state_dim: int
+    action_dim: int
+    num_steps: int
+
+    @classmethod
+    def of(cls, policy: Policy, cameras: tuple[str, ...], prompt_tokens: int) -> PolicyShape:
+        c, text = policy.config, policy.config.vlm_config.text_config
+        return cls(cameras, policy.image_size, policy.image_tokens, int(text.hidden_size), prompt_tokens,
+                   int(text.num_hidden_layers), int(text.num_key_value_heads), int(text.head_dim), int(c.chunk_size),
+                   int(c.max_state_dim), int(c.max_action_dim), int(c.num_inference_steps))
+
+    @classmethod
+    def from_section(cls, section: dict[str, Any]) -> PolicyShape:
+        """The shape a plan's policy section declares."""
+        return cls(tuple(section["cameras"]), section["image_size"], section["image_tokens"], section["hidden_size"],
+                   section["prompt_tokens"], section["layers"], section["kv_heads"], section["head_dim"],
+                   section["chunk_size"], section["state_dim"], section["action_dim"], section["num_steps"])
+
+    @property
+    def prefix(self) -> int:
+        return len(self.cameras) * self.image_tokens + self.prompt_tokens
+
+    @property
+    def bucket(self) -> str:
+        """The manifest's shape bucket."""
+        return f"cams{len(self.cameras)}-img{self.image_size}-txt{self.prompt_tokens}-chunk{self.chunk}"
+
+
+Examples = dict[str, tuple[torch.nn.Module, tuple[torch.Tensor, ...], list[str], list[str]]]
+
+
+def graph_examples(policy: Policy, shape: PolicyShape) -> Examples:
+    """Each graph's module, example inputs (a prefix with masked text slots) and I/O names."""
+    g = torch.Generator().manual_seed(0)
+    P = shape.prefix
+    pixels = torch.randn(1, 3, shape.image_size, shape.image_size, generator=g)
+    rows = torch.randn(1, len(shape.cameras) * shape.image_tokens, shape.hidden, generator=g)
+    ids = torch.randint(0, 100, (1, shape.prompt_tokens), generator=g)
+    mask = torch.ones(1, P, dtype=torch.long)
+    mask[0, P - shape.prompt_tokens // 2:] = 0
+    prefix = PrefixGraph(policy.model).eval()
+    valid = int(mask.sum())
+    cos, sin = rope_tables(rope_inv_freq(policy.model, "vlm"), prefix_positions(mask[0].tolist()))
+    with torch.no_grad():
+        keys, values = prefix(rows, ids, mask, cos, sin)
+    x = torch.randn(1, shape.chunk, shape.action_dim, generator=g)
+    state = torch.randn(1, shape.state_dim, generator=g)
+    t_emb = time_embedding(time_freq(policy.model), 0.7)
+    e_cos, e_sin = rope_tables(rope_inv_freq(policy.model, "dit"), range(valid, valid + shape.chunk + 1))
+    return {
+        "vision": (VisionGraph(policy.model).eval(), (pixels,), ["pixel_values"], ["image_rows"]),
+        "prefix": (prefix, (rows, ids, mask, cos, sin), ["image_rows", "prompt_ids", "mask", "rope_cos", "rope_sin"],
+                   ["keys", "values"]),
+        "expert": (ExpertStepGraph(policy.model).eval(),
+                   (keys, values, expert_bias(mask[0].tolist(), shape.chunk), x, t_emb, state, e_cos, e_sin),
+                   ["keys", "values", "attention_bias", "x", "time_embedding", "state", "rope_cos", "rope_sin"],
+                   ["velocity"]),
+    }
+
+
+def prefix_positions(mask: list[int]) -> list[int]:
+    """The prefix's rotary positions: the mask's running count less one (padding repeats the last)."""
+    out, count = [], 0
+    for m in mask:
+        count += int(m)
+        out.append(max(count - 1, 0))
+    return out

@@ -9,15 +9,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from omni_edge.export import executorch_target
+from omni_edge.export.models.pi0.validation import graph_sqnr
+from omni_edge.export.targets import executorch_target
 
 
 def export_pte(cdir: Path, examples: Any, bar: tqdm) -> tuple[dict[str, float], dict[str, Any]]:
     """model.pte with methods vision, prefix and expert; (SQNR per method, graph references)."""
-    from omni_edge.export.pi0_export import graph_sqnr
-    from omni_edge.export.qwen25_omni_pte import _EtMethod
 
     executorch_target.export_program({name: (module, args) for name, (module, args, _, _) in examples.items()},
                                      cdir / "model.pte", bar)
-    sqnrs = graph_sqnr(examples, lambda name, feeds: _EtMethod(cdir / "model.pte", name).run(None, feeds))
+    sqnrs = graph_sqnr(examples, lambda name, feeds: executorch_target.MethodSession(cdir / "model.pte", name).run(None, feeds))
     return sqnrs, {name: {"file": "model.pte", "method": name} for name in examples}

@@ -24,20 +24,14 @@ from tqdm import tqdm
 
 from omni_edge.artifacts import identity_report, new_component, pending_task
 from omni_edge.contracts import ReportCheck
-from omni_edge.export import qnn_target
 from omni_edge.export.comparison import sqnr_db
-from omni_edge.export.pi0 import Policy, load_policy, observation_pixels, prompt_ids, reference_actions
-from omni_edge.export.pi0_export import (
-    COMPONENT,
-    GRAPH_KEYS,
-    ONNX_GRAPHS,
-    PolicyShape,
-    agreement_checks,
-    native_actions,
-    prefix_positions,
-    synthetic_observation,
-)
-from omni_edge.export.pi0_graphs import expert_bias, rope_tables, time_embedding
+from omni_edge.export.models.pi0.export import COMPONENT, GRAPH_KEYS
+from omni_edge.export.models.pi0.graphs import PolicyShape, expert_bias, prefix_positions, rope_tables, time_embedding
+from omni_edge.export.models.pi0.onnx import ONNX_GRAPHS
+from omni_edge.export.models.pi0.options import PRECISION_DEFAULTS, PolicyExportOptions
+from omni_edge.export.models.pi0.reference import Policy, load_policy, observation_pixels, prompt_ids, reference_actions
+from omni_edge.export.models.pi0.validation import agreement_checks, native_actions, synthetic_observation
+from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 
 # fp16 on the HTP against fp32 (the tiny checkpoint on the sm8750 emulator measured 50-70 dB per graph).
@@ -73,14 +67,14 @@ def _graph_inputs(fp32_dir: Path, section: dict[str, Any], obs: dict[str, Any],
             "step": [[keys, values, bias, obs["noise"][None], t, state, e_cos, e_sin] for t in steps]}
 
 
-def export_policy_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
-    from omni_edge.export.pi0_export import export_policy
+def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) -> list[Path]:
+    from omni_edge.export.models.pi0.export import export
 
-    precision = opts.precision or "fp16"
+    precision = opts.precision_or(PRECISION_DEFAULTS)
     if precision != "fp16":
         raise ValueError(f"a policy compiles at fp16 for qnn-htp so far, not {precision!r}")
     targets = [(key, *qnn_target.check_target(key, precision)) for key in opts.socs]  # refuse before any work
-    cpu_plan = export_policy(checkpoint, out, replace(opts, target="cpu"))[0]
+    cpu_plan = export(checkpoint, out, replace(opts, target="cpu", precision=""))[0]
     cpu_copy = out / "plan.cpu.json"
     shutil.copy2(cpu_plan, cpu_copy)
     plan = json.loads(cpu_plan.read_text())

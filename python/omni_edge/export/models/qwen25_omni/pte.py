@@ -22,36 +22,26 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from omni_edge.artifacts import new_component
+from omni_edge.artifacts import identity_report, new_component
 from omni_edge.contracts import ReportCheck
-from omni_edge.export import executorch_target
 from omni_edge.export.comparison import sqnr_db
-from omni_edge.export.qwen3 import Qwen3Shape
-from omni_edge.export.qwen25_omni import Thinker
-from omni_edge.export.qwen25_omni_export import (
+from omni_edge.export.decoder.graphs import DecoderShape
+from omni_edge.export.decoder.options import LlmExportOptions
+from omni_edge.export.decoder.plan import kv_caches, llm_section, shape_bucket, thinker_stage, write_plan
+from omni_edge.export.decoder.pte import export_pte
+from omni_edge.export.models.qwen25_omni.export import (
     ENCODER_SQNR_DB,
     PREPROCESSOR,
     THINKER_CONFIG,
-    _identity,
-    _manifest,
-    _report,
+    component_identity,
     multimodal_plan,
-    run_audio_chunks,
-    session_agreement,
+    write_component_manifest,
 )
-from omni_edge.export.qwen25_omni_graphs import AudioChunkGraph, ThinkerParts, VisionGraph
-
-
-class _EtMethod:
-    """An ExecuTorch method with the `run(None, feeds)` call the checks use for ONNX Runtime."""
-
-    def __init__(self, program: Path, method: str) -> None:
-        from executorch.runtime import Runtime
-
-        self.method = Runtime.get().load_program(str(program)).load_method(method)
-
-    def run(self, _outputs: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        return [t.numpy() for t in self.method.execute([torch.from_numpy(v) for v in feeds.values()])]
+from omni_edge.export.models.qwen25_omni.graphs import AudioChunkGraph, ThinkerParts, VisionGraph
+from omni_edge.export.models.qwen25_omni.onnx import run_audio_chunks
+from omni_edge.export.models.qwen25_omni.reference import Thinker
+from omni_edge.export.models.qwen25_omni.validation import session_agreement
+from omni_edge.export.targets import executorch_target
 
 
 def _encoders(out: Path, checkpoint: Path, thinker: Thinker, grids: list[tuple[int, int, int]],
@@ -71,7 +61,8 @@ def _encoders(out: Path, checkpoint: Path, thinker: Thinker, grids: list[tuple[i
         with torch.no_grad():
             ref = model.get_image_features(patches[g], torch.tensor([g])).pooler_output
         ref = torch.cat(list(ref)) if isinstance(ref, (list, tuple)) else ref
-        image = _EtMethod(vdir / "model.pte", "vision_" + "x".join(map(str, g))).run(None, {"pixel_values": patches[g].numpy()})
+        method = executorch_target.MethodSession(vdir / "model.pte", "vision_" + "x".join(map(str, g)))
+        image = method.run(None, {"pixel_values": patches[g].numpy()})
         sqnr["vision"] = min(sqnr.get("vision", np.inf), sqnr_db(ref.numpy(), image[0]))
     adir = new_component(out / "audio-pte", checkpoint, preprocessor, PREPROCESSOR)
     graph = AudioChunkGraph(model.audio_tower).eval()
@@ -81,53 +72,51 @@ def _encoders(out: Path, checkpoint: Path, thinker: Thinker, grids: list[tuple[i
     features = torch.randn(1, model.audio_tower.num_mel_bins, frames, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         ref = model.get_audio_features(features, torch.ones(1, frames, dtype=torch.long)).last_hidden_state
-    tokens = run_audio_chunks(_EtMethod(adir / "model.pte", "audio_chunk"), features[0].numpy(), graph.frames)
+    tokens = run_audio_chunks(executorch_target.MethodSession(adir / "model.pte", "audio_chunk"), features[0].numpy(), graph.frames)
     sqnr["audio"] = sqnr_db(ref.numpy(), tokens)
     vision = {"x".join(map(str, g)): {"file": "model.pte", "method": "vision_" + "x".join(map(str, g))} for g in grids}
     audio = {"chunk": {"file": "model.pte", "method": "audio_chunk"}}
     return vision, audio, sqnr
 
 
-def export_omni_pte(checkpoint: Path, out: Path, opts: Any, thinker: Thinker, grids: list[tuple[int, int, int]],
+def export_omni_pte(checkpoint: Path, out: Path, opts: LlmExportOptions, thinker: Thinker, grids: list[tuple[int, int, int]],
                     chunk_frames: int) -> list[Path]:
     """The ExecuTorch components and plans (multimodal first)."""
-    from omni_edge.export import llm
-
     parts = ThinkerParts(thinker.model)
-    shape = Qwen3Shape.from_config(parts.config)
-    caches = llm._caches(shape, opts)
+    shape = DecoderShape.from_config(parts.config)
+    caches = kv_caches(shape, opts)
     with tqdm(total=3 + 2 * len(caches) + len(grids) + 1, desc="export qwen2.5-omni (pte)", unit="method",
               leave=False) as bar:
         vision, audio, sqnr = _encoders(out, checkpoint, thinker, grids, bar)
         cdir = new_component(out / "thinker-pte", checkpoint)
         (cdir / THINKER_CONFIG).write_text(thinker.config.to_json_string())
-        graphs = llm._export_pte(cdir, parts, shape, opts, caches, bar)
-    section = {**llm._llm_section(shape, opts, caches), "position_rows": 3}
-    plan = llm._write_plan(out, f"{checkpoint.name} (pte, {opts.kv} KV)", llm._stage("thinker-pte", section, graphs))
+        graphs = export_pte(cdir, parts, shape, opts, caches, bar)
+    section = {**llm_section(shape, opts, caches), "position_rows": 3}
+    plan = write_plan(out, f"{checkpoint.name} (pte, {opts.kv} KV)", thinker_stage("thinker-pte", section, graphs))
     mm = multimodal_plan(out / "plan.mm-pte.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
                          vision, audio, chunk_frames, grids, fmt="pte", backend="executorch")
-    identity = {**_identity(checkpoint, "ctx" + "-".join(map(str, caches)) + f"-n{opts.prefill_chunk}"), "target_abi": "x86_64-linux"}
+    identity = {**component_identity(checkpoint, shape_bucket(opts, caches)), "target_abi": "x86_64-linux"}
     skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
-    numerical, task = _report("numerical", identity, skipped), _report("task", identity, skipped)
+    numerical, task = identity_report("numerical", identity, skipped), identity_report("task", identity, skipped)
     media = task
-    encoder_numerical = {kind: _report("numerical", identity, (ReportCheck("embeds_sqnr_db", v, ENCODER_SQNR_DB, ">="),))
+    encoder_numerical = {kind: identity_report("numerical", identity, (ReportCheck("embeds_sqnr_db", v, ENCODER_SQNR_DB, ">="),))
                          for kind, v in sqnr.items()}
 
     def manifests() -> None:
         for kind, refs in (("vision", vision), ("audio", audio)):
-            _manifest(out / f"{kind}-pte", f"{kind}-pte", identity, encoder_numerical[kind], media,
+            write_component_manifest(out / f"{kind}-pte", f"{kind}-pte", identity, encoder_numerical[kind], media,
                       {kind: {"graphs": refs, "hidden_size": shape.hidden, "format": "pte"}})
-        _manifest(cdir, "thinker-pte", identity, numerical, task, {
+        write_component_manifest(cdir, "thinker-pte", identity, numerical, task, {
             "llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk, "format": "pte"},
             "omni": {"vision": "vision-pte", "audio": "audio-pte", "image_grids": [list(g) for g in grids]}})
 
     if opts.validate:
-        from omni_edge.export.validation import validate_llm
+        from omni_edge.export.decoder.validation import validate_llm
 
         numerical, task = validate_llm(thinker.model, plan, cdir / "tokenizer.json", identity, True, threads=opts.threads)
         manifests()  # the session verifies every component before it runs the request
         agree = session_agreement(checkpoint, thinker, mm, opts.image_sizes[0])
-        media = _report("task", identity, (ReportCheck("media_greedy_agreement", agree, 1.0, ">="),))
-        task = _report("task", identity, task.checks + media.checks)
+        media = identity_report("task", identity, (ReportCheck("media_greedy_agreement", agree, 1.0, ">="),))
+        task = identity_report("task", identity, task.checks + media.checks)
     manifests()
     return [mm, plan]

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from omni_edge.artifacts import new_component
+from omni_edge.artifacts import identity_report, new_component
 from omni_edge.contracts import ReportCheck, ValidationReport
-from omni_edge.export import qnn_target
-from omni_edge.export.qwen25_omni import load_thinker
-from omni_edge.export.qwen25_omni_export import PREPROCESSOR, _report
+from omni_edge.export.models.qwen25_omni.export import PREPROCESSOR
+from omni_edge.export.models.qwen25_omni.reference import load_thinker
+from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 from omni_edge.runtime.media import wav_bytes
 from omni_edge.socs import Soc
@@ -97,7 +97,7 @@ def _manifests(components: dict[str, tuple[Path, dict[str, str]]], identity: dic
     for kind, (component, refs) in components.items():
         kind_identity = {**identity, "shape_bucket": "grids-" + "-".join(refs) if kind == "vision" else "chunk"}
         worst = min(v for k, v in sqnr.items() if k.startswith(kind))
-        numerical = _report("numerical", kind_identity, (ReportCheck("embeds_sqnr_db", worst, SQNR_LIMITS[precision], ">="),))
+        numerical = identity_report("numerical", kind_identity, (ReportCheck("embeds_sqnr_db", worst, SQNR_LIMITS[precision], ">="),))
         qnn_target.write_component(component, kind_identity, numerical,
                                    replace(task, shape_bucket=kind_identity["shape_bucket"]), soc, prec,
                                    {kind: {"graphs": refs, "sqnr_db": {k: v for k, v in sqnr.items() if k.startswith(kind)}}})
@@ -105,13 +105,14 @@ def _manifests(components: dict[str, tuple[Path, dict[str, str]]], identity: dic
 
 def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
     """The CPU export, then per SoC the encoders compiled for its HTP and their plan."""
-    from omni_edge.export.qwen25_omni_export import Encoders, export_omni_llm, session_agreement
+    from omni_edge.export.models.qwen25_omni.export import export_cpu
+    from omni_edge.export.models.qwen25_omni.validation import Encoders, session_agreement
 
     precision = opts.precision or "fp16"
     if precision not in SQNR_LIMITS:
         raise ValueError(f"the encoders compile at {' or '.join(SQNR_LIMITS)} for qnn-htp, not {precision!r}")
     targets = [(key, *qnn_target.check_target(key, precision)) for key in opts.socs]  # refuse before any work
-    cpu_plan = export_omni_llm(checkpoint, out, replace(opts, target="cpu", precision="fp32"))[0]
+    cpu_plan = export_cpu(checkpoint, out, replace(opts, target="cpu", precision="fp32"))[0]
     thinker = load_thinker(checkpoint) if opts.validate else None  # the request's reference, once for every SoC
     encoders = Encoders.of(out)
     vision_files = {key: path.name for key, path in encoders.vision.items()}
@@ -142,7 +143,7 @@ def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
         plan_path = out / f"plan.qnn-{soc_key}-{precision}.json"
         identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
                         shape_bucket="", target_abi=f"qnn-htp-v{soc.htp_arch}")
-        pending = _report("task", identity, (ReportCheck("validation_run", 0.0, 1.0, ">="),))
+        pending = identity_report("task", identity, (ReportCheck("validation_run", 0.0, 1.0, ">="),))
 
         write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
         task = pending
@@ -150,7 +151,7 @@ def export_encoders_qnn(checkpoint: Path, out: Path, opts: Any) -> list[Path]:
             _manifests(components, identity, sqnr, soc, prec, pending)  # verified by the session before it runs them
             agree = session_agreement(checkpoint, thinker, plan_path, opts.image_sizes[0])
             # Reported, held to half: a random thinker's greedy path flips on the HTP's rounding.
-            task = _report("task", identity, (ReportCheck("media_greedy_agreement", agree, 0.5, ">="),))
+            task = identity_report("task", identity, (ReportCheck("media_greedy_agreement", agree, 0.5, ">="),))
         _manifests(components, identity, sqnr, soc, prec, task)
         plans.append(plan_path)
     shutil.rmtree(build)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +35,13 @@ from tqdm import tqdm
 from omni_edge import __version__
 from omni_edge.artifacts import write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ValidationRef
-from omni_edge.export import qnn_target
-from omni_edge.export.qwen3_tts import Qwen3Tts, generate_codes
-from omni_edge.export.tts import (
-    GraphRunner,
-    TtsExportOptions,
-    check_options,
-    export_graphs,
-    forced_agreement,
-    reports,
-    speech_component,
-    speech_plan,
-    validate_native,
-    validation_ids,
-    validation_sampling,
-)
+from omni_edge.export.models.qwen3_tts.export import check_options, speech_component, speech_plan
+from omni_edge.export.models.qwen3_tts.onnx import export_graphs
+from omni_edge.export.models.qwen3_tts.options import PRECISION_DEFAULTS, TtsExportOptions
+from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts, generate_codes
+from omni_edge.export.models.qwen3_tts.runner import GraphRunner, validation_ids, validation_sampling
+from omni_edge.export.models.qwen3_tts.validation import forced_agreement, reports, validate_native
+from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 
 # Limits against the fp32 reference per precision, below what the tiny and small checkpoints
@@ -127,17 +120,17 @@ def _htp_runner(model: Qwen3Tts, component: Path, refs: dict[str, str], on_npu: 
     return GraphRunner(model, component, refs, opts, sessions=on_htp)
 
 
-def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tuple[str, ...],
-                   precision: str = "fp16", vocoder_on_npu: bool = False) -> list[tuple[Path, dict[str, float]]]:
+def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[tuple[Path, dict[str, float]]]:
     """One component `speech-qnn-<soc>-<precision>/` and plan `plan.qnn-<soc>-<precision>.json`
-    per SoC; OUT/plan.json is the first SoC's. Returns each component with its validation."""
+    per SoC of opts.socs; OUT/plan.json is the first SoC's. Returns each component with its
+    validation."""
     import onnxruntime as ort
 
+    precision = opts.precision_or(PRECISION_DEFAULTS)
+    opts = replace(opts, precision="fp32")  # the float graphs every SoC's are made from
     check_options(opts)
-    targets = [(key, *qnn_target.check_target(key, precision)) for key in socs]  # refuse before any work
-    recipe = targets[0][2]
-    quantized = recipe.weights != "fp16"
-    limits = LIMITS[precision]
+    for key in opts.socs:  # refuse before any work
+        qnn_target.check_target(key, precision)
     ort.set_default_logger_severity(3)
     model = Qwen3Tts.from_pretrained(checkpoint, opts.voice)
     build = out / ".build-qnn-speech"
@@ -145,10 +138,39 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
         shutil.rmtree(build)
     (build / "fp32").mkdir(parents=True)
     (build / "device").mkdir()
+    graphs = _device_graphs(model, build, opts, precision)
+    text = validation_ids(model)
+    reference = (generate_codes(model, text, opts.validation_frames, validation_sampling(model)).numpy()
+                 if opts.validate else None)
+    results = [_soc_component(model, checkpoint, out, build, opts, graphs, soc_key, text, reference)
+               for soc_key in opts.socs]
+    shutil.copy2(out / f"plan.qnn-{opts.socs[0]}-{precision}.json", out / "plan.json")
+    shutil.rmtree(build)
+    return results
+
+
+@dataclass
+class _Graphs:
+    """The speech graphs made once for every SoC: the fp32 files, which run where, the graphs to
+    compile, the held-out inputs and what calibrated them."""
+
+    precision: str
+    files: dict[str, str]
+    on_npu: list[str]
+    on_cpu: set[str]
+    device: dict[str, Path]
+    held_out: dict[str, list[list[np.ndarray]]]
+    calibration: dict[str, Any]
+
+
+def _device_graphs(model: Qwen3Tts, build: Path, opts: TtsExportOptions, precision: str) -> _Graphs:
+    """The fp32 graphs, calibrated and quantized (or prepared for fp16) where they run on the HTP."""
+    recipe = qnn_target.PRECISIONS[precision]
+    quantized = recipe.weights != "fp16"
     files = export_graphs(model, build / "fp32", opts)
     # A quantized omni graph would be calibrated on text embeddings, not on the thinker hidden
     # states it reads in an omni plan (unknown here): it runs on the CPU in fp32 instead.
-    on_cpu = {n for n in files if (n.startswith("vocoder_") and not vocoder_on_npu)
+    on_cpu = {n for n in files if (n.startswith("vocoder_") and not opts.vocoder_on_npu)
               or (quantized and n == OMNI_GRAPH)}
     on_npu = [n for n in files if n not in on_cpu]
     samples = held_out = {}
@@ -169,62 +191,59 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions, socs: tu
         if quantized:
             device_graphs[name] = build / "device" / files[name]
             qnn_target.quantize_graph(prepared, device_graphs[name], samples[name], recipe)
-    text = validation_ids(model)
-    reference = (generate_codes(model, text, opts.validation_frames, validation_sampling(model)).numpy()
-                 if opts.validate else None)
     calibration = {"file": "calibration.txt", "frames": CALIBRATION_FRAMES, "samples_per_graph_and_sentence":
                    SAMPLES_PER_RUN, "sentences": {str(b): calibration_lengths(b) for b in sorted(set(opts.buckets))},
-                   "omni_graph": "cpu fp32", "range_widening": qnn_target.RANGE_WIDENING}
-    results: list[tuple[Path, dict[str, float]]] = []
-    for soc_key, soc, prec in targets:
-        component = speech_component(out / f"speech-qnn-{soc_key}-{precision}", model, checkpoint,
-                                     (qnn_target.CALIBRATION_TEXT,) if quantized else ())
-        refs = {}
-        for name in tqdm(on_npu, desc=f"compile speech for {soc_key}", unit="graph", leave=False):
-            refs[name] = qnn_target.compile_context(device_graphs[name], component, soc, prec).name
-        for name in on_cpu:  # the fp32 CPU graphs and their shared weights
-            refs[name] = files[name]
-            shutil.copy2(build / "fp32" / files[name], component / files[name])
-        if on_cpu:
-            for rel in ("weights.bin", "weights.json"):
-                shutil.copy2(build / "fp32" / rel, component / rel)
-        plan_path = out / f"plan.qnn-{soc_key}-{precision}.json"
-        plan = speech_plan(model, component.name, refs, opts, device="npu",
-                           devices={role: "cpu" for role, graph in (("vocoder", "vocoder_"), ("embed_hidden", OMNI_GRAPH))
-                                    if any(n.startswith(graph) for n in on_cpu)})
-        write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
-        identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
-                        shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
-                                     f"-w{opts.stream.window}", target_abi=f"qnn-htp-v{soc.htp_arch}")
-        versions = qnn_target.versions()
-        facts = {**qnn_target.describe(soc, precision, prec), "versions": versions,
-                 **({"calibration": calibration} if quantized else {})}
+                   "omni_graph": "cpu fp32", "range_widening": qnn_target.RANGE_WIDENING} if quantized else {}
+    return _Graphs(precision, files, on_npu, on_cpu, device_graphs, held_out, calibration)
 
-        def manifest(got: dict[str, float] | None, component: Path = component, identity: dict[str, str] = identity,
-                     facts: dict[str, object] = facts, versions: dict[str, str] = versions,
-                     refs: dict[str, str] = refs) -> None:
-            numerical, task = reports(identity, got, limits)
-            write_report(component / "reports" / "numerical.json", numerical)
-            write_report(component / "reports" / "task.json", task)
-            write_manifest(component, component.name, ArtifactMetadata(
-                **identity, runtime="onnxruntime-qnn", runtime_version=versions["onnxruntime_qnn"],
-                adapter_version="1", exporter_version=__version__, compiler_version=f"qnn-{versions['qnn_sdk']}",
-                state_layout_version=1, numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
-                task_validation=ValidationRef("reports/task.json", task.passed),
-                calibration_file="calibration.txt" if quantized else None),
-                extra_metadata={"qnn": facts, "speech": {"graphs": refs, "vocoder_on_npu": vocoder_on_npu,
-                                                         "validation": got or {}}})
 
-        got = None
-        if opts.validate and reference is not None:
-            manifest(None)  # the native chain verifies the artifact before it runs it
-            got = validate_native(model, plan_path, opts, text, reference)
-            got.update(forced_agreement(_htp_runner(model, component, refs, on_npu, opts), text, reference))
-            sqnr = qnn_target.graph_sqnr(build / "fp32", component, {n: files[n] for n in on_npu}, held_out,
-                                         all_outputs=True)
-            got.update({f"graph_sqnr_db.{name}": round(v, 2) for name, v in sqnr.items()})
-        manifest(got)
-        results.append((component, got or {}))
-    shutil.copy2(out / f"plan.qnn-{targets[0][0]}-{precision}.json", out / "plan.json")
-    shutil.rmtree(build)
-    return results
+def _soc_component(model: Qwen3Tts, checkpoint: Path, out: Path, build: Path, opts: TtsExportOptions, g: _Graphs,
+                   soc_key: str, text: list[int], reference: np.ndarray | None) -> tuple[Path, dict[str, float]]:
+    """One SoC's component: context binaries (and the CPU graphs), plan, validation, manifest."""
+    soc, prec = qnn_target.check_target(soc_key, g.precision)
+    component = speech_component(out / f"speech-qnn-{soc_key}-{g.precision}", model, checkpoint,
+                                 (qnn_target.CALIBRATION_TEXT,) if g.calibration else ())
+    refs = {}
+    for name in tqdm(g.on_npu, desc=f"compile speech for {soc_key}", unit="graph", leave=False):
+        refs[name] = qnn_target.compile_context(g.device[name], component, soc, prec).name
+    for name in g.on_cpu:  # the fp32 CPU graphs and their shared weights
+        refs[name] = g.files[name]
+        shutil.copy2(build / "fp32" / g.files[name], component / g.files[name])
+    if g.on_cpu:
+        for rel in ("weights.bin", "weights.json"):
+            shutil.copy2(build / "fp32" / rel, component / rel)
+    plan_path = out / f"plan.qnn-{soc_key}-{g.precision}.json"
+    plan = speech_plan(model, component.name, refs, opts, device="npu",
+                       devices={role: "cpu" for role, graph in (("vocoder", "vocoder_"), ("embed_hidden", OMNI_GRAPH))
+                                if any(n.startswith(graph) for n in g.on_cpu)})
+    write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
+    identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=g.precision,
+                    shape_bucket=f"ctx{'-'.join(map(str, sorted(opts.buckets)))}-n{opts.prefill_chunk}"
+                                 f"-w{opts.stream.window}", target_abi=f"qnn-htp-v{soc.htp_arch}")
+    versions = qnn_target.versions()
+    facts = {**qnn_target.describe(soc, g.precision, prec), "versions": versions,
+             **({"calibration": g.calibration} if g.calibration else {})}
+
+    def manifest(got: dict[str, float] | None) -> None:
+        numerical, task = reports(identity, got, LIMITS[g.precision])
+        write_report(component / "reports" / "numerical.json", numerical)
+        write_report(component / "reports" / "task.json", task)
+        write_manifest(component, component.name, ArtifactMetadata(
+            **identity, runtime="onnxruntime-qnn", runtime_version=versions["onnxruntime_qnn"],
+            adapter_version="1", exporter_version=__version__, compiler_version=f"qnn-{versions['qnn_sdk']}",
+            state_layout_version=1, numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
+            task_validation=ValidationRef("reports/task.json", task.passed),
+            calibration_file="calibration.txt" if g.calibration else None),
+            extra_metadata={"qnn": facts, "speech": {"graphs": refs, "vocoder_on_npu": opts.vocoder_on_npu,
+                                                     "validation": got or {}}})
+
+    got = None
+    if opts.validate and reference is not None:
+        manifest(None)  # the native chain verifies the artifact before it runs it
+        got = validate_native(model, plan_path, opts, text, reference)
+        got.update(forced_agreement(_htp_runner(model, component, refs, g.on_npu, opts), text, reference))
+        sqnr = qnn_target.graph_sqnr(build / "fp32", component, {n: g.files[n] for n in g.on_npu}, g.held_out,
+                                     all_outputs=True)
+        got.update({f"graph_sqnr_db.{name}": round(v, 2) for name, v in sqnr.items()})
+    manifest(got)
+    return component, got or {}

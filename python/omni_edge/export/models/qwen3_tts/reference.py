@@ -53,8 +53,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from omni_edge.export import qwen3_tts_codec as codec
 from omni_edge.export.comparison import Agreement, compare_greedy, flatten_codes, top2_gap
+from omni_edge.export.models.qwen3_tts import codec
 from omni_edge.runtime.request import GREEDY_BELOW
 from omni_edge.runtime.request import Sampling as Sampling  # the reference decodes as a request says
 
@@ -274,7 +274,7 @@ class Qwen3Tts(nn.Module):
         """A local checkpoint, or a Qwen3-TTS release (whose prompt `voice` chooses)."""
         from safetensors.torch import load_file
 
-        from omni_edge.export import qwen3_tts_release as release
+        from omni_edge.export.models.qwen3_tts import release
 
         for rel in ("config.json", "model.safetensors", f"{VOCODER_DIR}/config.json", f"{VOCODER_DIR}/model.safetensors"):
             if not (directory / rel).is_file():

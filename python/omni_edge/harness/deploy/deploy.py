@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omni_edge.files import write_text_atomic
-from omni_edge.harness.binaries import ABI_ALIASES, binary_abi
+from omni_edge.harness.deploy.binaries import ABI_ALIASES, binary_abi
 from omni_edge.harness.devices.base import Device, DeviceError, PushReport
 
 # Android ABI names and the machine names of the same instruction sets.
@@ -97,7 +97,7 @@ def runtime_from_dir(root: Path, abi: str | None = None) -> RuntimeBundle:
     (`omni-edge bundle`), which is verified first (every file re-hashed). Its ABI is read from
     the binary itself; a stated `abi` that disagrees is an error."""
     if (root / "bundle.json").is_file():
-        from omni_edge.harness.bundle import BundleError, verify_bundle
+        from omni_edge.harness.deploy.bundle import BundleError, verify_bundle
 
         try:
             verify_bundle(root)
@@ -153,7 +153,7 @@ def _uses_npu(plan: dict[str, Any]) -> bool:
 def relocate_plan(plan_path: Path) -> tuple[str, dict[str, Path]]:
     """The plan with each stage's artifact rewritten to artifacts/NAME (JSON text), and
     artifacts/NAME -> the local artifact directory, for every artifact the plan names."""
-    from omni_edge.harness.verify_targets import VerifyTargetError, plan_components
+    from omni_edge.harness.qualification.verify_targets import VerifyTargetError, plan_components
 
     try:
         components = plan_components(plan_path)

@@ -1,5 +1,5 @@
 """A sustained run: one loaded session answers requests back to back for a fixed time while the
-harness samples, every few seconds, the process's RSS and the device's sensors (harness/sensors.py).
+harness samples, every few seconds, the process's RSS and the device's sensors (devices/sensors.py).
 
 What a short profile cannot show: throttling (clocks fall, temperatures rise, latency drifts) and
 slow growth (RSS creeping up request after request). The report compares the first and the last
@@ -12,11 +12,10 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from omni_edge.harness.profile_kinds import SPEECH, request_row
-from omni_edge.harness.sensors import SensorSample, coverage
+from omni_edge.harness.devices.sensors import SensorSample, coverage
 
 if TYPE_CHECKING:
-    from omni_edge.harness.profile import Profiler
+    from omni_edge.harness.profiling.profiler import Profiler
 
 _UNITS = {"s": 1, "m": 60, "h": 3600}
 
@@ -57,12 +56,12 @@ def run_sustained(profiler: Profiler, duration_s: float, interval_s: float = 2.0
     rows: list[dict[str, Any]] = []
     for k, request in enumerate(run.requests(profiler.n_streams)):
         done_t = request[-1][0]
-        row = request_row(kind, request, start)
+        row = kind.request_row(request, start)
         if row is not None and k >= profiler.warmup:  # the one the stop cut short is not a measurement
             rows.append({"request": k, "t_s": round(done_t, 3)} | {key: v for key, v in row.items()
                                                                     if not isinstance(v, list)})
         start = done_t
-    latency, throughput = ("first_pcm_ms", "rtf") if kind == SPEECH else ("ttft_ms", "decode_tok_s")
+    latency, throughput = kind.latency_metric, kind.throughput_metric
     quarter = max(1, len(rows) // 4)
     first, last = rows[:quarter], rows[-quarter:]
 

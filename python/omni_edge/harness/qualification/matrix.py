@@ -35,8 +35,8 @@ from typing import Any
 
 from omni_edge.contracts.manifest import sha256_file
 from omni_edge.files import write_text_atomic
-from omni_edge.harness.catalog import FAMILIES, ROUTES, Family, Route, family, route
-from omni_edge.harness.ledger import AdmissionError, Ledger
+from omni_edge.harness.qualification.catalog import FAMILIES, ROUTES, Family, Route, family, route
+from omni_edge.harness.qualification.ledger import AdmissionError, Ledger
 from omni_edge.source_tree import source_tree
 
 SCHEMA = "omni-edge.qualification/1"

@@ -14,9 +14,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omni_edge.files import atomic_output
-from omni_edge.harness.deploy import deploy, runtime_from_dir
+from omni_edge.harness.deploy.deploy import deploy, runtime_from_dir
 from omni_edge.harness.devices import DeviceError, open_device
-from omni_edge.runtime.interrupt import GUARD
+from omni_edge.interrupt import GUARD
 
 
 def _flag(name: str, value: Any) -> list[str]:

@@ -23,10 +23,11 @@ import random
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from omni_edge.harness.profile_kinds import SPEECH, TERMINAL_KINDS, stream_of, streams_of
+from omni_edge.harness.profiling.kinds import TERMINAL_KINDS, PlanKind, kind_named
 
 if TYPE_CHECKING:
-    from omni_edge.harness.profile import ProcessRun, Profiler
+    from omni_edge.harness.profiling.process import ProcessRun
+    from omni_edge.harness.profiling.profiler import Profiler
 
 SIGTERM = 15
 SIGTERM_EXIT = 128 + SIGTERM
@@ -35,15 +36,16 @@ GROWTH_LIMIT_MB = 4.0        # repeated sessions: RSS after the last closes vs a
 WARM_SESSIONS, WINDOW = 10, 20
 
 
-def stream_faults(run: ProcessRun, kind: str) -> list[str]:
-    """What breaks the output contract in one process's lines (empty: none)."""
+def stream_faults(run: ProcessRun, kind: PlanKind | str) -> list[str]:
+    """What breaks the output contract in one process's lines (empty: none); `kind` or its name."""
+    kind = kind_named(kind) if isinstance(kind, str) else kind
     faults: list[str] = []
     last_seq: dict[str, int] = {}
     ended: dict[str, int] = {}
     for _, e in run.lines:
         if e.get("kind") in ("session", "session_closed", "stop", "unparsed"):
             continue
-        stream = stream_of(e, kind)
+        stream = kind.stream_of(e)
         if stream in ended:
             faults.append(f"{stream}: {e.get('kind')} after its terminal line")
         seq = e.get("seq")
@@ -53,20 +55,19 @@ def stream_faults(run: ProcessRun, kind: str) -> list[str]:
             last_seq[stream] = seq
         if e.get("kind") in TERMINAL_KINDS:
             ended[stream] = ended.get(stream, 0) + 1
-    missing = [s for s in streams_of(kind) if ended.get(s, 0) != 1]
+    missing = [s for s in kind.streams if ended.get(s, 0) != 1]
     faults += [f"{s}: {ended.get(s, 0)} terminal lines" for s in missing]
     return faults
 
 
-def _terminal(run: ProcessRun, kind: str, stream: str) -> dict[str, Any]:
-    return next((e for _, e in run.lines if e.get("kind") in TERMINAL_KINDS and stream_of(e, kind) == stream), {})
+def _terminal(run: ProcessRun, kind: PlanKind, stream: str) -> dict[str, Any]:
+    return next((e for _, e in run.lines if e.get("kind") in TERMINAL_KINDS and kind.stream_of(e) == stream), {})
 
 
 def slow_consumer(p: Profiler, delay_ms: int) -> dict[str, Any]:
     normal = p.launch("reliability-normal", 0, 1, p.workload)
     slow = p.launch("reliability-slow", 0, 1, p.workload, extra=("--consumer-delay-ms", str(delay_ms)))
-    count = "frames" if p.kind == SPEECH else "n_generated_tokens"
-    stream = "audio" if p.kind == SPEECH else "text"
+    count, stream = p.kind.count_field, p.kind.count_stream  # what a slow consumer must not lose
     got = {name: _terminal(run, p.kind, stream) for name, run in (("normal", normal), ("slow", slow))}
     peaks = {name: float(t.get("peak_rss_mb") or 0) for name, t in got.items()}
     faults = stream_faults(slow, p.kind)
@@ -131,8 +132,8 @@ def repeated_sessions(p: Profiler, sessions: int) -> dict[str, Any]:
             + ([] if enough else [f"needs at least {WARM_SESSIONS + 2 * WINDOW} sessions"])}
 
 
-def stream_faults_per_request(run: ProcessRun, kind: str, expected: int) -> list[str]:
-    requests = run.requests(len(streams_of(kind)))
+def stream_faults_per_request(run: ProcessRun, kind: PlanKind, expected: int) -> list[str]:
+    requests = run.requests(len(kind.streams))
     faults = [] if len(requests) == expected else [f"{len(requests)} requests answered, {expected} expected"]
     return faults + [f"request {i}: not done" for i, r in enumerate(requests)
                      if any(e.get("kind") != "done" for _, e in r if e.get("kind") in TERMINAL_KINDS)]
@@ -142,12 +143,12 @@ def killed_worker(p: Profiler, delay_ms: int) -> dict[str, Any]:
     """SIGKILL 0.1 s after the first output of a request the slow consumer keeps going."""
     run = p.launch("reliability-killed", 0, 1, p.workload, stop_after_first_output_s=0.1, hard_stop=True,
                    expect_failure=True, extra=("--consumer-delay-ms", str(delay_ms)))
-    seen = {stream_of(e, p.kind) for _, e in run.lines if e.get("kind") in TERMINAL_KINDS}
+    seen = {p.kind.stream_of(e) for _, e in run.lines if e.get("kind") in TERMINAL_KINDS}
     # What the harness reports for a worker that died without ending its streams.
     reported = {s: ({"kind": "error", "reason": "worker_killed", "returncode": run.returncode} if s not in seen
-                    else _terminal(run, p.kind, s)) for s in streams_of(p.kind)}
+                    else _terminal(run, p.kind, s)) for s in p.kind.streams}
     after = p.launch("reliability-after-kill", 0, 1, p.workload)
-    recovered = all(_terminal(after, p.kind, s).get("kind") == "done" for s in streams_of(p.kind))
+    recovered = all(_terminal(after, p.kind, s).get("kind") == "done" for s in p.kind.streams)
     killed = run.returncode is not None and run.returncode in (-9, 128 + 9)
     return {"passed": killed and recovered, "returncode": run.returncode, "terminal_reported": reported,
             "ended_before_the_kill": sorted(seen), "next_launch_done": recovered}
@@ -155,7 +156,7 @@ def killed_worker(p: Profiler, delay_ms: int) -> dict[str, Any]:
 
 def run_reliability(p: Profiler, *, sessions: int = 100) -> dict[str, Any]:
     """Every scenario, on the profile's workload."""
-    delay_ms = 300 if p.kind == SPEECH else 20  # per event: a player at a fraction of real time, a slow UI
+    delay_ms = p.kind.consumer_delay_ms  # per event: a player at a fraction of real time, a slow UI
     slow = slow_consumer(p, delay_ms)
     scenarios = {
         "slow_consumer": slow,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from omni_edge.harness.ledger import Footprint
+from omni_edge.harness.qualification.ledger import Footprint
 
 GiB = 1 << 30
 

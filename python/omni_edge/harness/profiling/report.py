@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_edge.files import write_text_atomic
+from omni_edge.harness.profiling.kinds import kind_named
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -48,8 +49,8 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     axes[0].boxplot([[r[k] for r in startup] for k in keys], tick_labels=["process start", "load", "first output"])
     axes[0].set_title(f"startup (warm restarts, n={len(startup)})")
     axes[0].set_ylabel("ms")
-    first = {"speech": "first_pcm_ms", "policy": "age_at_emission_ms"}.get(report.get("kind", ""), "ttft_ms")
-    for ax, metric in zip(axes[1:], (first, "total_ms"), strict=True):
+    kind = kind_named(report.get("kind"))
+    for ax, metric in zip(axes[1:], (kind.first_output_metric, "total_ms"), strict=True):
         names = list(samples["groups"])
         data = [[r[metric] for r in samples["groups"][g]["rows"] if r.get(metric) is not None] for g in names]
         ax.boxplot(data, tick_labels=[f"{g.split('-')[-1]}× (n={len(d)})" for g, d in zip(names, data, strict=True)])
@@ -59,7 +60,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     fig.suptitle(title)
     files.append(_save(plt, fig, out, "latency.png"))
 
-    if report.get("kind") in ("text", "omni", None):  # token-interval timeline: inter-token gaps along each request
+    if "text" in kind.streams:  # token-interval timeline: inter-token gaps along each request
         fig, ax = plt.subplots(figsize=(10, 4.5))
         for g, data in samples["groups"].items():
             for tl in data["timelines"][:4]:
@@ -73,7 +74,7 @@ def write_plots(report: dict[str, Any], samples: dict[str, Any], out: Path) -> l
     if report.get("speech"):
         files.append(_pcm_arrivals(plt, report, samples, out, title))
     if samples.get("sustained"):
-        from omni_edge.harness.sustained import plot_sustained
+        from omni_edge.harness.profiling.sustained import plot_sustained
 
         files.append(_save(plt, plot_sustained(plt, {"summary": report["sustained"], "series": samples["sustained"]},
                                                title), out, "sustained.png"))

@@ -30,7 +30,7 @@ from typing import Any
 
 from omni_edge.contracts.manifest import sha256_file
 from omni_edge.files import write_text_atomic
-from omni_edge.harness.binaries import binary_abi, read_pe
+from omni_edge.harness.deploy.binaries import binary_abi, read_pe
 from omni_edge.source_tree import source_tree
 
 BUNDLE_FORMAT = 1
@@ -295,7 +295,7 @@ def _compiler(build: Path) -> str:
 
 def _copy_plan(plan: Path, out: Path) -> str:
     """Copies a plan and every artifact it names into out/artifacts/; returns the plan's name."""
-    from omni_edge.harness.deploy import relocate_plan
+    from omni_edge.harness.deploy.deploy import relocate_plan
 
     text, components = relocate_plan(plan)
     for remote, local in components.items():

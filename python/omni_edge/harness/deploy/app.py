@@ -18,7 +18,7 @@ from typing import Any
 
 from omni_edge.contracts.manifest import sha256_file
 from omni_edge.files import write_text_atomic
-from omni_edge.harness.deploy import relocate_plan
+from omni_edge.harness.deploy.deploy import relocate_plan
 from omni_edge.harness.devices.base import Device, DeviceError, PushReport
 
 PACKAGE = "dev.omniedge.app"

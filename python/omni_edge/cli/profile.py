@@ -1,0 +1,109 @@
+"""`omni-edge profile` (deploy a plan, then the profiling protocol of its kind: startup, requests,
+memory, and optionally concurrency, a sustained run, a trace, the reliability scenarios) and
+`omni-edge budget` (the admission ledger's numbers for a plan, nothing loaded)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from omni_edge.cli import flags
+from omni_edge.cli.deploy import device_of, runtime_of
+from omni_edge.harness.devices.base import DeviceError
+
+
+def add_parsers(sub: Any) -> None:
+    from omni_edge.cli.deploy import deployment
+
+    p = sub.add_parser("profile", help="deploy, then measure startup, requests and memory (report.json/.md + plots)")
+    flags.device(p, required=True)
+    p.add_argument("--plan", type=Path, required=True)
+    p.add_argument("--workload", choices=["short", "medium", "long"], default="short",
+                   help="per plan kind (text, speech, omni, multimodal, policy): harness/profiling/kinds/")
+    p.add_argument("--runs", type=flags.positive, default=20,
+                   help="measured requests per group (fewer than 20 is reported as below the protocol)")
+    p.add_argument("--warmup", type=flags.whole(0, 1 << 20), default=1, help="discarded requests per process")
+    p.add_argument("--concurrency", type=flags.positive_list, default=(1,),
+                   help="concurrent processes per group, e.g. 1,2,4")
+    flags.threads(p, "intra-op threads per process (0: all cores)")
+    p.add_argument("--prebuffer-ms", type=flags.whole(0, 60_000), default=None,
+                   help="speech/omni: audio queued before playback starts (default: the controller's 200 ms)")
+    p.add_argument("--duration", type=_duration, default=None,
+                   help="also a sustained run of this length (30m, 2m, 45s): requests back to back, RSS and the "
+                        "device's sensors (CPU clocks, thermal zones, battery) sampled every 2 s, a trend plot")
+    p.add_argument("--trace", action="store_true",
+                   help="also one traced request: OUT/trace.json (Chrome trace JSON; open it in ui.perfetto.dev), "
+                        "reported apart from the untraced groups")
+    p.add_argument("--reliability", action="store_true",
+                   help="also the protocol's reliability scenarios: slow consumer, cancel storm, 100 repeated "
+                        "sessions, a killed worker (pass/fail with evidence)")
+    p.add_argument("--out", type=Path, default=Path("work/profile"))
+    deployment(p)
+    p.set_defaults(func=profile)
+
+    p = sub.add_parser("budget", help="the admission ledger's memory budget of a plan (nothing is loaded)")
+    p.add_argument("--plan", type=Path, required=True)
+    p.add_argument("--sessions", type=flags.positive, default=1)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=budget)
+
+
+def _duration(text: str) -> float:
+    from omni_edge.harness.profiling.sustained import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def profile(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from omni_edge.harness.deploy.deploy import deploy
+    from omni_edge.harness.profiling.kinds import kind_of
+    from omni_edge.harness.profiling.profile import group_names, run_profile
+
+    try:
+        kind = kind_of(args.plan)
+        device = device_of(args)
+        d = deploy(device, args.plan.parent, plan_name=args.plan.name, name=args.name, runtime=runtime_of(args))
+        # The kind's inputs (a multimodal plan's media, a policy's observation) pushed beside the artifacts.
+        workload = kind.prepare(kind.workload(args.workload), device, d.root, args.out)
+        groups = group_names(kind, args.concurrency, trace=args.trace, reliability=args.reliability,
+                             sustained=args.duration is not None)
+        with tqdm(total=len(groups), unit="group", file=sys.stderr) as bar:
+            report = run_profile(d, workload, args.out, kind=kind, runs=args.runs,
+                                 warmup=args.warmup, concurrency=args.concurrency, threads=args.threads,
+                                 prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, trace=args.trace,
+                                 reliability=args.reliability, progress=bar)
+    except (DeviceError, OSError, ValueError) as exc:
+        print(f"omni-edge profile: {exc}", file=sys.stderr)
+        return 1
+    print(kind.summary_line(report, args.out), file=sys.stderr)
+    return kind.exit_status(report)
+
+
+def budget(args: argparse.Namespace) -> int:
+    from omni_edge.harness.qualification.ledger import AdmissionError, check_memory_budget, estimate_plan_budget, mib, on_wsl
+
+    try:
+        budget = estimate_plan_budget(args.plan, args.sessions, wsl=on_wsl())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"omni-edge budget: {args.plan}: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(budget.to_dict()))
+        return 0
+    for s in budget.stages:
+        print(f"stage {s.stage_id} ({s.pool}): weights {mib(s.weights)}, state {mib(s.state)}, loading peak "
+              f"{mib(s.loading_peak)}, workspace {mib(s.workspace)}, margin {mib(s.margin)} = {mib(s.total)}")
+    try:
+        check_memory_budget(json.loads(args.plan.read_text()), budget, args.plan)
+    except AdmissionError as exc:
+        print(f"omni-edge budget: refused: {exc}", file=sys.stderr)
+        return 1
+    return 0

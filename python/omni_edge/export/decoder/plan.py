@@ -1,0 +1,71 @@
+"""A text decoder's plan: its KV caches (buckets or a ring), the `llm` section the controller
+reads, the thinker stage and the plan file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from omni_edge.export.decoder.graphs import DecoderShape
+from omni_edge.export.decoder.options import LlmExportOptions
+from omni_edge.files import write_text_atomic
+
+FP32_MASK_VALUE = -10000.0
+
+
+def kv_caches(shape: DecoderShape, opts: LlmExportOptions) -> list[int]:
+    """The cache sizes to build graphs for: the buckets (full KV) or the ring's window."""
+    if opts.kv == "full":
+        if shape.sliding_window is not None:
+            raise ValueError(f"this checkpoint uses sliding-window attention (window {shape.sliding_window}): "
+                             "export it with --kv ring so the runtime keeps exactly that window")
+        caches = sorted(set(opts.buckets))
+        if not caches or caches[0] < opts.prefill_chunk:
+            raise ValueError("every context bucket must hold at least one prefill chunk")
+        return caches
+    if opts.kv == "ring":
+        window = opts.window or shape.sliding_window
+        if window is None:
+            raise ValueError("--kv ring needs --window, or a checkpoint with a sliding window")
+        if shape.sliding_window is not None and window != shape.sliding_window:
+            raise ValueError(f"--window {window} differs from the checkpoint's sliding window {shape.sliding_window}")
+        if window < opts.prefill_chunk:
+            raise ValueError("the ring window must hold at least one prefill chunk")
+        return [window]
+    raise ValueError(f"unknown KV mode {opts.kv!r} (full or ring)")
+
+
+def shape_bucket(opts: LlmExportOptions, caches: list[int]) -> str:
+    """The manifest's shape bucket: ring128-n32, ctx512-1024-n32."""
+    bucket = "ring" + str(caches[0]) if opts.kv == "ring" else "ctx" + "-".join(map(str, caches))
+    return f"{bucket}-n{opts.prefill_chunk}"
+
+
+def llm_section(shape: DecoderShape, opts: LlmExportOptions, caches: list[int]) -> dict[str, Any]:
+    kv: dict[str, Any] = ({"mode": "full", "buckets": caches, "overflow": opts.overflow} if opts.kv == "full"
+                          else {"mode": "ring", "window": caches[0]})
+    return {
+        "tokenizer": "tokenizer.json", "chat_format": "chatml", "stop_tokens": ["<|im_end|>", "<|endoftext|>"],
+        "hidden_size": shape.hidden, "num_layers": shape.layers, "num_kv_heads": shape.kv_heads,
+        "head_dim": shape.head_dim, "vocab_size": shape.vocab, "prefill_chunk": opts.prefill_chunk,
+        "mask_value": FP32_MASK_VALUE, "kv": kv, "max_new_tokens": opts.max_new_tokens,
+        "sampling": {"temperature": 0.0},
+    }
+
+
+def thinker_stage(component: str, llm: dict[str, Any], graphs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "stage_id": 0, "model_stage": "thinker", "execution_type": "llm_ar", "input_sources": [],
+        "final_output": True, "final_output_type": "text", "engine_output_type": "text",
+        "artifact": component, "llm": llm, "graphs": graphs,
+    }
+
+
+def write_plan(out: Path, name: str, stage: dict[str, Any]) -> Path:
+    """OUT/plan.<component without thinker->.json holding the one stage."""
+    plan = {"plan_version": 1, "name": name, "stages": [stage],
+            "stream_limits": {"max_events": 64, "max_bytes": 1 << 20}}
+    path = out / f"plan.{stage['artifact'].removeprefix('thinker-')}.json"
+    write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
+    return path

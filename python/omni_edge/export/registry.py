@@ -1,0 +1,69 @@
+"""The one list of model architectures: what `make-checkpoint --arch` offers, which `export`
+command takes a checkpoint, and which folder (export/models/<arch>/) builds it, found from the
+checkpoint's own config.json (its model_type). Adding an architecture is a folder under
+models/ with the same files as the others, and one line here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from omni_edge.export.architecture import Architecture
+from omni_edge.export.models import pi0, qwen3, qwen3_tts, qwen25_omni
+from omni_edge.export.options import TargetOptions
+
+ARCHITECTURES: tuple[Architecture, ...] = (
+    qwen3.ARCHITECTURE,
+    qwen3_tts.ARCHITECTURE,
+    qwen25_omni.ARCHITECTURE,
+    pi0.ARCHITECTURE,
+)
+TASKS = ("llm", "tts", "policy")
+
+
+def by_name(name: str) -> Architecture:
+    for arch in ARCHITECTURES:
+        if arch.name == name:
+            return arch
+    raise ValueError(f"unknown architecture {name!r} (available: {', '.join(a.name for a in ARCHITECTURES)})")
+
+
+def of_checkpoint(checkpoint: Path) -> Architecture:
+    """The architecture a checkpoint directory declares (config.json's model_type), or a
+    ValueError naming what it is instead."""
+    config = checkpoint / "config.json"
+    if not config.is_file():
+        raise ValueError(f"{checkpoint}: not a checkpoint directory (no config.json)")
+    try:
+        model_type = json.loads(config.read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{config}: not a readable config ({exc})") from None
+    for arch in ARCHITECTURES:
+        if model_type in arch.model_types:
+            return arch
+    known = ", ".join(t for a in ARCHITECTURES for t in a.model_types)
+    raise ValueError(f"{checkpoint}: model_type {model_type!r} is not supported (known: {known})")
+
+
+def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: int = 0, **flags: Any) -> Path:
+    """`make-checkpoint`: the architecture's own maker; a flag it does not take (given, not None)
+    is refused by name."""
+    architecture = by_name(arch)
+    given = {k: v for k, v in flags.items() if v is not None}
+    refused = [k for k in given if k not in architecture.checkpoint_flags]
+    if refused:
+        names = ", ".join("--" + k.replace("_", "-") for k in refused)
+        raise ValueError(f"{arch} checkpoints do not take {names}")
+    result: Path = architecture.module("checkpoint").make_checkpoint(out, preset=preset, seed=seed, **given)
+    return result
+
+
+def export_checkpoint(checkpoint: Path, out: Path, opts: TargetOptions) -> Any:
+    """`export llm|tts|policy`: the checkpoint's architecture exports it, if its options are that
+    command's (LlmExportOptions, TtsExportOptions, PolicyExportOptions)."""
+    arch = of_checkpoint(checkpoint)
+    if arch.task != opts.TASK:
+        raise ValueError(f"{checkpoint}: a {arch.name} checkpoint ({arch.summary}): export it with "
+                         f"`omni-edge export {arch.task}`")
+    return arch.module("export").export(checkpoint, out, opts)

@@ -1,0 +1,1 @@
+"""Qualification: the admission ledger, the route x family catalog and matrix, AI Hub jobs, verify targets."""
