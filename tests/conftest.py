@@ -7,7 +7,6 @@ import pytest
 from llm_reference import QNN_SOCS, cli, unseen_peaked_checkpoint
 from omni_edge.runtime import implementations
 
-FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -26,14 +25,14 @@ def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
 # ---- checkpoints and artifacts, built once per test session -------------------------------
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.checkpoints import make_checkpoint
+    from omni_edge.export.registry import make_checkpoint
 
     return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tiny", preset="tiny", seed=0)
 
 
 @pytest.fixture(scope="session")
 def ring_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.checkpoints import make_checkpoint
+    from omni_edge.export.registry import make_checkpoint
 
     # Compared with transformers only: it need not be peaked, so it trains briefly.
     return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tiny-swa16", preset="tiny", seed=1, sliding_window=16,
@@ -43,19 +42,21 @@ def ring_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_artifact(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Both formats, full KV over buckets 128 and 256, prefill chunks of 16."""
-    from omni_edge.export.llm import LlmExportOptions, export_llm
+    from omni_edge.export.decoder.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint
 
     out = tmp_path_factory.mktemp("artifact") / "tiny"
-    export_llm(tiny_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=16, buckets=(128, 256)))
+    export_checkpoint(tiny_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=16, buckets=(128, 256)))
     return out
 
 
 @pytest.fixture(scope="session")
 def ring_artifact(ring_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.llm import LlmExportOptions, export_llm
+    from omni_edge.export.decoder.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint
 
     out = tmp_path_factory.mktemp("artifact") / "ring"
-    export_llm(ring_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=8, kv="ring"))
+    export_checkpoint(ring_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=8, kv="ring"))
     return out
 
 
@@ -80,16 +81,17 @@ def qnn_artifact(unseen: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 # ---- speech ---------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def tts_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.checkpoints import make_tts_checkpoint
+    from omni_edge.export.registry import make_checkpoint
 
-    return make_tts_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tts-tiny", preset="tiny", seed=0)
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tts-tiny", arch="qwen3-tts", preset="tiny", seed=0)
 
 
 @pytest.fixture(scope="session")
 def tts_artifact(tts_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The exported speech plan (talker bucket 256, prefill chunk 16, default stream shape)."""
-    from omni_edge.export.tts import TtsExportOptions, export_tts
+    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.registry import export_checkpoint
 
     out = tmp_path_factory.mktemp("speech")
-    export_tts(tts_checkpoint, out, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
+    export_checkpoint(tts_checkpoint, out, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
     return out / "plan.json"

@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 from omni_edge.export.comparison import top2_gap
+from paths import CLI as CLI
 
-CLI = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge"
 QNN_SOCS = ("sm8750", "x-elite")
 
 
@@ -72,7 +72,7 @@ def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
 
 def unseen_peaked_checkpoint(out: Path, hidden: int = 96, intermediate: int = 256) -> Path:
     """Its own shape, tokenizer and seed; trained briefly so that its distributions are peaked."""
-    from omni_edge.export.checkpoints import train_causal_lm
+    from omni_edge.export.checkpoint import train_causal_lm
     from omni_edge.export.corpus import stdlib_corpus
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -96,7 +96,7 @@ def unseen_peaked_checkpoint(out: Path, hidden: int = 96, intermediate: int = 25
 
 def random_qwen3_checkpoint(out: Path, sliding_window: int | None = None) -> Path:
     """A plain transformers Qwen3 with random, untrained weights and its own GPT-2-style tokenizer:
-    a checkpoint the project never made (see tests/test_unseen_checkpoint.py)."""
+    a checkpoint the project never made (see tests/export/test_unseen_checkpoint.py)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 

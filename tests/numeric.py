@@ -62,7 +62,7 @@ def assert_codes(got: Any, run_reference: Callable[[Any], Any], max_frames: int,
     with `run_reference(trace)` running the reference for at most `max_frames` frames, and
     `expected` the codes a reference wrote before (a committed fixture) or None for its own
     greedy run. Every decision must be verified."""
-    from omni_edge.export.qwen3_tts import compare_codes
+    from omni_edge.export.models.qwen3_tts.reference import compare_codes
 
     agreement, _ = compare_codes(run_reference, got, max_frames, eos, tie_gap, expected)
     return _checked(agreement, what, agreement.length)

@@ -1,4 +1,4 @@
-"""What every speech or omni profile report must hold (tests/test_harness.py, tests/test_omni.py)."""
+"""What every speech or omni profile report must hold (tests/harness/test_harness.py, tests/export/test_omni.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 SCRIPT = """
 import logging, os, sys, warnings
 from pathlib import Path
-from omni_edge.console import third_party_to_log
+from omni_edge.cli.console import third_party_to_log
 with third_party_to_log(Path(sys.argv[1]), verbose=sys.argv[2] == "1"):
     warnings.warn("a tracer warning", UserWarning)
     logging.getLogger("somelib").warning("a library's log line")

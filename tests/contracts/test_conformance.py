@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
 from omni_edge.cli import main
 from omni_edge.harness.conformance import FixtureRun, expand, run_fixtures
+from paths import FIXTURES
 
 CONTRACT_FIXTURES = sorted((FIXTURES / "contract").glob("*.json"))
 

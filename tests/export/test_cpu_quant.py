@@ -18,8 +18,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 from llm_reference import cli, unseen_peaked_checkpoint
-from omni_edge.export.cpu_quant import dequantize_blocks, quantize_blocks, quantize_graph
-from omni_edge.export.llm import CPU_LIMITS
+from omni_edge.export.decoder.export import CPU_LIMITS
+from omni_edge.export.targets.cpu_quant import dequantize_blocks, quantize_blocks, quantize_graph
 from onnx import TensorProto, helper, numpy_helper
 
 

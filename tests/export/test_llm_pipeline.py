@@ -13,8 +13,8 @@ import pytest
 from llm_reference import corpus_ids
 from numeric import assert_greedy
 from omni_edge.runtime import Session
+from paths import RUN
 
-RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
 PLANS = ["plan.onnx.json", "plan.pte.json"]
 
 
@@ -217,11 +217,12 @@ def test_full_cache_rings_past_the_last_bucket_when_the_plan_says_so(tiny_checkp
     """kv.overflow = ring: past the largest bucket (128) the cache slides a window of 128, which is
     transformers with a 128-token sliding window on the same weights."""
     import torch
-    from omni_edge.export.llm import LlmExportOptions, export_llm
+    from omni_edge.export.decoder.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint
     from transformers import AutoModelForCausalLM
 
     artifact = tmp_path / "overflow"
-    export_llm(tiny_checkpoint, artifact, LlmExportOptions(formats=("onnx",), prefill_chunk=16, buckets=(64, 128),
+    export_checkpoint(tiny_checkpoint, artifact, LlmExportOptions(formats=("onnx",), prefill_chunk=16, buckets=(64, 128),
                                                            overflow="ring"))
     prompt = corpus_ids(tiny_checkpoint, 40, offset=6)
     got, done = _session_ids(artifact / "plan.json", prompt, 150)

@@ -14,29 +14,31 @@ import numpy as np
 import pytest
 from llm_reference import cli
 from numeric import assert_codes, assert_greedy
+from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
 from omni_edge.export.omni import thinker_reference, write_omni_plan
-from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
 from omni_edge.runtime import OmniSession
 from profile_checks import check_chrome_trace, check_speech_profile
 
 PROMPT = "The stage controller"
-RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
+from paths import RUN  # noqa: E402
+
 TOKENS, FRAMES = 12, 24
 
 
 @pytest.fixture(scope="module")
 def omni_speech_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.checkpoints import make_tts_checkpoint
+    from omni_edge.export.registry import make_checkpoint
 
-    return make_tts_checkpoint(tmp_path_factory.mktemp("omni") / "talker", preset="tiny", thinker=tiny_checkpoint)
+    return make_checkpoint(tmp_path_factory.mktemp("omni") / "talker", arch="qwen3-tts", preset="tiny", thinker=tiny_checkpoint)
 
 
 @pytest.fixture(scope="module")
 def omni_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.tts import TtsExportOptions, export_tts
+    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.registry import export_checkpoint
 
     speech = tmp_path_factory.mktemp("omni-speech")
-    export_tts(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
+    export_checkpoint(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
     return write_omni_plan(tiny_artifact / "plan.onnx.json", speech / "plan.json", tmp_path_factory.mktemp("omni-plan"))
 
 
@@ -134,11 +136,12 @@ def test_a_talker_that_does_not_read_the_thinker_is_refused(omni_plan: Path, tmp
 @pytest.fixture(scope="module")
 def small_chunk_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The omni plan with 4-frame vocoder chunks and streams of at most 2 events: every edge is short."""
-    from omni_edge.export.qwen3_tts import StreamShape
-    from omni_edge.export.tts import TtsExportOptions, export_tts
+    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.models.qwen3_tts.reference import StreamShape
+    from omni_edge.export.registry import export_checkpoint
 
     speech = tmp_path_factory.mktemp("omni-small-speech")
-    export_tts(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8,
+    export_checkpoint(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8,
                                                                 stream=StreamShape(first=1, chunk=4, left_context=4)))
     path = write_omni_plan(tiny_artifact / "plan.onnx.json", speech / "plan.json", tmp_path_factory.mktemp("omni-small"))
     plan = json.loads(path.read_text())

@@ -18,7 +18,7 @@ from llm_reference import QNN_SOCS, causal_lm, cli
 from numeric import assert_greedy
 from omni_edge.contracts import ArtifactMetadata, ContractError, ValidationRef
 from omni_edge.export.comparison import quantized_tie_gap
-from omni_edge.export.llm_qnn import QUANTIZED_LIMITS
+from omni_edge.export.decoder.qnn import QUANTIZED_LIMITS
 from omni_edge.runtime import implementations
 from onnx import TensorProto, helper, numpy_helper
 
@@ -67,7 +67,7 @@ def _check_w8a16_plan(plan: Path, unseen: Path, *flags: str) -> None:
     then a free run of 64 tokens per greedy prompt through `omni-edge run` (rule 3), whose tie gap
     is the noise the w8a16 limit allows: every token is transformers' pick along the run's own
     path, up to that gap."""
-    from omni_edge.export.validation import Engine, greedy_prompts, teacher_forced
+    from omni_edge.export.decoder.validation import Engine, greedy_prompts, teacher_forced
     from tokenizers import Tokenizer
 
     limits = QUANTIZED_LIMITS["w8a16"]
@@ -114,7 +114,7 @@ def test_a_plan_with_one_wrong_weight_scale_fails_that_check(qnn_artifact: Path,
     """The negative control of the test above: one MLP down-projection's weight scales 1.25x too
     large (recompiled from the kept QDQ graphs, in prefill and decode) fail it (measured: logit
     SQNR 21 dB, against 32 dB for the plan as exported)."""
-    from omni_edge.export import qnn_target
+    from omni_edge.export.targets import qnn_target
 
     artifact = tmp_path / "artifact"
     shutil.copytree(qnn_artifact, artifact, ignore=shutil.ignore_patterns("*-shared", "*x-elite*"))
@@ -165,7 +165,7 @@ def test_verify_catches_a_flipped_byte_in_every_file(qnn_artifact: Path, tmp_pat
 
 
 def test_shared_weights_twin_stores_prefill_and_decode_weights_once(qnn_artifact: Path) -> None:
-    from omni_edge.export.qnn_target import context_binaries
+    from omni_edge.export.targets.qnn_target import context_binaries
 
     shared = qnn_artifact / "thinker-qnn-sm8750-w8a16-shared"
     single = qnn_artifact / "thinker-qnn-sm8750-w8a16"
@@ -265,7 +265,7 @@ def test_w8a16_on_htp_v68_qualifies(unseen: Path, tmp_path: Path) -> None:
 
 
 def test_a_graph_the_htp_cannot_compile_is_refused_naming_the_op(tmp_path: Path) -> None:
-    from omni_edge.export import qnn_target
+    from omni_edge.export.targets import qnn_target
 
     graph = tmp_path / "lm_head_unsupported.onnx"
     _unsupported_lm_head(graph, 96, 1000)

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from llm_reference import random_qwen3_checkpoint, run_greedy_ids
 from numeric import assert_greedy
-
-CLI = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge"
+from paths import CLI
 
 
 @pytest.mark.parametrize("kv", ["full", "ring"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from llm_reference import cli
-from omni_edge.harness import aihub
+from omni_edge.harness.qualification import aihub
 
 
 def test_profile_requests_cover_every_context_binary(qnn_artifact: Path) -> None:

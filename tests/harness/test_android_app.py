@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from adb_server import FakeAdbServer
 from llm_reference import cli
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PHONE = {"ro.product.cpu.abi": "arm64-v8a", "ro.soc.model": "SM8750"}
 
 

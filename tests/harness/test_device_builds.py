@@ -27,8 +27,8 @@ from adb_server import FakeAdbServer
 from llm_reference import CLI, cli, greedy_reference, random_qwen3_checkpoint, run_greedy_ids
 from numeric import NearTie, assert_greedy, assert_sqnr
 from omni_edge.export.comparison import FP32_TIE_GAP
-from omni_edge.harness.binaries import read_pe
-from omni_edge.harness.bundle import BundleError, build_bundle, source_root, verify_bundle
+from omni_edge.harness.deploy.binaries import read_pe
+from omni_edge.harness.deploy.bundle import BundleError, build_bundle, source_root, verify_bundle
 
 pytestmark = pytest.mark.device_builds
 WINE = shutil.which("wine64") or ("/usr/lib/wine/wine64" if Path("/usr/lib/wine/wine64").exists() else None)

@@ -12,11 +12,10 @@ from adb_server import FakeAdbServer
 from llm_reference import cli
 from omni_edge import _native
 from omni_edge.contracts import ContractError
-from omni_edge.harness import ledger, matrix
-from omni_edge.harness.catalog import FAMILIES, ROUTES
+from omni_edge.harness.qualification import ledger, matrix
+from omni_edge.harness.qualification.catalog import FAMILIES, ROUTES
+from paths import RUN
 from profile_checks import PNG, check_chrome_trace, check_speech_profile
-
-RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
 
 
 def _check_profile(out: Path, runs: int, groups: list[str], extra_launches: int = 0) -> dict:
@@ -104,7 +103,7 @@ def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: 
 def test_a_speech_plan_is_profiled_with_the_speech_dimensions(tts_artifact: Path, tmp_path: Path) -> None:
     out = tmp_path / "profile"
     done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan", str(tts_artifact),
-               "--runs", "8", "--warmup", "1", "--out", str(out))  # n >= 20 is the omni test's (tests/test_omni.py)
+               "--runs", "8", "--warmup", "1", "--out", str(out))  # n >= 20 is the omni test's (tests/export/test_omni.py)
     assert done.returncode == 0, done.stderr[-3000:]
     report = check_speech_profile(out, "speech", 8)
     assert report["protocol"]["met"] is False  # fewer than 20 measured requests is said, not hidden
@@ -342,7 +341,7 @@ def test_qualified_needs_the_routes_own_device_and_passing_quality(tiny_artifact
 
 
 def test_sensor_readings_of_a_phone_are_parsed_with_their_units() -> None:
-    from omni_edge.harness.sensors import coverage, parse_sensors, sensor_script
+    from omni_edge.harness.devices.sensors import coverage, parse_sensors, sensor_script
 
     script, marker = sensor_script()
     assert marker in script and "dumpsys battery" in script and "scaling_cur_freq" in script
@@ -365,8 +364,8 @@ def test_sensor_readings_of_a_phone_are_parsed_with_their_units() -> None:
 
 
 def test_stream_faults_name_what_breaks_the_output_contract() -> None:
-    from omni_edge.harness.profile import ProcessRun
-    from omni_edge.harness.reliability import stream_faults
+    from omni_edge.harness.profiling.process import ProcessRun
+    from omni_edge.harness.profiling.reliability import stream_faults
 
     def run(*events: dict) -> ProcessRun:
         r = ProcessRun("g", 0)

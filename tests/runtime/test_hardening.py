@@ -145,7 +145,7 @@ def _run_both(python_args: list[str], native_args: list[str]) -> list[subprocess
 def test_a_tiny_temperature_is_greedy(tiny_artifact: Path) -> None:
     """1e-40 once overflowed logits / temperature and drew a special token every step."""
     import torch
-    from omni_edge.export.qwen3_tts import _pick
+    from omni_edge.export.models.qwen3_tts.reference import _pick
     from omni_edge.runtime.request import Sampling
 
     logits = torch.tensor([0.5, 3.0, 2.9, -2.0])

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-RUN = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "omni-edge-run"
+from paths import RUN
 
 
 def _run(plan: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -107,7 +106,7 @@ def test_bad_prompts(artifact: Path, tmp_path: Path) -> None:
     _refused(_run(plan, "--prompt-ids", ",".join(["5"] * 300)), "context_overflow", "256")
     _refused(_run(plan, "--prompt-ids", "5,99999"), "invalid_prompt", "99999")
     # Invalid UTF-8 reaches the controller through argv (surrogateescape gives the raw bytes);
-    # a prompt file with it is refused before loading (tests/test_hardening.py).
+    # a prompt file with it is refused before loading (tests/runtime/test_hardening.py).
     _refused(_run(plan, "--prompt", "valid then \udcff\udcfe invalid"), "invalid_prompt", "UTF-8")
     _refused(_run(plan, "--prompt", ""), "invalid_prompt", "empty")
     usage = _run(plan, "--prompt", "x", "--max-new-tokens", "lots")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from omni_edge import _native
 from omni_edge.contracts import ContractError
-from omni_edge.export.checkpoints import QWEN2_SPLIT_PATTERN, SPECIAL_TOKENS
+from omni_edge.export.checkpoint import QWEN2_SPLIT_PATTERN, SPECIAL_TOKENS
 from omni_edge.export.corpus import MULTILINGUAL, stdlib_corpus
 
 LLAMA3_PATTERN = QWEN2_SPLIT_PATTERN.replace(r"\p{N}|", r"\p{N}{1,3}|")

@@ -1,4 +1,4 @@
-"""Writes the Qwen3-TTS 12 Hz decoder fixture of tests/test_qwen3_tts_codec.py: a small decoder
+"""Writes the Qwen3-TTS 12 Hz decoder fixture of tests/export/models/qwen3_tts/test_qwen3_tts_codec.py: a small decoder
 built by the real implementation (the `qwen-tts` package) with random weights, saved as a
 Qwen3-TTS release saves its speech tokenizer (config.json + model.safetensors with `decoder.*`),
 and its output for fixed codes (reference.safetensors: codes [1, 16, 30], the wav of all 30

@@ -1,4 +1,4 @@
-"""Writes the Qwen3-TTS release talker fixture of tests/test_qwen3_tts_release.py: a small
+"""Writes the Qwen3-TTS release talker fixture of tests/export/models/qwen3_tts/test_qwen3_tts_release.py: a small
 Qwen3-TTS checkpoint laid out as a release is (config.json with talker_config, model.safetensors
 in bfloat16 under talker.*, a Qwen2 tokenizer as vocab.json + merges.txt + tokenizer_config.json,
 generation_config.json, speech_tokenizer/), built by the real implementation (the `qwen-tts`

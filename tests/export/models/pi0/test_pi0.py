@@ -7,6 +7,7 @@ waiting one); refusals that leave the session usable."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import threading
 import time
@@ -17,7 +18,8 @@ import numpy as np
 import pytest
 from llm_reference import CLI, cli
 from omni_edge.contracts import ContractError
-from omni_edge.export.pi0 import Pi0Preset, camera_pixels, load_policy, make_pi0_checkpoint, reference_actions
+from omni_edge.export.models.pi0.checkpoint import Pi0Preset, make_checkpoint
+from omni_edge.export.models.pi0.reference import camera_pixels, load_policy, reference_actions
 from omni_edge.runtime import PolicySession
 from omni_edge.runtime.observation import read_observation
 from omni_edge.runtime.request import CameraImage, Observation
@@ -37,7 +39,7 @@ ACTION_SPEC = {"names": ["x", "y", "z", "roll", "pitch", "yaw", "gripper"],
 @pytest.fixture(scope="session")
 def policy_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("pi0")
-    checkpoint = make_pi0_checkpoint(root / "ckpt", "unseen", seed=7, p=UNSEEN)
+    checkpoint = make_checkpoint(root / "ckpt", "unseen", seed=7, p=UNSEEN)
     (root / "spec.json").write_text(json.dumps(ACTION_SPEC))
     done = cli("export", "policy", "--checkpoint", str(checkpoint), "--out", str(root / "art"), "--cameras", ",".join(CAMERAS),
                "--prompt-tokens", "24", "--max-observation-age-ms", "5000", "--format", "both", "--action-spec",
@@ -187,6 +189,26 @@ def _long_plan(policy_plan: Path, steps: int) -> Path:
     return path
 
 
+def test_a_sigint_as_the_python_act_exits_does_not_kill_it(policy_plan: Path, scene: dict[str, Any]) -> None:
+    """`act` keeps the cancel contract through the interpreter's exit, as `run` does
+    (test_signals): a signal landing after the chunk was emitted must not kill the process."""
+    def command(k: int) -> list[str]:  # a fresh observation per run: older ones are refused as stale
+        obs = write_observation(scene, scene["dir"] / f"obs-signal-{k}.json")
+        return [str(CLI), "act", "--plan", str(policy_plan), "--observation", str(obs), "--json"]
+
+    start = time.monotonic()
+    subprocess.run(command(-1), check=True, capture_output=True, timeout=300)
+    whole = time.monotonic() - start
+    codes = []
+    for k in range(24):
+        proc = subprocess.Popen(command(k), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(whole * (0.6 + 0.5 * k / 24))  # around the end of the request and of the process
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=300)
+        codes.append(proc.returncode)
+    assert set(codes) <= {0, 130}, codes
+
+
 def test_cancel_mid_denoise_leaves_no_action(policy_plan: Path, scene: dict[str, Any]) -> None:
     with PolicySession.open(policy_plan) as session:
         t = session.act(observation(scene), TASK)["timings"]
@@ -241,7 +263,7 @@ def test_observation_files_stay_in_their_directory(scene: dict[str, Any]) -> Non
 
 
 def test_action_specs_are_read_strictly(tmp_path: Path) -> None:
-    from omni_edge.export.pi0_export import action_spec
+    from omni_edge.export.models.pi0.export import action_spec
 
     assert action_spec(None, 3)["names"] == ["a0", "a1", "a2"]
     for bad, why in (({"names": ["x"]}, "needs 3 entries"), ({"units": "m"}, "needs 3 entries"),

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from llm_reference import CLI, cli
-from omni_edge.export.qwen25_omni import (
+from omni_edge.export.models.qwen25_omni.reference import (
     MEDIA_TOKENS,
     audio_tokens,
     checkpoint_kind,
@@ -255,7 +255,7 @@ def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni
     """The chain with the image and the audio (3.3 s stereo at 44.1 kHz: two chunks) preprocessed
     natively, as a device would, speaks transformers' ids; without the encoders' rows it does not."""
     from omni_edge import _native
-    from omni_edge.export.qwen25_omni_export import Encoders, media_generate
+    from omni_edge.export.models.qwen25_omni.validation import Encoders, media_generate
     from omni_edge.runtime.media import audio_features, preprocess_image
     from PIL import Image
 
@@ -300,7 +300,7 @@ def test_native_audio_features_are_the_reference_extractors(omni_checkpoint: Pat
     """WAV decode (bit for bit as the reference reads it), resampling to 16 kHz (scipy's
     resample_poly to float rounding) and the log-mel spectrogram (WhisperFeatureExtractor within
     LOG_MEL_TOLERANCE), over the audio's frames."""
-    from omni_edge.export.qwen25_omni import resample
+    from omni_edge.export.models.qwen25_omni.reference import resample
     from omni_edge.runtime.media import audio_features, decode_wav, read_wav
     from omni_edge.runtime.media import resample as native_resample
 
@@ -436,14 +436,14 @@ def test_image_and_audio_in_text_and_speech_out(omni_checkpoint: Path, omni_arti
     talker's codes equal the PyTorch dual-track reference fed with transformers' hidden states
     along those tokens, media included); the audio is exact in length."""
     from numeric import assert_codes
-    from omni_edge.export.checkpoints import make_tts_checkpoint
+    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
     from omni_edge.export.omni import write_omni_plan
-    from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
-    from omni_edge.export.tts import TtsExportOptions, export_tts
+    from omni_edge.export.registry import export_checkpoint, make_checkpoint
     from omni_edge.runtime import OmniSession
 
-    talker = make_tts_checkpoint(tmp_path / "talker", preset="tiny", thinker=omni_checkpoint)
-    export_tts(talker, tmp_path / "speech", TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
+    talker = make_checkpoint(tmp_path / "talker", arch="qwen3-tts", preset="tiny", thinker=omni_checkpoint)
+    export_checkpoint(talker, tmp_path / "speech", TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
     plan = write_omni_plan(omni_artifact / "plan.json", tmp_path / "speech" / "plan.json", tmp_path / "omni")
     stages = json.loads(plan.read_text())["stages"]
     assert [(s["model_stage"], s["input_sources"]) for s in stages] == [

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 from numeric import assert_sqnr, sqnr_db
-from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, VOCODER_DIR, Qwen3Tts, StreamShape, decode_offline
-from omni_edge.export.tts import TtsExportOptions, export_tts
+from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, VOCODER_DIR, Qwen3Tts, StreamShape, decode_offline
+from omni_edge.export.registry import export_checkpoint
 from omni_edge.runtime import SpeechSession
+from paths import DATA
 from safetensors.torch import load_file, save_file
 
-FIXTURE = Path(__file__).parent / "data" / "qwen3_tts_12hz"
+FIXTURE = DATA / "qwen3_tts_12hz"
 # The fixture was written on another CPU (by qwen-tts, fp32), and fp32 convolutions round
 # differently across SIMD paths: measured equal (max difference 0.0) on the CPU that wrote it,
 # 99-100 dB on an AMD EPYC at every torch ISA level (default, AVX2, AVX-512). One weight off by
@@ -70,7 +72,7 @@ def test_release_vocoder_streams_through_export_and_the_native_chain(release_voc
                                                                      tmp_path: Path) -> None:
     opts = TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=24,
                             stream=StreamShape(first=1, chunk=5, left_context=24, adaptive=False))
-    [(component, got)] = export_tts(release_vocoder_checkpoint, tmp_path, opts)
+    [(component, got)] = export_checkpoint(release_vocoder_checkpoint, tmp_path, opts)
     assert got["codes_agree_to_near_tie"] == 1.0 and got["pcm_sqnr_db"] >= 80.0, got  # ONNX graphs vs PyTorch
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["stages"][1]["vocoder"]["tail_samples"] == 0

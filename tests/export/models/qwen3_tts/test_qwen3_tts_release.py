@@ -20,7 +20,8 @@ import torch
 from llm_reference import CLI
 from numeric import FP32_TIE_GAP, assert_codes
 from omni_edge.contracts.errors import ContractError
-from omni_edge.export.qwen3_tts import (
+from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+from omni_edge.export.models.qwen3_tts.reference import (
     ABSENT,
     Qwen3Tts,
     Sampling,
@@ -30,11 +31,12 @@ from omni_edge.export.qwen3_tts import (
     compare_codes,
     generate_codes,
 )
-from omni_edge.export.tts import TtsExportOptions, export_tts
+from omni_edge.export.registry import export_checkpoint
 from omni_edge.runtime import SpeechSession
+from paths import DATA
 from safetensors.torch import load_file, save_file
 
-FIXTURE = Path(__file__).parent / "data" / "qwen3_tts_release"
+FIXTURE = DATA / "qwen3_tts_release"
 CASES: list[dict[str, Any]] = json.loads((FIXTURE / "reference.json").read_text())["cases"]
 REFERENCE = load_file(str(FIXTURE / "reference.safetensors"))
 RUN = CLI.parent / "omni-edge-run"
@@ -99,7 +101,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     plans = []
     for i in range(len(CASES)):
         out = tmp_path_factory.mktemp(f"release-{i}")
-        [(component, got)] = export_tts(FIXTURE, out, options(voice(i)))
+        [(component, got)] = export_checkpoint(FIXTURE, out, options(voice(i)))
         assert got["codes_agree_to_near_tie"] == 1.0 and got["frames"] == 23 and got["pcm_sqnr_db"] >= 80.0, got
         assert (component / "tokenizer.json").is_file()  # converted from vocab.json + merges.txt
         plans.append(out / "plan.json")
@@ -141,7 +143,7 @@ def test_end_of_speech_waits_for_min_frames(tmp_path: Path) -> None:
     reference = _reference(model, text, 10)
     assert_codes(generate_codes(model, text, 10, GREEDY), reference, 10, model.ids.eos, "PyTorch", expected=want)
     out = tmp_path / "out"
-    export_tts(eager, out, options(voice(0), frames=10))
+    export_checkpoint(eager, out, options(voice(0), frames=10))
     session = SpeechSession.open(out / "plan.json")
     utterance = session.speak(CASES[0]["text"], max_frames=10, prebuffer_ms=0,
                               sampling={"temperature": 0.0, "repetition_penalty": 1.05})
@@ -225,4 +227,4 @@ def test_prompts_that_cannot_be_spoken_are_clear_errors(tmp_path: Path) -> None:
         Qwen3Tts.from_pretrained(FIXTURE, voice(2)).prompt.rows([])
     long = Voice("vivian", "english", instruct="Speak slowly. " * 40)  # the instruction alone fills the bucket
     with pytest.raises(ValueError, match="do not fit the talker bucket of 128"):
-        export_tts(FIXTURE, tmp_path, options(long))
+        export_checkpoint(FIXTURE, tmp_path, options(long))

@@ -18,7 +18,7 @@ import torch
 from llm_reference import cli
 from numeric import assert_codes, assert_sqnr
 from omni_edge.contracts import ContractError
-from omni_edge.export.qwen3_tts import (
+from omni_edge.export.models.qwen3_tts.reference import (
     SAMPLES_PER_FRAME,
     Qwen3Tts,
     StreamShape,
@@ -250,13 +250,14 @@ def test_a_fixed_schedule_cuts_its_chunks_and_keeps_its_prebuffer(model: Qwen3Tt
 
 def test_the_executorch_speech_program_speaks_the_same_codes(tts_checkpoint: Path, tmp_path: Path,
                                                             spoken: tuple[Utterance, list[list[int]]]) -> None:
-    from omni_edge.export.qwen3_tts import StreamShape as Shape
-    from omni_edge.export.tts import TtsExportOptions, export_tts
+    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.models.qwen3_tts.reference import StreamShape as Shape
+    from omni_edge.export.registry import export_checkpoint
 
     # Small vocoder windows (2 and 9 frames) keep the export short; the chain is the same.
     opts = TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=30, formats=("pte",),
                             stream=Shape(first=1, chunk=4, left_context=4, adaptive=False))
-    [(component, got)] = export_tts(tts_checkpoint, tmp_path, opts)
+    [(component, got)] = export_checkpoint(tts_checkpoint, tmp_path, opts)
     assert component.name == "speech-pte" and (component / "model.pte").is_file()
     assert got["codes_agree_to_near_tie"] == 1.0 and got["pcm_sqnr_db"] > 80 and got["samples_match"] == 1.0, got
     session = SpeechSession.open(tmp_path / "plan.json", threads=2)

@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 
 from llm_reference import cli
-from omni_edge.export.qwen3_tts import SAMPLES_PER_FRAME, StreamShape, Voice
-from omni_edge.export.tts import GraphRunner, TtsExportOptions
-from omni_edge.export.tts_qnn import FP16_LIMITS, LIMITS, OMNI_GRAPH, capture_calibration, export_tts_qnn
+from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+from omni_edge.export.models.qwen3_tts.qnn import FP16_LIMITS, LIMITS, OMNI_GRAPH, capture_calibration, export_tts_qnn
+from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, StreamShape, Voice
+from omni_edge.export.models.qwen3_tts.runner import GraphRunner
 from omni_edge.runtime import SpeechSession
+from paths import DATA
 
 # Small vocoder windows (2 and 9 frames: the fixed schedule's, the vocoder is not this file's
 # subject) and few frames: the x86 emulator runs HTP code slowly.
@@ -20,12 +22,17 @@ SMALL = TtsExportOptions(prefill_chunk=16, buckets=(128,), validation_frames=8,
                          stream=StreamShape(first=1, chunk=4, left_context=4, adaptive=False))
 
 
+def _on(opts: TtsExportOptions, soc: str, precision: str = "") -> TtsExportOptions:
+    """The options for one SoC of the HTP (precision: the target's default, fp16)."""
+    return dataclasses.replace(opts, target="qnn-htp", socs=(soc,), precision=precision)
+
+
 def _graph_sqnr(got: dict[str, float]) -> dict[str, float]:
     return {k.removeprefix("graph_sqnr_db."): v for k, v in got.items() if k.startswith("graph_sqnr_db.")}
 
 
 def test_fp16_talker_runs_entirely_on_the_htp(tts_checkpoint: Path, tmp_path: Path) -> None:
-    [(component, got)] = export_tts_qnn(tts_checkpoint, tmp_path, SMALL, ("sm8650",))
+    [(component, got)] = export_tts_qnn(tts_checkpoint, tmp_path, _on(SMALL, "sm8650"))
     assert component.name == "speech-qnn-sm8650-fp16"
     assert got["frames"] == 8 and got["samples_match"] == 1.0
     assert got["pcm_sqnr_db"] >= FP16_LIMITS["pcm_sqnr_db"]
@@ -43,7 +50,7 @@ def test_fp16_talker_runs_entirely_on_the_htp(tts_checkpoint: Path, tmp_path: Pa
 
 def test_w8a16_speech_is_calibrated_and_keeps_the_codes(tts_checkpoint: Path, tmp_path: Path) -> None:
     # qcs6490 (HTP v68): 8-bit weights with 16-bit activations run on every HTP generation.
-    [(component, got)] = export_tts_qnn(tts_checkpoint, tmp_path, SMALL, ("qcs6490",), "w8a16")
+    [(component, got)] = export_tts_qnn(tts_checkpoint, tmp_path, _on(SMALL, "qcs6490", "w8a16"))
     limits = LIMITS["w8a16"]
     sqnr = _graph_sqnr(got)
     metadata = json.loads((component / "manifest.json").read_text())["metadata"]
@@ -67,8 +74,8 @@ def test_w8a16_speech_is_calibrated_and_keeps_the_codes(tts_checkpoint: Path, tm
 
 def test_calibration_records_every_graph_as_it_is_fed(tts_checkpoint: Path, tmp_path: Path) -> None:
     import onnx
-    from omni_edge.export.qwen3_tts import Qwen3Tts
-    from omni_edge.export.tts import export_graphs
+    from omni_edge.export.models.qwen3_tts.onnx import export_graphs
+    from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts
 
     model = Qwen3Tts.from_pretrained(tts_checkpoint)
     opts = TtsExportOptions(prefill_chunk=16, buckets=(64, 128), stream=SMALL.stream)
@@ -103,9 +110,9 @@ def test_speech_targets_are_refused_clearly(tts_checkpoint: Path, tmp_path: Path
 def test_a_release_talker_runs_on_the_htp(tmp_path: Path) -> None:
     """The release's graphs (a 3072-id codebook 0 with its absent row, the projection into a
     narrower predictor) compile for the HTP and keep the codes in fp16."""
-    release = Path(__file__).parent / "data" / "qwen3_tts_release"
+    release = DATA / "qwen3_tts_release"
     opts = dataclasses.replace(SMALL, voice=Voice("vivian", "english"))
-    [(component, got)] = export_tts_qnn(release, tmp_path, opts, ("sm8650",))
+    [(component, got)] = export_tts_qnn(release, tmp_path, _on(opts, "sm8650"))
     assert got["forced_codebook0_agreement"] >= FP16_LIMITS["forced_codebook0_agreement"]
     assert got["forced_predictor_agreement"] >= FP16_LIMITS["forced_predictor_agreement"]
     assert min(_graph_sqnr(got).values()) >= FP16_LIMITS["graph_sqnr_db"]

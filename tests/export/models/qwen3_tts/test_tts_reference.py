@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from numeric import assert_sqnr
-from omni_edge.export.qwen3_tts import (
+from omni_edge.export.models.qwen3_tts.reference import (
     CODE_GROUPS,
     SAMPLES_PER_FRAME,
     Qwen3Tts,

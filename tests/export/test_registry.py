@@ -1,0 +1,80 @@
+"""The architecture registry and the target options: a checkpoint's own config.json picks its
+architecture, a command that does not take it refuses naming the one that does, and options no
+export can honour are refused when they are made, before any work. Nothing here loads a model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from omni_edge.export.decoder.options import LlmExportOptions
+from omni_edge.export.models.pi0.options import PolicyExportOptions
+from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+from omni_edge.export.registry import ARCHITECTURES, by_name, export_checkpoint, make_checkpoint, of_checkpoint
+
+
+def _config_only(directory: Path, model_type: str) -> Path:
+    directory.mkdir(parents=True)
+    (directory / "config.json").write_text(json.dumps({"model_type": model_type}))
+    return directory
+
+
+def test_every_architecture_is_found_from_its_model_types(tmp_path: Path) -> None:
+    names = [a.name for a in ARCHITECTURES]
+    assert names == ["qwen3", "qwen3-tts", "qwen2.5-omni", "pi0"] and len(set(names)) == len(names)
+    for arch in ARCHITECTURES:
+        assert by_name(arch.name) is arch and arch.task in ("llm", "tts", "policy") and arch.presets
+        for model_type in arch.model_types:
+            assert of_checkpoint(_config_only(tmp_path / f"{arch.name}-{model_type}", model_type)) is arch
+    with pytest.raises(ValueError, match=r"model_type 'llama' is not supported \(known: qwen3, qwen3_tts"):
+        of_checkpoint(_config_only(tmp_path / "llama", "llama"))
+    with pytest.raises(ValueError, match=r"not a checkpoint directory \(no config\.json\)"):
+        of_checkpoint(tmp_path / "missing")
+    (tmp_path / "garbled").mkdir()
+    (tmp_path / "garbled" / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a readable config"):
+        of_checkpoint(tmp_path / "garbled")
+
+
+@pytest.mark.parametrize(("model_type", "opts", "command"), [
+    ("pi0", LlmExportOptions(), "export policy"),
+    ("qwen3", TtsExportOptions(), "export llm"),
+    ("qwen3_tts", PolicyExportOptions(), "export tts"),
+    ("qwen2_5_omni_thinker", TtsExportOptions(), "export llm"),
+])
+def test_a_command_refuses_a_checkpoint_another_takes_by_name(tmp_path: Path, model_type: str, opts: object,
+                                                             command: str) -> None:
+    checkpoint = _config_only(tmp_path / "ckpt", model_type)
+    with pytest.raises(ValueError, match=f"`omni-edge {command}`"):
+        export_checkpoint(checkpoint, tmp_path / "out", opts)  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()
+
+
+def test_make_checkpoint_refuses_what_an_architecture_does_not_take(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="qwen3-tts checkpoints do not take --sliding-window, --train-steps"):
+        make_checkpoint(tmp_path / "a", arch="qwen3-tts", sliding_window=4, train_steps=0)
+    with pytest.raises(ValueError, match="pi0 checkpoints do not take --thinker"):
+        make_checkpoint(tmp_path / "b", arch="pi0", thinker=tmp_path)
+    with pytest.raises(ValueError, match="unknown architecture 'llama'"):
+        make_checkpoint(tmp_path / "c", arch="llama")
+    with pytest.raises(ValueError, match="unknown preset 'bench' for pi0"):
+        make_checkpoint(tmp_path / "d", arch="pi0", preset="bench")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("fields", "why"), [
+    ({"target": "gpu"}, "unknown target 'gpu'"),
+    ({"formats": ()}, "at least one format"),
+    ({"formats": ("onnx", "tflite")}, "unknown format 'tflite'"),
+    ({"socs": ("sm9999",)}, "unknown SoC 'sm9999'"),
+    ({"socs": ()}, "at least one SoC"),
+    ({"threads": -1}, "--threads takes a whole number from 0 to 1024"),
+    ({"precision": "int4", "block_size": 24}, "--block-size 24: a power of two"),
+])
+def test_target_options_are_checked_once_when_made(fields: dict[str, object], why: str) -> None:
+    for options in (LlmExportOptions, TtsExportOptions, PolicyExportOptions):
+        with pytest.raises(ValueError, match=why):
+            options(**fields)  # type: ignore[arg-type]
+    assert LlmExportOptions(precision="int4", block_size=64).block_size == 64
+    assert LlmExportOptions(target="qnn-htp", precision="int4", block_size=24).block_size == 24  # blocks are the CPU's
