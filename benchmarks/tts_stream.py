@@ -108,7 +108,8 @@ def run_omni(args: argparse.Namespace, plan: Path) -> list[dict[str, Any]]:
 
 def run_pytorch(args: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
-    from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts, StreamShape, decode_window, stream_codes
+    from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts, decode_window, stream_codes
+    from omni_edge.export.speech import StreamShape
 
     torch.set_num_threads(args.threads)
     model = Qwen3Tts.from_pretrained(args.checkpoint)

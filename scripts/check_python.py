@@ -81,7 +81,8 @@ def import_problems(path: Path, tree: ast.AST) -> list[str]:
         if theirs > mine or (theirs == mine and module.split(".")[1:2] != target.split(".")[1:2] and theirs != 0):
             problems.append(f"{where} ({LAYERS[mine]} may import only {', '.join(LAYERS[:mine + 1])})")
         family, other = family_of(module), family_of(target)
-        shared = module.startswith("omni_edge.export.") and module != "omni_edge.export.registry"
+        shared = (module == "omni_edge.export" or module.startswith("omni_edge.export.")) and \
+            module != "omni_edge.export.registry"
         if other is not None and family is None and shared:
             problems.append(f"{where}: a shared layer never imports a model family (what two families share "
                             "moves down to export/, decoder/ or targets/)")

@@ -42,7 +42,7 @@ def ring_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_artifact(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Both formats, full KV over buckets 128 and 256, prefill chunks of 16."""
-    from omni_edge.export.decoder.options import LlmExportOptions
+    from omni_edge.export.options import LlmExportOptions
     from omni_edge.export.registry import export_checkpoint
 
     out = tmp_path_factory.mktemp("artifact") / "tiny"
@@ -52,7 +52,7 @@ def tiny_artifact(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture(scope="session")
 def ring_artifact(ring_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.decoder.options import LlmExportOptions
+    from omni_edge.export.options import LlmExportOptions
     from omni_edge.export.registry import export_checkpoint
 
     out = tmp_path_factory.mktemp("artifact") / "ring"
@@ -89,7 +89,7 @@ def tts_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tts_artifact(tts_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The exported speech plan (talker bucket 256, prefill chunk 16, default stream shape)."""
-    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint
 
     out = tmp_path_factory.mktemp("speech")

@@ -14,7 +14,7 @@ namespace omni_edge::decoding {
 using text::TokenId;
 
 // Below this temperature a draw is greedy: dividing logits by a tinier one overflows to inf
-// (and softmax to NaN). The Python samplers use the same bound (omni_edge.request.GREEDY_BELOW).
+// (and softmax to NaN). The Python samplers use the same bound (omni_edge.runtime.request.GREEDY_BELOW).
 constexpr float kGreedyBelow = 1e-5f;
 
 struct SamplingParams {

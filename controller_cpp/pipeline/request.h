@@ -1,7 +1,7 @@
 // One request to a session, whatever its plan: what the entry stages read (a prompt, a text to
 // speak, exact token ids) and how each stream is generated. One JSON codec serves the CLI, the
 // C ABI and the Python binding; RequestSchema() lists its fields and defaults so that the
-// Python mirror (omni_edge.request) is checked against it.
+// Python mirror (omni_edge.runtime.request) is checked against it.
 #pragma once
 
 #include <cstdint>

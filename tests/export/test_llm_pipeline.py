@@ -217,7 +217,7 @@ def test_full_cache_rings_past_the_last_bucket_when_the_plan_says_so(tiny_checkp
     """kv.overflow = ring: past the largest bucket (128) the cache slides a window of 128, which is
     transformers with a 128-token sliding window on the same weights."""
     import torch
-    from omni_edge.export.decoder.options import LlmExportOptions
+    from omni_edge.export.options import LlmExportOptions
     from omni_edge.export.registry import export_checkpoint
     from transformers import AutoModelForCausalLM
 

@@ -34,7 +34,7 @@ def omni_speech_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempP
 
 @pytest.fixture(scope="module")
 def omni_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint
 
     speech = tmp_path_factory.mktemp("omni-speech")
@@ -136,9 +136,9 @@ def test_a_talker_that_does_not_read_the_thinker_is_refused(omni_plan: Path, tmp
 @pytest.fixture(scope="module")
 def small_chunk_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The omni plan with 4-frame vocoder chunks and streams of at most 2 events: every edge is short."""
-    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
-    from omni_edge.export.models.qwen3_tts.reference import StreamShape
+    from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint
+    from omni_edge.export.speech import StreamShape
 
     speech = tmp_path_factory.mktemp("omni-small-speech")
     export_checkpoint(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8,

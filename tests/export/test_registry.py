@@ -8,9 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from omni_edge.export.decoder.options import LlmExportOptions
-from omni_edge.export.models.pi0.options import PolicyExportOptions
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+from omni_edge.export.options import LlmExportOptions, PolicyExportOptions, TtsExportOptions
 from omni_edge.export.registry import ARCHITECTURES, by_name, export_checkpoint, make_checkpoint, of_checkpoint
 
 
@@ -52,9 +50,9 @@ def test_a_command_refuses_a_checkpoint_another_takes_by_name(tmp_path: Path, mo
 
 
 def test_make_checkpoint_refuses_what_an_architecture_does_not_take(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="qwen3-tts checkpoints do not take --sliding-window, --train-steps"):
+    with pytest.raises(ValueError, match=r"qwen3-tts checkpoints do not take --sliding-window, --train-steps \(qwen3 does\)"):
         make_checkpoint(tmp_path / "a", arch="qwen3-tts", sliding_window=4, train_steps=0)
-    with pytest.raises(ValueError, match="pi0 checkpoints do not take --thinker"):
+    with pytest.raises(ValueError, match=r"pi0 checkpoints do not take --thinker \(qwen3-tts does\)"):
         make_checkpoint(tmp_path / "b", arch="pi0", thinker=tmp_path)
     with pytest.raises(ValueError, match="unknown architecture 'llama'"):
         make_checkpoint(tmp_path / "c", arch="llama")
@@ -70,11 +68,40 @@ def test_make_checkpoint_refuses_what_an_architecture_does_not_take(tmp_path: Pa
     ({"socs": ("sm9999",)}, "unknown SoC 'sm9999'"),
     ({"socs": ()}, "at least one SoC"),
     ({"threads": -1}, "--threads takes a whole number from 0 to 1024"),
-    ({"precision": "int4", "block_size": 24}, "--block-size 24: a power of two"),
+    ({"precision": "w8a16"}, "--target cpu takes --precision fp32"),
+    ({"precision": "int8", "target": "qnn-htp"}, "--target qnn-htp takes --precision .*not 'int8'"),
 ])
 def test_target_options_are_checked_once_when_made(fields: dict[str, object], why: str) -> None:
     for options in (LlmExportOptions, TtsExportOptions, PolicyExportOptions):
         with pytest.raises(ValueError, match=why):
             options(**fields)  # type: ignore[arg-type]
+
+
+def test_each_command_takes_its_precisions_and_defaults() -> None:
+    with pytest.raises(ValueError, match="--block-size 24: a power of two"):
+        LlmExportOptions(precision="int4", block_size=24)
     assert LlmExportOptions(precision="int4", block_size=64).block_size == 64
-    assert LlmExportOptions(target="qnn-htp", precision="int4", block_size=24).block_size == 24  # blocks are the CPU's
+    assert LlmExportOptions().precision == ""  # the architecture's default (a thinker's encoders differ)
+    assert (TtsExportOptions().precision, TtsExportOptions(target="qnn-htp").precision) == ("fp32", "fp16")
+    assert (PolicyExportOptions().precision, PolicyExportOptions(target="qnn-htp").precision) == ("fp32", "fp16")
+    for precision, target in (("int8", "cpu"), ("w8a16", "qnn-htp")):
+        with pytest.raises(ValueError, match=f"--target {target} takes --precision"):
+            PolicyExportOptions(precision=precision, target=target)
+
+
+def test_the_registry_agrees_with_each_folder() -> None:
+    """The registry is the one list the CLI reads without importing a model: each entry's presets
+    and model types are the ones its folder's maker and loader use."""
+    from omni_edge.export.targets import cpu_quant, qnn_target
+
+    presets = {"qwen3": "PRESETS", "qwen3-tts": "TTS_PRESETS", "qwen2.5-omni": "OMNI_PRESETS", "pi0": "PI0_PRESETS"}
+    for arch in ARCHITECTURES:
+        assert arch.presets == tuple(getattr(arch.module("checkpoint"), presets[arch.name])), arch.name
+    reference = {a.name: a.module("reference") for a in ARCHITECTURES}
+    assert by_name("qwen3").model_types == reference["qwen3"].MODEL_TYPES
+    assert by_name("qwen3-tts").model_types == (reference["qwen3-tts"].MODEL_TYPE,)
+    assert by_name("qwen2.5-omni").model_types == (reference["qwen2.5-omni"].THINKER_TYPE,
+                                                   reference["qwen2.5-omni"].RELEASE_TYPE)
+    assert by_name("pi0").model_types == (reference["pi0"].PI0_TYPE,)
+    assert set(TtsExportOptions.PRECISIONS["cpu"]) == set(cpu_quant.CPU_PRECISIONS)
+    assert set(TtsExportOptions.PRECISIONS["qnn-htp"]) == set(qnn_target.PRECISIONS)

@@ -126,7 +126,7 @@ class EtGraph : public Graph {
 
   Placement placement() const override {
     Placement p = placement_;
-    // The programs leave their inputs unplanned (export/executorch_target.py), so the runtime
+    // The programs leave their inputs unplanned (export/targets/executorch_target.py), so the runtime
     // reads the bound buffers in place; outputs live in the program's planned memory and are
     // copied out into the bound buffers after every run.
     for (const auto& v : bound_outputs_) p.bytes_out_per_run += int64_t(v.nbytes());

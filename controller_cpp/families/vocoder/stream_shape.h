@@ -3,7 +3,7 @@
 // `left_context` frames before the chunk and is right-padded. The vocoder is causal with a
 // constant delay of `tail_samples`: the last samples of a chunk only become final once a later
 // frame exists, so a chunk emits up to its end minus the tail, and the end of speech flushes
-// the tail with a window of zero new frames. Mirrors StreamShape in export/qwen3_tts.py.
+// the tail with a window of zero new frames. Mirrors StreamShape in export/speech.py.
 #pragma once
 
 #include <algorithm>

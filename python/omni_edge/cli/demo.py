@@ -31,8 +31,7 @@ def demo(args: argparse.Namespace) -> int:
 
 def _steps(args: argparse.Namespace) -> int:
     from omni_edge.cli import build_parser
-    from omni_edge.export.decoder.options import LlmExportOptions
-    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
+    from omni_edge.export.options import LlmExportOptions, TtsExportOptions
     from omni_edge.export.registry import export_checkpoint, make_checkpoint
 
     work = args.workdir

@@ -16,8 +16,7 @@ from omni_edge.harness.devices.base import DeviceError
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("devices", help="list reachable devices (host + ADB) with their facts, one JSON line each")
-    p.add_argument("--adb-host", default="127.0.0.1")
-    p.add_argument("--adb-port", type=flags.whole(1, 65535), default=5037)
+    flags.adb(p)
     p.set_defaults(func=devices)
 
     p = sub.add_parser("push", help="lay out binary, libraries, artifacts and plan on a device and verify there")

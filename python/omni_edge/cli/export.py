@@ -72,7 +72,8 @@ def _llm_parser(export_sub: Any) -> None:
 def _policy_parser(export_sub: Any) -> None:
     e = export_sub.add_parser("policy", help=f"a vision-language-action policy ({_takers('policy')}): vision, prefix, "
                                              "action expert")
-    flags.export_target(e, "qnn-htp: fp16 (the default)")
+    flags.export_target(e, "cpu: fp32; qnn-htp: fp16 (the defaults, and all a policy takes so far)", blocks=False,
+                        skip_validation=False)
     e.add_argument("--cameras", type=flags.names, default=(),
                    help="camera names in the prefix's order (default: base_0_rgb,left_wrist_0_rgb)")
     e.add_argument("--prompt-tokens", type=flags.whole(1, 4096), default=0, help="text slots of the prefix (default 48)")
@@ -123,17 +124,24 @@ def make_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace, options: Callable[[], Any], show: Callable[[Any], None]) -> int:
-    """Builds the options, exports with third-party logs beside OUT, shows what was written;
-    exit 2 with the reason when the options or the checkpoint are refused."""
+    """Builds the options (refused here, before anything is imported or written), exports with
+    third-party logs beside OUT, shows what was written; exit 2 with the reason of a refusal."""
     from omni_edge.export.registry import export_checkpoint
+
+    def refused(exc: ValueError) -> int:
+        print(f"omni-edge export {args.family}: {exc}", file=sys.stderr)
+        return 2
+
+    try:
+        opts = options()
+    except ValueError as exc:
+        return refused(exc)
 
     def step() -> int:
         try:
-            result = export_checkpoint(args.checkpoint, args.out, options())
+            show(export_checkpoint(args.checkpoint, args.out, opts))
         except ValueError as exc:
-            print(f"omni-edge export {args.family}: {exc}", file=sys.stderr)
-            return 2
-        show(result)
+            return refused(exc)
         return 0
 
     return quietly(args, log_beside(args.out), step)
@@ -149,7 +157,7 @@ def _show_plans(default: Path | None) -> Callable[[list[Path]], None]:
 
 
 def export_llm(args: argparse.Namespace) -> int:
-    from omni_edge.export.decoder.options import LlmExportOptions
+    from omni_edge.export.options import LlmExportOptions
 
     return _export(args, lambda: LlmExportOptions(
         **flags.target_options(args), prefill_chunk=args.prefill_chunk, buckets=args.buckets, kv=args.kv,
@@ -158,7 +166,7 @@ def export_llm(args: argparse.Namespace) -> int:
 
 
 def export_policy(args: argparse.Namespace) -> int:
-    from omni_edge.export.models.pi0.options import PolicyExportOptions
+    from omni_edge.export.options import PolicyExportOptions
 
     return _export(args, lambda: PolicyExportOptions(
         **flags.target_options(args), cameras=args.cameras, prompt_tokens=args.prompt_tokens,
@@ -166,8 +174,8 @@ def export_policy(args: argparse.Namespace) -> int:
 
 
 def export_tts(args: argparse.Namespace) -> int:
-    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
-    from omni_edge.export.models.qwen3_tts.reference import StreamShape, Voice
+    from omni_edge.export.options import TtsExportOptions
+    from omni_edge.export.speech import StreamShape, Voice
 
     def show(results: list[tuple[Path, dict[str, float]]]) -> None:
         for component, got in results:

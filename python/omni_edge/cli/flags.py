@@ -108,9 +108,11 @@ def verbose(p: argparse.ArgumentParser) -> None:
                    help="also show third-party warnings and native logs (default: in OUT.export.log beside OUT)")
 
 
-def export_target(p: argparse.ArgumentParser, precision_help: str) -> None:
-    """What every `export` takes: checkpoint, output, format, target, precision, block size,
-    SoCs, threads, validation, verbosity (omni_edge.export.options.TargetOptions)."""
+def export_target(p: argparse.ArgumentParser, precision_help: str, *, blocks: bool = True,
+                  skip_validation: bool = True) -> None:
+    """What the `export` commands take: checkpoint, output, format, target, precision, block size
+    (`blocks`: a command whose CPU precisions quantize in blocks), SoCs, threads, --no-validate
+    (`skip_validation`), verbosity (omni_edge.export.options.TargetOptions)."""
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--format", choices=[*FORMATS, "both"], default="onnx",
@@ -118,18 +120,25 @@ def export_target(p: argparse.ArgumentParser, precision_help: str) -> None:
     p.add_argument("--target", choices=TARGETS, default="cpu",
                    help="qnn-htp: QNN context binaries per SoC, validated on the HTP backend")
     p.add_argument("--precision", default="", help=precision_help)
-    p.add_argument("--block-size", type=whole(1, 1 << 16), default=32,
-                   help="cpu int8/int4: weights per quantization block along K (a power of two; default 32)")
+    if blocks:
+        p.add_argument("--block-size", type=whole(1, 1 << 16), default=32,
+                       help="cpu int8/int4: weights per quantization block along K (a power of two; default 32)")
     soc(p)
     threads(p)
-    p.add_argument("--no-validate", action="store_true", help="skip validation (the artifact will not qualify)")
+    if skip_validation:
+        p.add_argument("--no-validate", action="store_true", help="skip validation (the artifact will not qualify)")
     verbose(p)
 
 
 def target_options(args: argparse.Namespace) -> dict[str, Any]:
     """TargetOptions' fields from the flags export_target declared."""
-    return dict(formats=formats_of(args.format), target=args.target, precision=args.precision, block_size=args.block_size,
-                socs=args.socs, threads=args.threads, validate=not args.no_validate)
+    given = dict(formats=formats_of(args.format), target=args.target, precision=args.precision, socs=args.socs,
+                 threads=args.threads)
+    if "block_size" in args:
+        given["block_size"] = args.block_size
+    if "no_validate" in args:
+        given["validate"] = not args.no_validate
+    return given
 
 
 def sampling(p: argparse.ArgumentParser) -> None:
@@ -163,9 +172,14 @@ def device(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("--device", required=required, default=None,
                    help="host, qemu-aarch64, or an ADB serial" + ("" if required else
                                                                   " (default: run in-process, not on a device)"))
+    adb(p)
+    p.add_argument("--workdir", default=None, help="deployment root on the device")
+
+
+def adb(p: argparse.ArgumentParser) -> None:
+    """The ADB server the devices are reached through."""
     p.add_argument("--adb-host", default="127.0.0.1")
     p.add_argument("--adb-port", type=whole(1, 65535), default=5037)
-    p.add_argument("--workdir", default=None, help="deployment root on the device")
 
 
 def runtime(p: argparse.ArgumentParser) -> None:

@@ -14,16 +14,25 @@ from typing import Any
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("conformance", help="run stage-contract fixtures against the Python and native implementations")
     p.add_argument("fixtures", nargs="+", type=Path, help="fixture JSON files or directories of them")
-    p.add_argument("--impl", choices=["python", "native", "both"], default="both")
+    _implementations(p)
     p.add_argument("--quiet", action="store_true", help="print failed checks only")
     p.set_defaults(func=conformance)
 
     p = sub.add_parser("verify", help="re-hash artifacts and re-check their reports: what export or bundle wrote")
     p.add_argument("artifact", type=Path, help="a component directory, a plan, an export directory (every component "
                                                "and plan in it) or a bundle directory (with bundle.json)")
-    p.add_argument("--impl", choices=["python", "native", "both"], default="both")
+    _implementations(p)
     p.add_argument("--json", action="store_true", help="also print the manifest")
     p.set_defaults(func=verify)
+
+
+def _implementations(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--impl", choices=["python", "native", "both"], default="both",
+                   help="the contract's Python reference, the native controller, or both")
+
+
+def _chosen(args: argparse.Namespace) -> list[str]:
+    return ["python", "native"] if args.impl == "both" else [args.impl]
 
 
 def verify(args: argparse.Namespace) -> int:
@@ -42,7 +51,7 @@ def verify(args: argparse.Namespace) -> int:
     for component in targets.components:
         shown = args.artifact if targets.components == [args.artifact] else component
         qualified[component] = True
-        for name in ["python", "native"] if args.impl == "both" else [args.impl]:
+        for name in _chosen(args):
             try:
                 verified = implementations.get(name).read_manifest(component)
             except ContractError as exc:
@@ -80,7 +89,7 @@ def _verify_bundle(root: Path) -> int:
 def conformance(args: argparse.Namespace) -> int:
     from omni_edge.harness.conformance import expand, run_fixtures
 
-    impls = ["python", "native"] if args.impl == "both" else [args.impl]
+    impls = _chosen(args)
     failed = total = 0
     for check in run_fixtures(expand(args.fixtures), impls):
         total += 1

@@ -1,18 +1,24 @@
-"""What every export is asked for, whatever the model: the target (CPU runtimes or the QNN HTP),
-the formats, the precision and its block size, the SoCs and the threads. One type, checked once
-when it is made; each family's options extend it with their own fields, and each family resolves
-the precision it defaults to and refuses the ones it cannot build."""
+"""What an export is asked for. `TargetOptions`, whatever the model: the target (CPU runtimes or
+the QNN HTP), the formats, the precision and its block size, the SoCs, the threads, validation.
+One type per export command extends it with the task's own fields (a text LLM's buckets, a
+speech model's stream shape, a policy's cameras) and says which precisions each target takes.
+Every value is checked once, when the options are made, before any work; the architecture that
+exports a checkpoint then refuses what it cannot build (omni_edge.export.registry)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
 
+from omni_edge.export.speech import StreamShape, Voice
 from omni_edge.socs import SOCS
 
-TARGETS = ("cpu", "qnn-htp")        # cpu: ONNX Runtime and/or ExecuTorch; qnn-htp: QNN context binaries per SoC
-FORMATS = ("onnx", "pte")           # cpu: ONNX Runtime graphs, an ExecuTorch program
-BLOCK_PRECISIONS = ("int8", "int4")  # cpu precisions whose weights are quantized in blocks
+TARGETS = ("cpu", "qnn-htp")          # cpu: ONNX Runtime and/or ExecuTorch; qnn-htp: QNN context binaries per SoC
+FORMATS = ("onnx", "pte")             # cpu: ONNX Runtime graphs, an ExecuTorch program
+CPU_PRECISIONS = ("fp32", "int8", "int4")  # int8/int4: weights quantized in blocks (targets/cpu_quant.py)
+QNN_PRECISIONS = ("w8a16", "w4a16", "a16w16", "fp16")  # the HTP recipes (targets/qnn_target.py)
+BLOCK_PRECISIONS = ("int8", "int4")
 MAX_THREADS = 1024
 
 
@@ -23,11 +29,15 @@ def formats_of(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TargetOptions:
-    TASK: ClassVar[str] = ""  # the export command a family's options belong to (llm, tts, policy)
+    TASK: ClassVar[str] = ""  # the export command these options belong to (llm, tts, policy)
+    # The precisions each target takes, and the one it builds when none is asked for (no default:
+    # the architecture chooses, and "" reaches it).
+    PRECISIONS: ClassVar[dict[str, tuple[str, ...]]] = {"cpu": CPU_PRECISIONS, "qnn-htp": QNN_PRECISIONS}
+    PRECISION_DEFAULTS: ClassVar[dict[str, str]] = {}
 
     formats: tuple[str, ...] = ("onnx",)
     target: str = "cpu"
-    precision: str = ""                   # "": the family's default for the target
+    precision: str = ""
     block_size: int = 32                  # cpu int8/int4: weights per quantization block along K
     socs: tuple[str, ...] = ("sm8750",)   # qnn-htp: one component per SoC
     threads: int = 0                      # 0: every core
@@ -48,11 +58,16 @@ class TargetOptions:
                 raise ValueError(f"unknown SoC {soc!r} (known: {', '.join(SOCS)})")
         if not 0 <= self.threads <= MAX_THREADS:
             raise ValueError(f"--threads takes a whole number from 0 to {MAX_THREADS}, not {self.threads}")
+        if not self.precision and self.PRECISION_DEFAULTS:
+            object.__setattr__(self, "precision", self.PRECISION_DEFAULTS[self.target])
+        allowed = self.PRECISIONS[self.target]
+        if self.precision and self.precision not in allowed:
+            raise ValueError(f"--target {self.target} takes --precision {', '.join(allowed)}, not {self.precision!r}")
         if self.target == "cpu" and self.precision in BLOCK_PRECISIONS:
             check_block_size(self.block_size)
 
     def precision_or(self, defaults: dict[str, str]) -> str:
-        """The precision asked for, or the family's default for this target."""
+        """The precision asked for, or the architecture's default for this target."""
         return self.precision or defaults[self.target]
 
 
@@ -60,3 +75,51 @@ def check_block_size(block_size: int) -> None:
     """MLAS's kernels take blocks of 16, 32, 64, ... weights."""
     if block_size < 16 or block_size & (block_size - 1):
         raise ValueError(f"--block-size {block_size}: a power of two, at least 16")
+
+
+@dataclass(frozen=True)
+class LlmExportOptions(TargetOptions):
+    """`export llm`: a text decoder (and a multimodal thinker's encoders). The precision default is
+    the architecture's: the text decoder builds fp32 / w8a16, a thinker's encoders fp16 on the HTP."""
+
+    TASK: ClassVar[str] = "llm"
+
+    prefill_chunk: int = 32
+    buckets: tuple[int, ...] = (512, 1024)
+    kv: str = "full"            # full | ring
+    window: int | None = None   # ring: defaults to the checkpoint's sliding window
+    overflow: str = "refuse"    # full: refuse | ring
+    max_new_tokens: int = 256
+    share_weights: bool = False  # qnn-htp: also a twin with prefill+decode in one weight-shared context
+    keep_qdq: bool = False       # qnn-htp: keep the quantized source graphs (qdq/) for AI Hub compile jobs
+    image_sizes: tuple[tuple[int, int], ...] = ((448, 448),)  # multimodal: a vision graph per size's patch grid
+    extra_metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TtsExportOptions(TargetOptions):
+    """`export tts`: a talker, its code predictor and a chunked vocoder."""
+
+    TASK: ClassVar[str] = "tts"
+    PRECISION_DEFAULTS: ClassVar[dict[str, str]] = {"cpu": "fp32", "qnn-htp": "fp16"}
+
+    prefill_chunk: int = 32
+    buckets: tuple[int, ...] = (512, 1024)  # talker context: text prefix + frames
+    stream: StreamShape = field(default_factory=StreamShape)
+    validation_frames: int = 48
+    voice: Voice = field(default_factory=Voice)  # a release's speaker, language and instruction
+    vocoder_on_npu: bool = False  # qnn-htp: the vocoder windows on the HTP too (default: on the CPU)
+
+
+@dataclass(frozen=True)
+class PolicyExportOptions(TargetOptions):
+    """`export policy`: a vision-language-action policy, float on every target."""
+
+    TASK: ClassVar[str] = "policy"
+    PRECISIONS: ClassVar[dict[str, tuple[str, ...]]] = {"cpu": ("fp32",), "qnn-htp": ("fp16",)}
+    PRECISION_DEFAULTS: ClassVar[dict[str, str]] = {"cpu": "fp32", "qnn-htp": "fp16"}
+
+    cameras: tuple[str, ...] = ()        # default: the architecture's cameras
+    prompt_tokens: int = 0               # default: the architecture's text slots
+    action_spec: Path | None = None
+    max_observation_age_ms: float = 1000.0

@@ -53,8 +53,10 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
     given = {k: v for k, v in flags.items() if v is not None}
     refused = [k for k in given if k not in architecture.checkpoint_flags]
     if refused:
+        takers = {a.name for a in ARCHITECTURES for k in refused if k in a.checkpoint_flags}
         names = ", ".join("--" + k.replace("_", "-") for k in refused)
-        raise ValueError(f"{arch} checkpoints do not take {names}")
+        raise ValueError(f"{arch} checkpoints do not take {names}"
+                         + (f" ({', '.join(sorted(takers))} does)" if takers else ""))
     result: Path = architecture.module("checkpoint").make_checkpoint(out, preset=preset, seed=seed, **given)
     return result
 

@@ -6,10 +6,9 @@
     media        images and audio as the encoders read them; WAV files
     native       the contract types and stream over the extension (the native implementation)
     implementations  the Python reference and the native controller behind one interface
-    interrupt    the cancel-on-signal contract of the run, speak and act commands
 
-The session classes are imported on first use: `omni_edge.interrupt` must be importable
-before the extension loads (the CLI installs its signal guard first thing)."""
+The session classes are imported on first use, so that importing a small module of this package
+does not load the extension."""
 
 from __future__ import annotations
 

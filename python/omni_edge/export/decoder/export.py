@@ -26,9 +26,9 @@ from omni_edge import __version__
 from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ValidationRef
 from omni_edge.export.decoder.graphs import DecoderShape
-from omni_edge.export.decoder.options import PRECISION_DEFAULTS, LlmExportOptions
-from omni_edge.export.decoder.plan import kv_caches, llm_section, shape_bucket, thinker_stage, write_plan
+from omni_edge.export.decoder.plan import PRECISION_DEFAULTS, kv_caches, llm_section, shape_bucket, thinker_stage, write_plan
 from omni_edge.export.decoder.validation import validate_llm
+from omni_edge.export.options import LlmExportOptions
 
 # Limits of the reports per CPU precision: 8-bit weights keep greedy generation (>= 90% of 64
 # tokens); 4-bit round-to-nearest weights lose more on small models (measured on the test suite's

@@ -9,7 +9,7 @@ import torch
 from tqdm import tqdm
 
 from omni_edge.export.decoder.graphs import BodyGraph, DecoderShape, EmbedGraph, HeadGraph, body_example, body_io_names
-from omni_edge.export.decoder.options import LlmExportOptions
+from omni_edge.export.options import LlmExportOptions
 from omni_edge.export.targets import onnx_target
 
 

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from omni_edge.export.decoder.graphs import DecoderShape
-from omni_edge.export.decoder.options import LlmExportOptions
+from omni_edge.export.options import LlmExportOptions
 from omni_edge.files import write_text_atomic
 
 FP32_MASK_VALUE = -10000.0
+# The precision a text decoder builds per target when none is asked for.
+PRECISION_DEFAULTS = {"cpu": "fp32", "qnn-htp": "w8a16"}
 
 
 def kv_caches(shape: DecoderShape, opts: LlmExportOptions) -> list[int]:

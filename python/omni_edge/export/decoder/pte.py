@@ -10,7 +10,7 @@ import torch
 from tqdm import tqdm
 
 from omni_edge.export.decoder.graphs import BodyGraph, DecoderShape, EmbedGraph, HeadGraph, body_example
-from omni_edge.export.decoder.options import LlmExportOptions
+from omni_edge.export.options import LlmExportOptions
 
 
 def export_pte(component_dir: Path, model: Any, shape: DecoderShape, opts: LlmExportOptions, caches: list[int],

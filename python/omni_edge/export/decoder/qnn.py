@@ -24,9 +24,9 @@ from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
 from omni_edge.export.decoder.graphs import DecoderShape, body_io_names
 from omni_edge.export.decoder.onnx import export_onnx
-from omni_edge.export.decoder.options import LlmExportOptions
 from omni_edge.export.decoder.plan import llm_section, shape_bucket, thinker_stage, write_plan
 from omni_edge.export.decoder.validation import validate_llm
+from omni_edge.export.options import LlmExportOptions
 from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 from omni_edge.socs import Soc

@@ -78,3 +78,10 @@ def share_weights(directory: Path, graph_files: Sequence[str], weights_file: str
             index["graphs"][name] = sorted(set(used))
     (directory / "weights.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
+
+
+def cpu_session(path: Path) -> Any:
+    """An ONNX Runtime CPU session of one graph: the exporters' checks of a graph against its module."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from omni_edge.files import atomic_output
@@ -99,13 +99,3 @@ def run_on_device(args: argparse.Namespace, command: str) -> int:
         print(f"omni-edge {command}: timed out on {args.device}", file=sys.stderr)
         return 124
     return result.returncode if result.returncode is not None else 1
-
-
-def add_device_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default=None,
-                   help="run on this device instead of in-process: host, qemu-aarch64, or an ADB serial")
-    p.add_argument("--runtime", type=Path, default=None,
-                   help="with --device: the bundle built for it (omni-edge bundle); default: this host's build")
-    p.add_argument("--adb-host", default="127.0.0.1")
-    p.add_argument("--adb-port", type=int, default=5037)
-    p.add_argument("--workdir", default=None, help="with --device: deployment root on the device")

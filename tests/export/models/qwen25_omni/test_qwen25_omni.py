@@ -436,9 +436,9 @@ def test_image_and_audio_in_text_and_speech_out(omni_checkpoint: Path, omni_arti
     talker's codes equal the PyTorch dual-track reference fed with transformers' hidden states
     along those tokens, media included); the audio is exact in length."""
     from numeric import assert_codes
-    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
     from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
     from omni_edge.export.omni import write_omni_plan
+    from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint, make_checkpoint
     from omni_edge.runtime import OmniSession
 

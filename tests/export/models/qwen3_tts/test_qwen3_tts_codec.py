@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 from numeric import assert_sqnr, sqnr_db
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
-from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, VOCODER_DIR, Qwen3Tts, StreamShape, decode_offline
+from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, VOCODER_DIR, Qwen3Tts, decode_offline
+from omni_edge.export.options import TtsExportOptions
 from omni_edge.export.registry import export_checkpoint
+from omni_edge.export.speech import StreamShape
 from omni_edge.runtime import SpeechSession
 from paths import DATA
 from safetensors.torch import load_file, save_file

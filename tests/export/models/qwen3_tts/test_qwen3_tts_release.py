@@ -20,18 +20,10 @@ import torch
 from llm_reference import CLI
 from numeric import FP32_TIE_GAP, assert_codes
 from omni_edge.contracts.errors import ContractError
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
-from omni_edge.export.models.qwen3_tts.reference import (
-    ABSENT,
-    Qwen3Tts,
-    Sampling,
-    StreamShape,
-    Trace,
-    Voice,
-    compare_codes,
-    generate_codes,
-)
+from omni_edge.export.models.qwen3_tts.reference import ABSENT, Qwen3Tts, Sampling, Trace, compare_codes, generate_codes
+from omni_edge.export.options import TtsExportOptions
 from omni_edge.export.registry import export_checkpoint
+from omni_edge.export.speech import StreamShape, Voice
 from omni_edge.runtime import SpeechSession
 from paths import DATA
 from safetensors.torch import load_file, save_file

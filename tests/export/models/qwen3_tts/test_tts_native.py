@@ -18,14 +18,8 @@ import torch
 from llm_reference import cli
 from numeric import assert_codes, assert_sqnr
 from omni_edge.contracts import ContractError
-from omni_edge.export.models.qwen3_tts.reference import (
-    SAMPLES_PER_FRAME,
-    Qwen3Tts,
-    StreamShape,
-    decode_offline,
-    decode_streaming,
-    generate_codes,
-)
+from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, Qwen3Tts, decode_offline, decode_streaming, generate_codes
+from omni_edge.export.speech import StreamShape
 from omni_edge.runtime import SpeechSession, Utterance, playback_stats
 
 TEXT = "Streaming speech, frame by frame."
@@ -250,9 +244,9 @@ def test_a_fixed_schedule_cuts_its_chunks_and_keeps_its_prebuffer(model: Qwen3Tt
 
 def test_the_executorch_speech_program_speaks_the_same_codes(tts_checkpoint: Path, tmp_path: Path,
                                                             spoken: tuple[Utterance, list[list[int]]]) -> None:
-    from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
-    from omni_edge.export.models.qwen3_tts.reference import StreamShape as Shape
+    from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint
+    from omni_edge.export.speech import StreamShape as Shape
 
     # Small vocoder windows (2 and 9 frames) keep the export short; the chain is the same.
     opts = TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=30, formats=("pte",),

@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 
 from llm_reference import cli
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
 from omni_edge.export.models.qwen3_tts.qnn import FP16_LIMITS, LIMITS, OMNI_GRAPH, capture_calibration, export_tts_qnn
-from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, StreamShape, Voice
+from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME
 from omni_edge.export.models.qwen3_tts.runner import GraphRunner
+from omni_edge.export.options import TtsExportOptions
+from omni_edge.export.speech import StreamShape, Voice
 from omni_edge.runtime import SpeechSession
 from paths import DATA
 

@@ -16,11 +16,11 @@ from omni_edge.export.models.qwen3_tts.reference import (
     SAMPLES_PER_FRAME,
     Qwen3Tts,
     Sampling,
-    StreamShape,
     decode_offline,
     decode_streaming,
     generate_codes,
 )
+from omni_edge.export.speech import StreamShape
 from tokenizers import Tokenizer
 
 # Measured on the tiny checkpoint (120 frames, chunks 1 + 25 with 72 frames of left context):

@@ -8,19 +8,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from omni_edge.export.models.pi0.graphs import (
-    Examples,
-)
-from omni_edge.export.models.pi0.validation import (
-    graph_sqnr,
-)
+from omni_edge.export.models.pi0.graphs import Examples
+from omni_edge.export.models.pi0.validation import graph_sqnr
 from omni_edge.export.targets import onnx_target
-
-
-def cpu_session(path: Path) -> Any:
-    import onnxruntime as ort
-
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
 def export_onnx(cdir: Path, examples: Examples, bar: tqdm) -> dict[str, float]:
@@ -29,7 +19,7 @@ def export_onnx(cdir: Path, examples: Examples, bar: tqdm) -> dict[str, float]:
         bar.set_postfix_str(name)
         onnx_target.export_graph(module, args, inputs, outputs, cdir / f"{name}.onnx")
         bar.update()
-    sqnrs = graph_sqnr(examples, lambda name, feeds: cpu_session(cdir / f"{name}.onnx").run(None, feeds))
+    sqnrs = graph_sqnr(examples, lambda name, feeds: onnx_target.cpu_session(cdir / f"{name}.onnx").run(None, feeds))
     onnx_target.share_weights(cdir, [f"{name}.onnx" for name in examples])
     return sqnrs
 

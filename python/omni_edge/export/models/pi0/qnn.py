@@ -25,12 +25,12 @@ from tqdm import tqdm
 from omni_edge.artifacts import identity_report, new_component, pending_task
 from omni_edge.contracts import ReportCheck
 from omni_edge.export.comparison import sqnr_db
-from omni_edge.export.models.pi0.export import COMPONENT, GRAPH_KEYS
 from omni_edge.export.models.pi0.graphs import PolicyShape, expert_bias, prefix_positions, rope_tables, time_embedding
 from omni_edge.export.models.pi0.onnx import ONNX_GRAPHS
-from omni_edge.export.models.pi0.options import PRECISION_DEFAULTS, PolicyExportOptions
+from omni_edge.export.models.pi0.plan import COMPONENT, GRAPH_KEYS
 from omni_edge.export.models.pi0.reference import Policy, load_policy, observation_pixels, prompt_ids, reference_actions
 from omni_edge.export.models.pi0.validation import agreement_checks, native_actions, synthetic_observation
+from omni_edge.export.options import PolicyExportOptions
 from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 
@@ -70,7 +70,7 @@ def _graph_inputs(fp32_dir: Path, section: dict[str, Any], obs: dict[str, Any],
 def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) -> list[Path]:
     from omni_edge.export.models.pi0.export import export
 
-    precision = opts.precision_or(PRECISION_DEFAULTS)
+    precision = opts.precision
     if precision != "fp16":
         raise ValueError(f"a policy compiles at fp16 for qnn-htp so far, not {precision!r}")
     targets = [(key, *qnn_target.check_target(key, precision)) for key in opts.socs]  # refuse before any work

@@ -16,13 +16,6 @@ from omni_edge.export.models.qwen25_omni.reference import Thinker
 from omni_edge.export.targets import onnx_target
 
 
-def cpu_session(path: Path) -> Any:
-    """An ONNX Runtime CPU session of one graph (the encoders' reference route)."""
-    import onnxruntime as ort
-
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-
-
 def export_vision(cdir: Path, thinker: Thinker, grids: list[tuple[int, int, int]], progress: tqdm) -> dict[str, Any]:
     """One graph per grid; each checked against transformers on random patches of that grid."""
     visual, c = thinker.model.model.visual, thinker.config.vision_config
@@ -36,7 +29,7 @@ def export_vision(cdir: Path, thinker: Thinker, grids: list[tuple[int, int, int]
         with torch.no_grad():
             ref = thinker.model.model.get_image_features(patches, torch.tensor([grid])).pooler_output
         ref = torch.cat(list(ref)) if isinstance(ref, (list, tuple)) else ref
-        got = cpu_session(cdir / name).run(None, {"pixel_values": patches.numpy()})[0]
+        got = onnx_target.cpu_session(cdir / name).run(None, {"pixel_values": patches.numpy()})[0]
         sqnrs.append(sqnr_db(ref.numpy(), got))
         graphs["x".join(map(str, grid))] = name
         progress.update()
@@ -73,7 +66,7 @@ def export_audio(cdir: Path, thinker: Thinker, progress: tqdm) -> dict[str, Any]
     features = torch.randn(1, mel, frames, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         ref = thinker.model.model.get_audio_features(features, torch.ones(1, frames, dtype=torch.long)).last_hidden_state
-    got = run_audio_chunks(cpu_session(cdir / name), features[0].numpy(), graph.frames)
+    got = run_audio_chunks(onnx_target.cpu_session(cdir / name), features[0].numpy(), graph.frames)
     progress.update()
     onnx_target.share_weights(cdir, [name])
     return {"graphs": {"chunk": name}, "chunk_frames": graph.frames, "sqnr_db": sqnr_db(ref.numpy(), got),

@@ -26,10 +26,11 @@ from omni_edge.artifacts import identity_report, new_component
 from omni_edge.contracts import ReportCheck
 from omni_edge.export.comparison import sqnr_db
 from omni_edge.export.decoder.graphs import DecoderShape
-from omni_edge.export.decoder.options import LlmExportOptions
 from omni_edge.export.decoder.plan import kv_caches, llm_section, shape_bucket, thinker_stage, write_plan
 from omni_edge.export.decoder.pte import export_pte
-from omni_edge.export.models.qwen25_omni.export import (
+from omni_edge.export.models.qwen25_omni.graphs import AudioChunkGraph, ThinkerParts, VisionGraph
+from omni_edge.export.models.qwen25_omni.onnx import run_audio_chunks
+from omni_edge.export.models.qwen25_omni.plan import (
     ENCODER_SQNR_DB,
     PREPROCESSOR,
     THINKER_CONFIG,
@@ -37,10 +38,9 @@ from omni_edge.export.models.qwen25_omni.export import (
     multimodal_plan,
     write_component_manifest,
 )
-from omni_edge.export.models.qwen25_omni.graphs import AudioChunkGraph, ThinkerParts, VisionGraph
-from omni_edge.export.models.qwen25_omni.onnx import run_audio_chunks
 from omni_edge.export.models.qwen25_omni.reference import Thinker
 from omni_edge.export.models.qwen25_omni.validation import session_agreement
+from omni_edge.export.options import LlmExportOptions
 from omni_edge.export.targets import executorch_target
 
 

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from omni_edge.artifacts import identity_report, new_component
 from omni_edge.contracts import ReportCheck, ValidationReport
-from omni_edge.export.models.qwen25_omni.export import PREPROCESSOR
+from omni_edge.export.models.qwen25_omni.plan import PREPROCESSOR
 from omni_edge.export.models.qwen25_omni.reference import load_thinker
 from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic

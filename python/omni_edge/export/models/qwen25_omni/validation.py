@@ -16,8 +16,9 @@ import torch
 from omni_edge.artifacts import identity_report
 from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export.comparison import FP32_TIE_GAP
-from omni_edge.export.models.qwen25_omni.onnx import cpu_session, run_audio_chunks
+from omni_edge.export.models.qwen25_omni.onnx import run_audio_chunks
 from omni_edge.export.models.qwen25_omni.reference import Thinker, reference_inputs
+from omni_edge.export.targets.onnx_target import cpu_session
 from omni_edge.runtime.media import wav_bytes
 
 MEDIA_TOKENS = 16       # greedy tokens of the media report's request

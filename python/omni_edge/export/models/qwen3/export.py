@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from omni_edge.export.decoder.export import checked, export_decoder_lm
-from omni_edge.export.decoder.options import LlmExportOptions
 from omni_edge.export.models.qwen3.reference import load_causal_lm
+from omni_edge.export.options import LlmExportOptions
 
 
 def export(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:

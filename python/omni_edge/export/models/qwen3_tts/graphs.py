@@ -31,11 +31,11 @@ from torch import nn
 
 from omni_edge.export.decoder.graphs import BodyGraph, DecoderShape, RMSNorm, body_example, body_io_names
 from omni_edge.export.models.qwen3_tts.codec import Qwen3TtsCodecDecoder
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
 from omni_edge.export.models.qwen3_tts.reference import (
     CODE_GROUPS,
     Qwen3Tts,
 )
+from omni_edge.export.options import TtsExportOptions
 
 MASK_VALUE = -100.0  # finite, survives 16-bit quantization (DESIGN.md)
 

@@ -8,14 +8,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from omni_edge.export.models.qwen3_tts.graphs import (
-    graph_jobs,
-)
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
-from omni_edge.export.models.qwen3_tts.reference import (
-    Qwen3Tts,
-)
+from omni_edge.export.models.qwen3_tts.graphs import graph_jobs
+from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts
+from omni_edge.export.options import TtsExportOptions
 from omni_edge.export.targets import onnx_target
+
+# The graphs whose projections int8/int4 quantize (embeddings and the vocoder stay float32).
+QUANTIZED_GRAPHS = ("talker_prefill", "talker_decode", "talker_head", "predictor_decode", "predictor_head")
 
 
 def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[str, str]:
@@ -36,6 +35,3 @@ def export_graphs(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[st
                 quantize_graph(out / file, CPU_PRECISIONS[opts.precision], opts.block_size, done)
     onnx_target.share_weights(out, list(files.values()))
     return files
-
-
-QUANTIZED_GRAPHS = ("talker_prefill", "talker_decode", "talker_head", "predictor_decode", "predictor_head")

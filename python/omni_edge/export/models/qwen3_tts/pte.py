@@ -6,13 +6,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from omni_edge.export.models.qwen3_tts.graphs import (
-    graph_jobs,
-)
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
-from omni_edge.export.models.qwen3_tts.reference import (
-    Qwen3Tts,
-)
+from omni_edge.export.models.qwen3_tts.graphs import graph_jobs
+from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts
+from omni_edge.export.options import TtsExportOptions
 
 
 def export_program(model: Qwen3Tts, out: Path, opts: TtsExportOptions) -> dict[str, str]:

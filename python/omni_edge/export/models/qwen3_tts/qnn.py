@@ -35,12 +35,12 @@ from tqdm import tqdm
 from omni_edge import __version__
 from omni_edge.artifacts import write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ValidationRef
-from omni_edge.export.models.qwen3_tts.export import check_options, speech_component, speech_plan
 from omni_edge.export.models.qwen3_tts.onnx import export_graphs
-from omni_edge.export.models.qwen3_tts.options import PRECISION_DEFAULTS, TtsExportOptions
+from omni_edge.export.models.qwen3_tts.plan import check_options, speech_component, speech_plan
 from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts, generate_codes
 from omni_edge.export.models.qwen3_tts.runner import GraphRunner, validation_ids, validation_sampling
 from omni_edge.export.models.qwen3_tts.validation import forced_agreement, reports, validate_native
+from omni_edge.export.options import TtsExportOptions
 from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 
@@ -126,8 +126,8 @@ def export_tts_qnn(checkpoint: Path, out: Path, opts: TtsExportOptions) -> list[
     validation."""
     import onnxruntime as ort
 
-    precision = opts.precision_or(PRECISION_DEFAULTS)
-    opts = replace(opts, precision="fp32")  # the float graphs every SoC's are made from
+    precision = opts.precision
+    opts = replace(opts, target="cpu", precision="fp32")  # the float graphs every SoC's are made from
     check_options(opts)
     for key in opts.socs:  # refuse before any work
         qnn_target.check_target(key, precision)

@@ -55,6 +55,7 @@ from torch import nn
 
 from omni_edge.export.comparison import Agreement, compare_greedy, flatten_codes, top2_gap
 from omni_edge.export.models.qwen3_tts import codec
+from omni_edge.export.speech import StreamShape, Voice
 from omni_edge.runtime.request import GREEDY_BELOW
 from omni_edge.runtime.request import Sampling as Sampling  # the reference decodes as a request says
 
@@ -124,18 +125,6 @@ class Prompt:
         out = {"head": [list(r) for r in self.head], "text_codec": self.text_codec,
                "tail": [list(r) for r in self.tail], "frame_text": self.frame_text}
         return {**out, "stream_text": True, "text_end": self.text_end} if self.stream_text else out
-
-
-@dataclass(frozen=True)
-class Voice:
-    """A release's prompt choices: a speaker of its spk_id, a language of its codec_language_id
-    (or "auto"), an instruction (the 1.7B's), and whether the text streams in one token per
-    frame (generate()'s non_streaming_mode=False) rather than all in the prompt."""
-
-    speaker: str = ""
-    language: str = "auto"
-    instruct: str = ""
-    stream_text: bool = False
 
 
 class TextProjection(nn.Module):
@@ -526,81 +515,6 @@ def decode_offline(model: Qwen3Tts, codes: torch.Tensor) -> torch.Tensor:
     return wav
 
 
-@dataclass(frozen=True)
-class StreamShape:
-    """Chunks of `chunk` frames (the first one `first` frames), each decoded with up to
-    `left_context` frames before it, in a window of fixed `window` frames (right-padded).
-
-    `adaptive`: the controller's ChunkSchedule cuts chunks as the audio already sent allows
-    (each at most `growth` times the previous one, at most `chunk`), so the chunk boundaries
-    of a stream depend on the device's timing; the window graphs then cover every size on
-    the way (powers of two) and the exact reference of a stream is decoded from the
-    boundaries it reported (`frames_final` of its pcm events)."""
-
-    first: int = 1
-    chunk: int = 25
-    left_context: int = 72
-    adaptive: bool = True
-    growth: float = 2.0
-    margin_ms: float = 40.0
-
-    @property
-    def window(self) -> int:
-        return self.left_context + max(self.chunk, self.first) + 1  # + 1: the frame that releases the tail
-
-    @property
-    def windows(self) -> tuple[int, ...]:
-        """Window sizes to export: the full one, and one just big enough for the first chunk
-        (it has no context), so the first PCM does not wait for a full window's compute; an
-        adaptive schedule also gets the powers of two between, for the chunks it grows."""
-        sizes = {self.first + 1, self.window}
-        if self.adaptive:
-            sizes |= {1 << k for k in range(1, self.window.bit_length()) if self.first + 1 < 1 << k < self.window}
-        return tuple(sorted(sizes))
-
-    def schedule(self) -> dict[str, Any]:
-        """The plan's `vocoder.schedule` section."""
-        if not self.adaptive:
-            return {"policy": "fixed"}
-        return {"policy": "adaptive", "growth": self.growth, "margin_ms": self.margin_ms}
-
-    def __post_init__(self) -> None:
-        if min(self.first, self.chunk, self.left_context) < 1:
-            raise ValueError("chunk sizes and the left context must be at least 1 (a chunk's tail is "
-                             "released from the next chunk's window)")
-
-    def emitted(self, start: int, end: int, tail: int, final: bool) -> tuple[int, int, int]:
-        """(context frames, first, last sample) of the window decoding frames [start, end): the
-        window starts `context` frames before `start`; samples [first, last) of its output are
-        the ones these frames make final (the tail only on the final chunk, released by a pad frame)."""
-        ctx = min(self.left_context, start)
-        first = ctx * SAMPLES_PER_FRAME - (tail if start > 0 else 0)
-        last = (ctx + end - start) * SAMPLES_PER_FRAME - (0 if final else tail)
-        return ctx, first, last
-
-    def chunks(self, n_frames: int) -> list[tuple[int, int, bool]]:
-        """(start, end, final) frame ranges in stream order, as a streaming vocoder meets them:
-        each chunk as soon as its frames exist (the end of speech is not known yet), then, at the
-        end, the frames left over (possibly none) with the tail flushed. Adaptive: the largest
-        chunks the schedule allows (what it cuts while the audio sent keeps well ahead)."""
-        out: list[tuple[int, int, bool]] = []
-        start, size = 0, self.first
-        while n_frames - start >= size:
-            out.append((start, start + size, False))
-            start += size
-            size = min(self.chunk, max(1, int(self.growth * size))) if self.adaptive else self.chunk
-        if n_frames > 0:
-            out.append((start, n_frames, True))
-        return out
-
-    @staticmethod
-    def chunks_ending(ends: Sequence[int]) -> list[tuple[int, int, bool]]:
-        """The (start, end, final) ranges of a stream whose chunks ended at `ends` (its pcm
-        events' `frames_final`, in order; the last one flushed the tail)."""
-        starts = [0, *ends[:-1]]
-        return [(s, e, i == len(ends) - 1) for i, (s, e) in enumerate(zip(starts, ends, strict=True))]
-
-
 @torch.no_grad()
 def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, shape: StreamShape,
                   final: bool) -> torch.Tensor:
@@ -608,7 +522,7 @@ def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, sh
 
     Samples [a, b) of the stream with a = start*1920 - tail (0 for the first chunk) and b =
     end*1920 - tail, or end*1920 on the final chunk (a pad frame after it releases the tail)."""
-    ctx, a, b = shape.emitted(start, end, model.tail_samples, final)
+    ctx, a, b = shape.emitted(start, end, model.tail_samples, final, SAMPLES_PER_FRAME)
     frames = codes[start - ctx:end]
     pad = shape.window - frames.shape[0]
     window = torch.cat([frames, torch.zeros(pad, CODE_GROUPS, dtype=torch.long)]).t()[None]
@@ -616,7 +530,10 @@ def decode_window(model: Qwen3Tts, codes: torch.Tensor, start: int, end: int, sh
     return wav[a:b]
 
 
-def decode_streaming(model: Qwen3Tts, codes: torch.Tensor, shape: StreamShape = StreamShape(),
+DEFAULT_STREAM = StreamShape()
+
+
+def decode_streaming(model: Qwen3Tts, codes: torch.Tensor, shape: StreamShape = DEFAULT_STREAM,
                      ends: Sequence[int] | None = None) -> list[torch.Tensor]:
     """The straightforward PyTorch streaming loop: one vocoder window per chunk; the chunks
     `shape` would cut, or the ones a stream reported (`ends`, see StreamShape.chunks_ending)."""

@@ -24,7 +24,8 @@ from typing import Any
 
 import torch
 
-from omni_edge.export.models.qwen3_tts.reference import ABSENT, CODE_GROUPS, MODEL_TYPE, Prompt, Sampling, Voice
+from omni_edge.export.models.qwen3_tts.reference import ABSENT, CODE_GROUPS, MODEL_TYPE, Prompt, Sampling
+from omni_edge.export.speech import Voice
 
 UNUSED_PREFIXES = ("speaker_encoder.",)  # the Base model's x-vector encoder: voice cloning only
 MIN_FRAMES = 2  # generate()'s min_new_tokens: end of speech is not said before two frames

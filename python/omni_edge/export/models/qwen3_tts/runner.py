@@ -19,15 +19,16 @@ from omni_edge.export.models.qwen3_tts.graphs import (
     predictor_id,
     talker_shape,
 )
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
 from omni_edge.export.models.qwen3_tts.reference import (
     ABSENT,
     CODE_GROUPS,
+    SAMPLES_PER_FRAME,
     Qwen3Tts,
     Sampling,
     penalized,
     suppressed,
 )
+from omni_edge.export.options import TtsExportOptions
 
 RECORD_BUDGET_BYTES = 256 << 20  # calibration: recorded inputs kept per graph while one sentence runs
 
@@ -214,7 +215,7 @@ class GraphRunner:
         shape, tail = self.opts.stream, self.model.tail_samples
         chunks = []
         for start, end, final in shape.chunks(codes.shape[0]):
-            ctx, a, b = shape.emitted(start, end, tail, final)
+            ctx, a, b = shape.emitted(start, end, tail, final, SAMPLES_PER_FRAME)
             w = min(w for w in shape.windows if w >= ctx + end - start + 1)
             window = np.zeros((1, CODE_GROUPS, w), np.int64)
             window[0, :, :end - start + ctx] = codes[start - ctx:end].T

@@ -12,7 +12,6 @@ import torch
 
 from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export.comparison import FP32_TIE_GAP, Agreement, sqnr_db
-from omni_edge.export.models.qwen3_tts.options import TtsExportOptions
 from omni_edge.export.models.qwen3_tts.reference import (
     CODE_GROUPS,
     SAMPLES_PER_FRAME,
@@ -22,6 +21,7 @@ from omni_edge.export.models.qwen3_tts.reference import (
     generate_codes,
 )
 from omni_edge.export.models.qwen3_tts.runner import GraphRunner, validation_sampling
+from omni_edge.export.options import TtsExportOptions
 
 
 def _compare(model: Qwen3Tts, got: np.ndarray, ref: np.ndarray, agreement: Agreement, pcm: np.ndarray,
