@@ -46,7 +46,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             GUARD.ignore_until_exit()
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(main())
