@@ -62,7 +62,8 @@ class TargetOptions:
             object.__setattr__(self, "precision", self.PRECISION_DEFAULTS[self.target])
         allowed = self.PRECISIONS[self.target]
         if self.precision and self.precision not in allowed:
-            raise ValueError(f"--target {self.target} takes --precision {', '.join(allowed)}, not {self.precision!r}")
+            raise ValueError(f"unknown precision {self.precision!r}: --target {self.target} takes --precision "
+                             f"{', '.join(allowed)}")
         if self.target == "cpu" and self.precision in BLOCK_PRECISIONS:
             check_block_size(self.block_size)
 

@@ -66,6 +66,7 @@ def export_checkpoint(checkpoint: Path, out: Path, opts: TargetOptions) -> Any:
     command's (LlmExportOptions, TtsExportOptions, PolicyExportOptions)."""
     arch = of_checkpoint(checkpoint)
     if arch.task != opts.TASK:
-        raise ValueError(f"{checkpoint}: a {arch.name} checkpoint ({arch.summary}): export it with "
-                         f"`omni-edge export {arch.task}`")
+        takes = " or ".join(t for a in ARCHITECTURES if a.task == opts.TASK for t in a.model_types)
+        raise ValueError(f"{checkpoint}: not a {takes} checkpoint directory: it is a {arch.name} checkpoint "
+                         f"({arch.summary}); export it with `omni-edge export {arch.task}`")
     return arch.module("export").export(checkpoint, out, opts)
