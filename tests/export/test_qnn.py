@@ -87,7 +87,10 @@ def _check_w8a16_plan(plan: Path, unseen: Path, *flags: str) -> None:
         assert_greedy(got, unseen, prompt, f"greedy prompt {i}", tie_gap=tie_gap)
 
 
-@pytest.mark.parametrize("soc", [pytest.param(SOCS[0], marks=pytest.mark.host_numerics), *SOCS[1:]])
+# Not rerun on torch's baseline kernels (host_numerics): the checkpoint is retrained there and
+# exported for the emulator again, ~8 minutes on an AVX2 host for what the main run already checks
+# on this CPU.
+@pytest.mark.parametrize("soc", SOCS)
 def test_run_on_the_htp_with_every_graph_on_the_npu(qnn_artifact: Path, unseen: Path, soc: str) -> None:
     _check_w8a16_plan(qnn_artifact / f"plan.qnn-{soc}-w8a16.json", unseen)
 
