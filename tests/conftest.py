@@ -33,22 +33,22 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _main_jobs_checkpoint(out: Path) -> Path | None:
-    """The main job (setup.sh's `omni-edge demo`) trains this same default checkpoint (qwen3, tiny,
-    seed 0): a copy of it saves the suite 4 minutes of training on an AVX2 host. Taken only when its
-    record is this checkout's recipe (the record is written last, so it is also complete)."""
+    """The main job (setup.sh's `omni-edge demo`) trains this same default checkpoint: a copy of it
+    saves the suite 4 minutes of training on an AVX2 host. Taken only when its record is this
+    checkout's recipe (the record is written last, so the checkpoint is also complete)."""
     import json
     import shutil
 
-    from omni_edge.export.models.qwen3.checkpoint import PRESETS
+    from omni_edge.cli.demo import DEFAULT_WORKDIR, TEXT_CHECKPOINT
+    from omni_edge.export.models.qwen3.checkpoint import recipe
 
-    made = ROOT / "work" / "demo" / "checkpoint-qwen3-tiny"
+    made = ROOT / DEFAULT_WORKDIR / TEXT_CHECKPOINT
     try:
         record = json.loads((made / "omni_edge_checkpoint.json").read_text())
     except (OSError, ValueError):
         return None
-    recipe = {"arch": "qwen3", "preset": "tiny", "seed": 0, "sliding_window": None,
-              "train_steps": PRESETS["tiny"].train_steps}
-    if {k: record.get(k) for k in recipe} != recipe:
+    wanted = recipe("tiny", seed=0)
+    if {k: record.get(k) for k in wanted} != wanted:
         return None
     shutil.copytree(made, out)
     return out

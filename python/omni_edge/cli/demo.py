@@ -13,10 +13,13 @@ from typing import Any
 from omni_edge.cli.console import quietly
 from omni_edge.cli.run import run, speak
 
+DEFAULT_WORKDIR = Path("work/demo")  # relative to where it runs: the checkout, for setup.sh
+TEXT_CHECKPOINT = "checkpoint-qwen3-tiny"  # the qwen3 tiny preset, seed 0
+
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("demo", help="make the default checkpoint, export it and stream a reply (the README's main job)")
-    p.add_argument("--workdir", type=Path, default=Path("work/demo"))
+    p.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     p.add_argument("--no-speech", action="store_true", help="only the text reply, not its speech")
     p.add_argument("--prompt", default="What does a context manager do in Python?")
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -35,7 +38,7 @@ def _steps(args: argparse.Namespace) -> int:
     from omni_edge.export.registry import export_checkpoint, make_checkpoint
 
     work = args.workdir
-    checkpoint = work / "checkpoint-qwen3-tiny"
+    checkpoint = work / TEXT_CHECKPOINT
     if not (checkpoint / "model.safetensors").exists():
         print(f"[demo] making the default checkpoint (Qwen3 architecture, tiny preset) in {checkpoint}", file=sys.stderr)
         make_checkpoint(checkpoint, arch="qwen3", preset="tiny")

@@ -22,6 +22,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 TASKS = ("llm", "tts", "policy")
 
 
+def model_types(task: str | None = None) -> list[str]:
+    """The config.json model_types the registry knows, or those one export command takes."""
+    return [t for a in ARCHITECTURES if task in (None, a.task) for t in a.model_types]
+
+
 def by_name(name: str) -> Architecture:
     for arch in ARCHITECTURES:
         if arch.name == name:
@@ -42,7 +47,7 @@ def of_checkpoint(checkpoint: Path) -> Architecture:
     for arch in ARCHITECTURES:
         if model_type in arch.model_types:
             return arch
-    known = ", ".join(t for a in ARCHITECTURES for t in a.model_types)
+    known = ", ".join(model_types())
     raise ValueError(f"{checkpoint}: model_type {model_type!r} is not supported (known: {known})")
 
 
@@ -66,7 +71,6 @@ def export_checkpoint(checkpoint: Path, out: Path, opts: TargetOptions) -> Any:
     command's (LlmExportOptions, TtsExportOptions, PolicyExportOptions)."""
     arch = of_checkpoint(checkpoint)
     if arch.task != opts.TASK:
-        takes = " or ".join(t for a in ARCHITECTURES if a.task == opts.TASK for t in a.model_types)
-        raise ValueError(f"{checkpoint}: not a {takes} checkpoint directory: it is a {arch.name} checkpoint "
+        raise ValueError(f"{checkpoint}: not a {' or '.join(model_types(opts.TASK))} checkpoint directory: it is a {arch.name} checkpoint "
                          f"({arch.summary}); export it with `omni-edge export {arch.task}`")
     return arch.module("export").export(checkpoint, out, opts)

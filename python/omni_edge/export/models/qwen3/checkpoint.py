@@ -74,8 +74,15 @@ def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, sliding_wind
                       model_max_length=p.max_positions)
     fast.chat_template = CHATML_TEMPLATE
     fast.save_pretrained(out)
-    (out / "omni_edge_checkpoint.json").write_text(json.dumps({
-        "arch": "qwen3", "preset": preset, "seed": seed, "sliding_window": sliding_window,
-        "train_steps": steps, "final_loss": losses[-1] if losses else None,
-    }, indent=2) + "\n")
+    record = {**recipe(preset, seed, sliding_window, train_steps), "final_loss": losses[-1] if losses else None}
+    (out / "omni_edge_checkpoint.json").write_text(json.dumps(record, indent=2) + "\n")  # last: marks it complete
     return out
+
+
+def recipe(preset: str = "tiny", seed: int = 0, sliding_window: int | None = None,
+           train_steps: int | None = None) -> dict[str, Any]:
+    """What makes a checkpoint of this folder, as its omni_edge_checkpoint.json records it: two
+    checkpoints of one recipe are interchangeable."""
+    p = PRESETS[preset]
+    return {"arch": "qwen3", "preset": preset, "seed": seed, "sliding_window": sliding_window,
+            "train_steps": p.train_steps if train_steps is None else train_steps}
