@@ -4,11 +4,12 @@
 #include <limits>
 
 namespace omni_edge {
-namespace {
 
 Status FieldError(const std::string& path, const std::string& what) {
   return Status::Error("invalid_field", path + ": " + what);
 }
+
+namespace {
 
 // Depth of brackets outside strings; a cheap guard before the real parser.
 bool NestingWithin(const std::string& text, int max_depth) {

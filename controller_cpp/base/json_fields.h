@@ -24,6 +24,9 @@ Result<Json> ParseJson(const std::string& text, const std::string& where, int ma
 // "array", "string", ... as the Python reference names JSON types in messages.
 const char* JsonTypeName(const Json& value);
 
+// invalid_field: "<path>: <what>", the one shape every field refusal takes.
+Status FieldError(const std::string& path, const std::string& what);
+
 // An int64 or a refusal naming `path`; refuses booleans, floats and values outside int64.
 Status CheckInt(const Json& value, const std::string& path, std::optional<int64_t> minimum, int64_t* out);
 

@@ -17,10 +17,6 @@ const char* const kArtifactStrings[] = {"checkpoint_id",   "checkpoint_revision"
                                         "adapter_version", "exporter_version",    "compiler_version",
                                         "shape_bucket"};
 
-Status FieldError(const std::string& path, const std::string& what) {
-  return Status::Error("invalid_field", path + ": " + what);
-}
-
 bool IsSha256Hex(const std::string& s) {
   if (s.size() != 64) return false;
   for (char c : s) {

@@ -2,12 +2,10 @@
 
 #include <tuple>
 
+#include "base/json_fields.h"
+
 namespace omni_edge::contract {
 namespace {
-
-Status FieldError(const std::string& path, const std::string& what) {
-  return Status::Error("invalid_field", path + ": " + what);
-}
 
 Status NonEmpty(const std::string& value, const std::string& path) {
   return value.empty() ? FieldError(path, "must be a non-empty string") : Status::Ok();
