@@ -48,7 +48,9 @@ step "Android app on the host: JNI bridge + dev.omniedge under JUnit and -Xcheck
 OMNI_EDGE_JNI_BUILD_DIR=build/native android_app/host-test.sh
 
 step "C++ unit tests under ASan + UBSan"
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOMNI_EDGE_SANITIZE=address,undefined >/dev/null
+# A unity build (sources compiled in batches: nlohmann::json parsed once per batch): 403 s of CPU
+# against 709 file by file. The Release build above stays file by file, for ccache's hits.
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOMNI_EDGE_SANITIZE=address,undefined -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build build/asan -j"$jobs" --target omni_edge_tests
 ctest --test-dir build/asan -j"$jobs" --output-on-failure
 

@@ -270,7 +270,8 @@ def compile_target(target: Target, build: Path, *, tests: bool, build_type: str,
     args = ["-G", "Ninja", f"-DCMAKE_BUILD_TYPE={build_type}", "-DOMNI_EDGE_BUILD_PYTHON=OFF",
             f"-DOMNI_EDGE_RUNTIME_LIBDIR=$ORIGIN{'' if target.windows else '/../lib'}",
             f"-DOMNI_EDGE_ORT_INCLUDE_DIR={root / 'third_party/onnxruntime/include'}",
-            f"-DOMNI_EDGE_BUILD_TESTS={'ON' if tests else 'OFF'}"]
+            f"-DOMNI_EDGE_BUILD_TESTS={'ON' if tests else 'OFF'}",
+            "-DCMAKE_UNITY_BUILD=ON"]  # sources in batches: nlohmann::json parsed once per batch, not per file
     et_root, et_version = executorch
     args += ([f"-DEXECUTORCH_ROOT={et_root}", f"-DOMNI_EDGE_EXECUTORCH_VERSION={et_version}"] if et_root
              else ["-DOMNI_EDGE_WITH_EXECUTORCH=OFF"])
