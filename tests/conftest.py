@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from llm_reference import QNN_SOCS, cli, unseen_peaked_checkpoint
+from llm_reference import QNN_SOCS, cli, random_qwen3_checkpoint, unseen_peaked_checkpoint
 from omni_edge.runtime import implementations
 from paths import ROOT
 
@@ -100,6 +100,17 @@ def qnn_artifact(unseen: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
+# ---- a checkpoint the project never made: random Qwen3 weights, default export ----------------
+@pytest.fixture(scope="session")
+def random_artifact(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(checkpoint, artifact): random untrained weights and their own tokenizer, exported by the CLI
+    with its defaults (full KV, buckets 512/1024) in both formats. The unseen-checkpoint test reads
+    400 tokens of it on the host, the device tests on the aarch64 bundle under qemu."""
+    work = tmp_path_factory.mktemp("random-qwen3")
+    checkpoint = random_qwen3_checkpoint(work / "ckpt")
+    done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(work / "artifact"), "--format", "both")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return checkpoint, work / "artifact"
 
 
 # ---- speech ---------------------------------------------------------------------------------

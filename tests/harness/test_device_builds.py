@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from adb_server import FakeAdbServer
-from llm_reference import CLI, cli, greedy_reference, random_qwen3_checkpoint, run_greedy_ids
+from llm_reference import CLI, cli, greedy_reference, run_greedy_ids
 from numeric import NearTie, assert_greedy, assert_sqnr
 from omni_edge.export.comparison import FP32_TIE_GAP
 from omni_edge.harness.deploy.binaries import read_pe
@@ -48,18 +48,15 @@ def bundles(tiny_artifact: Path, tmp_path_factory: pytest.TempPathFactory) -> di
 
 
 @pytest.fixture(scope="session")
-def never_seen(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[int]]:
-    """A Qwen3 checkpoint the project never made, exported for ONNX Runtime and ExecuTorch."""
+def never_seen(random_artifact: tuple[Path, Path]) -> tuple[Path, Path, list[int]]:
+    """A Qwen3 checkpoint the project never made, exported for ONNX Runtime and ExecuTorch (the
+    session's, which the host's 400-token test also reads)."""
     from tokenizers import Tokenizer
 
-    work = tmp_path_factory.mktemp("unseen-device")
-    checkpoint = random_qwen3_checkpoint(work / "ckpt")
-    done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(work / "artifact"), "--format", "both",
-               "--buckets", "256")
-    assert done.returncode == 0, done.stderr[-3000:]
+    checkpoint, artifact = random_artifact
     tok = Tokenizer.from_file(str(checkpoint / "tokenizer.json"))
     prompt = tok.encode(" ".join(f"line {i}: the value of x is {i * i}" for i in range(12))).ids[:60]
-    return checkpoint, work / "artifact", prompt
+    return checkpoint, artifact, prompt
 
 
 def assert_same_greedy(host: list[int], other: list[int], model: Path, prompt: list[int], what: str) -> None:
