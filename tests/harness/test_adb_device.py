@@ -167,6 +167,13 @@ def test_push_pull_hash_skip_and_modes(dev: AdbDevice, tmp_path: Path) -> None:
     assert changed.sent == [f"{remote}/a.txt"] and len(changed.skipped) == 2
     assert dev.shell(["cat", f"{remote}/a.txt"]).stdout == "alpha, changed\n"
 
+    # A directory is mirrored: what the tree no longer has (a re-export's other buckets) goes.
+    (src / "sub" / "deep" / "weights.bin").unlink()
+    (src / "b.txt").write_text("beta\n")
+    mirrored = dev.push(src, remote)
+    assert mirrored.removed == [f"{remote}/sub/deep/weights.bin"] and mirrored.sent == [f"{remote}/b.txt"]
+    assert sorted(dev.remote_hashes(remote)) == ["a.txt", "b.txt", "bin/run.sh"]
+
     single = dev.push(src / "a.txt", f"{dev.workdir}/single/renamed.txt")
     assert single.sent == [f"{dev.workdir}/single/renamed.txt"]
     assert dev.push(src / "a.txt", f"{dev.workdir}/single/renamed.txt").skipped == [f"{dev.workdir}/single/renamed.txt"]

@@ -136,6 +136,7 @@ class Deployment:
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device.serial, "root": self.root, "plan": self.plan, "artifacts": self.artifacts,
                 "env": self.env, "files_sent": len(self.report.sent), "files_skipped": len(self.report.skipped),
+                "files_removed": len(self.report.removed),
                 "bytes_sent": self.report.bytes_sent}
 
 

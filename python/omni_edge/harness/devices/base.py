@@ -45,11 +45,13 @@ class MemorySample:
 class PushReport:
     sent: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # on the device, no longer in the pushed tree
     bytes_sent: int = 0
 
     def merge(self, other: PushReport) -> None:
         self.sent += other.sent
         self.skipped += other.skipped
+        self.removed += other.removed
         self.bytes_sent += other.bytes_sent
 
 
@@ -143,6 +145,14 @@ class Device(ABC):
     def pull(self, remote: str, local: Path) -> None:
         """Copy one remote file to `local`."""
 
+    def remove_files(self, remote_root: str, rels: list[str]) -> list[str]:
+        """Delete these files (paths relative to `remote_root`, as `remote_hashes` names them);
+        returns the ones deleted."""
+        done = self.shell(["rm", "-f", "--", *(str(PurePosixPath(remote_root) / rel) for rel in rels)], timeout=120)
+        if done.returncode != 0:
+            raise DeviceError(f"removing stale files under {remote_root} on {self.serial}: {done.stderr.strip()}")
+        return rels
+
     @abstractmethod
     def kill(self, pid: int, hard: bool = False) -> None:
         """Stop a process started by `stream` (no error if it already ended): SIGTERM, the way a
@@ -175,7 +185,8 @@ class Device(ABC):
         return result.returncode == 0
 
     def push(self, local: Path, remote: str) -> PushReport:
-        """Copy a file or directory tree, skipping files whose remote SHA-256 already matches."""
+        """Copy a file or directory tree, skipping files whose remote SHA-256 already matches; a
+        directory's remote files that the tree does not have are removed."""
         files = local_files(local)
         remote_root = remote if local.is_dir() else str(PurePosixPath(remote).parent)
         have = self.remote_hashes(remote_root)
@@ -189,5 +200,11 @@ class Device(ABC):
             self.put_file(path, target)
             report.sent.append(target)
             report.bytes_sent += path.stat().st_size
+        if local.is_dir():
+            # A directory is mirrored: what an earlier push left and this tree no longer has (a
+            # re-export's other buckets) would be refused by the controller as unlisted files.
+            stale = sorted(set(have) - {rel for _, rel in files})
+            if stale:
+                report.removed += [str(PurePosixPath(remote_root) / rel) for rel in self.remove_files(remote_root, stale)]
         return report
 

@@ -112,6 +112,18 @@ class HostDevice(Device):
             return {}
         return {p.relative_to(root).as_posix(): sha256_file(p) for p in root.rglob("*") if p.is_file()}
 
+    def remove_files(self, remote_root: str, rels: list[str]) -> list[str]:
+        root = Path(remote_root)
+        if root.is_symlink():  # hashed through the link, but nothing is deleted outside the tree
+            return []
+        removed = []
+        for rel in rels:
+            path = root / rel
+            if path.resolve().is_relative_to(root.resolve()) and (path.is_file() or path.is_symlink()):
+                path.unlink()
+                removed.append(rel)
+        return removed
+
     def put_file(self, local: Path, remote: str) -> None:
         target = Path(remote)
         target.parent.mkdir(parents=True, exist_ok=True)
