@@ -47,8 +47,7 @@ def push_to_app(device: Device, plan_path: Path, *, name: str | None = None, pac
     for remote, component in components.items():
         _verify_remote(device, component, f"{target}/{remote}")
     return {"device": device.serial, "app": package, "plan": f"{target}/plan.json",
-            "artifacts": [f"{target}/{r}" for r in components], "files_sent": len(report.sent),
-            "files_skipped": len(report.skipped), "files_removed": len(report.removed), "bytes_sent": report.bytes_sent, "verified": True}
+            "artifacts": [f"{target}/{r}" for r in components], **report.counts(), "verified": True}
 
 
 def _verify_remote(device: Device, component: Path, remote: str) -> None:

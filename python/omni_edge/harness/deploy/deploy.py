@@ -135,9 +135,7 @@ class Deployment:
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device.serial, "root": self.root, "plan": self.plan, "artifacts": self.artifacts,
-                "env": self.env, "files_sent": len(self.report.sent), "files_skipped": len(self.report.skipped),
-                "files_removed": len(self.report.removed),
-                "bytes_sent": self.report.bytes_sent}
+                "env": self.env, **self.report.counts()}
 
 
 def _plan_file(artifact: Path, plan_name: str) -> Path:

@@ -54,6 +54,11 @@ class PushReport:
         self.removed += other.removed
         self.bytes_sent += other.bytes_sent
 
+    def counts(self) -> dict[str, int]:
+        """What `push` prints of it: files sent, skipped (same hash), removed, and bytes sent."""
+        return {"files_sent": len(self.sent), "files_skipped": len(self.skipped), "files_removed": len(self.removed),
+                "bytes_sent": self.bytes_sent}
+
 
 @dataclass
 class DeviceFacts:

@@ -116,10 +116,10 @@ class HostDevice(Device):
         root = Path(remote_root)
         if root.is_symlink():  # hashed through the link, but nothing is deleted outside the tree
             return []
-        removed = []
+        inside, removed = root.resolve(), []
         for rel in rels:
             path = root / rel
-            if path.resolve().is_relative_to(root.resolve()) and (path.is_file() or path.is_symlink()):
+            if path.resolve().is_relative_to(inside) and (path.is_file() or path.is_symlink()):
                 path.unlink()
                 removed.append(rel)
         return removed
