@@ -80,6 +80,7 @@ Status Tokenizer::ReadModel(const Json& j) {
     if (!affix.empty()) return Unsupported(std::string(key));
   }
   OE_ASSIGN_OR_RETURN(ignore_merges_, GetBool(model, "ignore_merges", false, where));
+  OE_ASSIGN_OR_RETURN(fuse_unk_, GetBool(model, "fuse_unk", false, where));
 
   if (!model.contains("vocab") || !model["vocab"].is_object()) return Invalid("model.vocab must be an object");
   TokenId max_id = -1;
@@ -87,6 +88,12 @@ Status Tokenizer::ReadModel(const Json& j) {
     OE_ASSIGN_OR_RETURN(TokenId id, ReadId(it.value(), "vocab id of '" + it.key() + "'"));
     vocab_[it.key()] = id;
     max_id = std::max(max_id, id);
+  }
+  OE_ASSIGN_OR_RETURN(std::string unk, GetString(model, "unk_token", "", where));
+  if (!unk.empty()) {
+    auto it = vocab_.find(unk);
+    if (it == vocab_.end()) return Invalid("model.unk_token '" + unk + "' is not in the vocabulary");
+    unk_id_ = it->second;
   }
   std::vector<AddedToken> added;
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
@@ -184,8 +191,7 @@ Status Tokenizer::MapBytes() {
   for (int b = 0; b < 256; ++b) {
     std::string utf8;
     unicode::AppendUtf8(alphabet[b], &utf8);
-    if (vocab_.count(utf8) == 0) return Invalid("byte-level alphabet incomplete: no token for byte " + std::to_string(b));
-    byte_to_char_[b] = utf8;
+    byte_to_char_[b] = utf8;  // a byte without a token is the unk token or dropped (EncodeWord)
     char_to_byte_[alphabet[b]] = uint8_t(b);
   }
   return Status::Ok();
@@ -223,8 +229,17 @@ void Tokenizer::EncodeWord(const std::string& word, std::vector<TokenId>* out) c
     if (b >= 0xF0) len = 4;
     else if (b >= 0xE0) len = 3;
     else if (b >= 0xC0) len = 2;
-    symbols.push_back({vocab_.at(word.substr(i, len)), int(symbols.size()) - 1, int(symbols.size()) + 1});
+    auto known = vocab_.find(word.substr(i, len));
     i += len;
+    TokenId id;
+    if (known != vocab_.end()) {
+      id = known->second;
+    } else if (unk_id_ && !(fuse_unk_ && !symbols.empty() && symbols.back().id == *unk_id_)) {
+      id = *unk_id_;
+    } else {
+      continue;
+    }
+    symbols.push_back({id, int(symbols.size()) - 1, int(symbols.size()) + 1});
   }
   if (symbols.empty()) return;
   symbols.back().next = -1;

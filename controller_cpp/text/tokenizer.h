@@ -66,6 +66,11 @@ class Tokenizer {
   bool add_prefix_space_ = false;
   bool nfc_ = false;
   bool ignore_merges_ = false;
+  // A byte-level character with no token of its own (real vocabularies lack a few control
+  // bytes): the model's unk token where it names one (consecutive ones fused if it says so),
+  // else dropped, as `tokenizers` does.
+  std::optional<TokenId> unk_id_;
+  bool fuse_unk_ = false;
 };
 
 }  // namespace omni_edge::text

@@ -91,6 +91,34 @@ def test_random_text_same_ids(tokenizers: dict[str, Path], text: str) -> None:
         assert native.encode(text) == hf.encode(text).ids, (name, text)
 
 
+@pytest.mark.parametrize("unk", [None, "unk", "fused-unk"])
+def test_bytes_without_a_token_are_the_unk_token_or_dropped(tokenizers: dict[str, Path], tmp_path: Path,
+                                                            unk: str | None) -> None:
+    """Real vocabularies lack a few control bytes (SmolLM2's has no token for 21 of them): such a
+    byte is the model's unk token where it names one (consecutive ones fused if it says so), else
+    dropped, as `tokenizers` does; the tokenizer still loads."""
+    from tokenizers import pre_tokenizers
+
+    spec = json.loads(tokenizers["gpt2"].read_text())
+    lost = {chr(0x100 + 4), chr(0x100 + 6), "\u00f5"}  # the chars of bytes 4, 6 and 0xF5 (never in UTF-8)
+    assert lost <= set(pre_tokenizers.ByteLevel.alphabet())
+    vocab = spec["model"]["vocab"]
+    for char in lost:
+        del vocab[char]
+    spec["model"]["merges"] = [m for m in spec["model"]["merges"]
+                               if not lost & set("".join(m if isinstance(m, list) else m.split(" ")))]
+    if unk is not None:
+        vocab["<unk>"] = max(vocab.values()) + len(spec["added_tokens"]) + 1
+        spec["model"].update(unk_token="<unk>", fuse_unk=unk == "fused-unk")
+    path = tmp_path / "lossy.json"
+    path.write_text(json.dumps(spec))
+    hf, native = _pair(path)
+    for text in ["a\x04b", "\x04\x06\x04 x", "tab\x06\x06\x06end", "\x04", "plain text"]:
+        ids = hf.encode(text).ids
+        assert native.encode(text) == ids, (unk, repr(text))
+    assert (vocab.get("<unk>") in hf.encode("a\x04\x06b").ids) == (unk is not None)
+
+
 def test_unsupported_and_broken_tokenizers_are_refused(tmp_path: Path, tokenizers: dict[str, Path]) -> None:
     spec = json.loads(tokenizers["gpt2"].read_text())
     spec["pre_tokenizer"] = {"type": "Whitespace"}
