@@ -37,6 +37,10 @@ class DecoderShape:
     # Multimodal RoPE (Qwen2-VL / Qwen2.5-Omni): how many of the head's rotary frequencies follow
     # each of the three position rows (temporal, height, width); empty for plain RoPE.
     mrope_section: tuple[int, ...] = ()
+    # Scaled RoPE (Llama 3.x, linear, YaRN): the inverse frequencies transformers computes for the
+    # checkpoint, and the factor its cos/sin are multiplied by; empty and 1.0 for plain RoPE.
+    rope_inv_freq: tuple[float, ...] = ()
+    rope_scale: float = 1.0
 
     @classmethod
     def from_config(cls, config: Any) -> DecoderShape:
@@ -46,13 +50,35 @@ class DecoderShape:
         sliding = {t == "sliding_attention" for t in layer_types}
         if sliding == {True, False}:
             raise ValueError("checkpoints mixing sliding and full attention layers are not supported yet")
+        activation = getattr(config, "hidden_act", "silu")
+        if activation != "silu":
+            raise ValueError(f"MLP activation {activation!r} is not supported (silu)")
         window = config.sliding_window if sliding == {True} else None
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         mrope = tuple(int(n) for n in rope.get("mrope_section") or ())
         if mrope and 2 * sum(mrope) != head_dim:
             raise ValueError(f"mrope_section {list(mrope)} does not cover half the head dim {head_dim}")
+        inv_freq, scale = _scaled_rope(config, str(rope.get("rope_type", "default")))
         return cls(config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.num_key_value_heads,
-                   head_dim, config.vocab_size, theta, config.rms_norm_eps, window, mrope)
+                   head_dim, config.vocab_size, theta, config.rms_norm_eps, window, mrope, inv_freq, scale)
+
+
+# RoPE variants whose frequencies do not depend on the sequence length: baked into the graphs.
+STATIC_ROPE_SCALINGS = ("linear", "llama3", "yarn")
+
+
+def _scaled_rope(config: Any, rope_type: str) -> tuple[tuple[float, ...], float]:
+    """transformers' own inverse frequencies and cos/sin factor for a scaled RoPE; a RoPE that
+    changes with the sequence length (dynamic NTK, LongRoPE) is refused by name."""
+    if rope_type in ("default", "mrope"):
+        return (), 1.0
+    if rope_type not in STATIC_ROPE_SCALINGS:
+        raise ValueError(f"RoPE type {rope_type!r} is not supported (plain, {', '.join(STATIC_ROPE_SCALINGS)}): "
+                         "its frequencies change with the sequence length, which static graphs cannot follow")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    inv_freq, scale = ROPE_INIT_FUNCTIONS[rope_type](config)
+    return tuple(float(f) for f in inv_freq.to(torch.float32)), float(scale)
 
 
 class RMSNorm(nn.Module):
@@ -201,7 +227,8 @@ class BodyGraph(nn.Module):
         super().__init__()
         self.s = s
         self.layers = nn.ModuleList(DecoderLayer(layer, s, reduce) for layer in model.model.layers)
-        inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
+        inv_freq = (torch.tensor(s.rope_inv_freq, dtype=torch.float32) if s.rope_inv_freq
+                    else 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim)))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         if s.mrope_section:
             # Which position row each rotary dim follows, as a one-hot [3, 1, 1, D] mask: a
@@ -212,8 +239,8 @@ class BodyGraph(nn.Module):
         self.rope_table = rope_table
         if rope_table:
             emb = self._angles(torch.arange(rope_table, dtype=torch.int64)[None])[0, 0]  # [P, D]
-            self.register_buffer("rope_cos", emb.cos(), persistent=False)
-            self.register_buffer("rope_sin", emb.sin(), persistent=False)
+            self.register_buffer("rope_cos", emb.cos() * s.rope_scale, persistent=False)
+            self.register_buffer("rope_sin", emb.sin() * s.rope_scale, persistent=False)
 
     def _angles(self, position_ids: torch.Tensor) -> torch.Tensor:
         freqs = position_ids[..., None].to(torch.float32) * self.inv_freq       # [1, N, D/2]
@@ -237,6 +264,8 @@ class BodyGraph(nn.Module):
         else:
             emb = self._angles(position_ids)
             cos, sin = emb.cos(), emb.sin()
+            if self.s.rope_scale != 1.0:  # YaRN's attention factor, as transformers applies it
+                cos, sin = cos * self.s.rope_scale, sin * self.s.rope_scale
         n_layers = len(self.layers)
         # [1, 1, N, S+N] -> [1, G*N, S+N], once per step; a reshape, not mask[0]: that Gather reads
         # the float input before it is quantized, which HTP v68 (no float units) cannot run.
