@@ -28,6 +28,7 @@ from omni_edge.contracts import ArtifactMetadata, ValidationRef
 from omni_edge.export.decoder.graphs import DecoderShape
 from omni_edge.export.decoder.plan import PRECISION_DEFAULTS, kv_caches, llm_section, shape_bucket, thinker_stage, write_plan
 from omni_edge.export.decoder.validation import validate_llm
+from omni_edge.export.gguf import checkpoint_source
 from omni_edge.export.options import LlmExportOptions
 
 # Limits of the reports per CPU precision: 8-bit weights keep greedy generation (>= 90% of 64
@@ -94,7 +95,7 @@ def _cpu_component(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptio
             graphs = export_pte(cdir, model, shape, opts, caches, progress, precision=opts.precision)
     label = f"{fmt}, {opts.precision}" if quantized else fmt
     plan_path = write_plan(out, f"{checkpoint.name} ({label}, {opts.kv} KV)",
-                           thinker_stage(component, llm_section(shape, opts, caches), graphs))
+                           thinker_stage(component, llm_section(shape, opts, caches, checkpoint), graphs))
     revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision,
                     precision=f"{opts.precision}-b{opts.block_size}" if quantized else "fp32",
@@ -110,7 +111,8 @@ def _cpu_component(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptio
         numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
         task_validation=ValidationRef("reports/task.json", task.passed)),
         extra_metadata={"llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk,
-                                "format": fmt, **_quantization(opts, fmt)}, **opts.extra_metadata})
+                                "format": fmt, **_quantization(opts, fmt)}, **opts.extra_metadata,
+                        **checkpoint_source(checkpoint)})
     return plan_path
 
 

@@ -44,11 +44,46 @@ def shape_bucket(opts: LlmExportOptions, caches: list[int]) -> str:
     return f"{bucket}-n{opts.prefill_chunk}"
 
 
-def llm_section(shape: DecoderShape, opts: LlmExportOptions, caches: list[int]) -> dict[str, Any]:
+CHATML_STOPS = ("<|im_end|>", "<|endoftext|>")
+
+
+def text_format(checkpoint: Path) -> tuple[str, list[str]]:
+    """(chat_format, stop_tokens) of a checkpoint's tokenizer: "chatml" where its chat template
+    is ChatML (the controller's one chat format), or where it has no template and its vocabulary
+    holds ChatML's markers; else "none" (`--chat` is then refused by name);
+    the stop tokens are ChatML's and the checkpoint's end-of-sequence tokens that its vocabulary
+    holds (the controller refuses a stop token it cannot find)."""
+    tokenizer = json.loads((checkpoint / "tokenizer.json").read_text())
+    vocab: dict[str, int] = dict(tokenizer.get("model", {}).get("vocab") or {})
+    vocab.update({t["content"]: t["id"] for t in tokenizer.get("added_tokens", [])})
+    by_id = {i: t for t, i in vocab.items()}
+
+    def read(name: str) -> dict[str, Any]:
+        path = checkpoint / name
+        data = json.loads(path.read_text()) if path.is_file() else {}
+        return data if isinstance(data, dict) else {}
+
+    config, generation = read("tokenizer_config.json"), read("generation_config.json")
+    template = str(config.get("chat_template") or "")
+    if (checkpoint / "chat_template.jinja").is_file():
+        template = (checkpoint / "chat_template.jinja").read_text()
+    eos_ids = generation.get("eos_token_id", read("config.json").get("eos_token_id"))
+    eos = [by_id.get(i) for i in (eos_ids if isinstance(eos_ids, list) else [eos_ids]) if isinstance(i, int)]
+    named = config.get("eos_token")
+    eos.append(named.get("content") if isinstance(named, dict) else named)
+    stops = [t for t in dict.fromkeys([*CHATML_STOPS, *eos]) if isinstance(t, str) and t in vocab]
+    chatml = "<|im_start|>" in (template or "<|im_start|>") and "<|im_start|>" in vocab and "<|im_end|>" in vocab
+    return ("chatml" if chatml else "none"), stops
+
+
+def llm_section(shape: DecoderShape, opts: LlmExportOptions, caches: list[int], checkpoint: Path) -> dict[str, Any]:
     kv: dict[str, Any] = ({"mode": "full", "buckets": caches, "overflow": opts.overflow} if opts.kv == "full"
                           else {"mode": "ring", "window": caches[0]})
+    chat_format, stops = text_format(checkpoint)
+    if not stops:
+        raise ValueError(f"{checkpoint}: no end-of-sequence token in the tokenizer's vocabulary")
     return {
-        "tokenizer": "tokenizer.json", "chat_format": "chatml", "stop_tokens": ["<|im_end|>", "<|endoftext|>"],
+        "tokenizer": "tokenizer.json", "chat_format": chat_format, "stop_tokens": stops,
         "hidden_size": shape.hidden, "num_layers": shape.layers, "num_kv_heads": shape.kv_heads,
         "head_dim": shape.head_dim, "vocab_size": shape.vocab, "prefill_chunk": opts.prefill_chunk,
         "mask_value": FP32_MASK_VALUE, "kv": kv, "max_new_tokens": opts.max_new_tokens,

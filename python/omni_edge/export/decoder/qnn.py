@@ -26,6 +26,7 @@ from omni_edge.export.decoder.graphs import DecoderShape, body_io_names
 from omni_edge.export.decoder.onnx import export_onnx
 from omni_edge.export.decoder.plan import llm_section, shape_bucket, thinker_stage, write_plan
 from omni_edge.export.decoder.validation import validate_llm
+from omni_edge.export.gguf import checkpoint_source
 from omni_edge.export.options import LlmExportOptions
 from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
@@ -134,7 +135,7 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
         # RoPE from tables covering every position a prefill chunk can reach (padding included).
         groups = export_onnx(build / "fp32", model, shape, opts, caches, progress, rope_table=caches[-1] + opts.prefill_chunk)
     groups["lm_head"].pop("options", None)
-    llm = llm_section(shape, opts, caches)
+    llm = llm_section(shape, opts, caches, checkpoint)
     llm["mask_value"] = qnn_target.QDQ_MASK_VALUE
     fp32_plan = {"plan_version": 1, "name": "fp32 for calibration", "stages": [thinker_stage("fp32", llm, groups)]}
     write_text_atomic(build / "plan.fp32.json", json.dumps(fp32_plan))
@@ -209,7 +210,7 @@ def _soc_component(model: Any, checkpoint: Path, out: Path, build: Path, opts: L
              "versions": qnn_target.versions(), "compile_seconds": round(compile_s, 2),
              "weight_sharing": False, "calibration": g.calibration}
     write_manifest(cdir, component, _metadata(identity, facts, numerical, task),
-                   extra_metadata={"qnn": facts, "llm": _llm_facts(opts, g)})
+                   extra_metadata={"qnn": facts, "llm": _llm_facts(opts, g), **checkpoint_source(checkpoint)})
     return _Component(plan_path, identity, facts)
 
 
@@ -270,5 +271,5 @@ def _shared_twin(out: Path, checkpoint: Path, opts: LlmExportOptions, g: _Graphs
     write_report(cdir / "reports" / "numerical.json", numerical)
     write_report(cdir / "reports" / "task.json", task)
     write_manifest(cdir, component, _metadata(twin_of.identity, facts, numerical, task),
-                   extra_metadata={"qnn": shared_facts, "llm": _llm_facts(opts, g)})
+                   extra_metadata={"qnn": shared_facts, "llm": _llm_facts(opts, g), **checkpoint_source(checkpoint)})
     return plan_path

@@ -91,7 +91,7 @@ def export_cpu(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
         # The placeholder ids the runtime reads: the thinker's config (a release nests it).
         (cdir / THINKER_CONFIG).write_text(thinker.config.to_json_string())
         graphs = export_onnx(cdir, parts, shape, opts, caches, bar)
-    section = {**llm_section(shape, opts, caches), "position_rows": 3}
+    section = {**llm_section(shape, opts, caches, checkpoint), "position_rows": 3}
     plan = write_plan(out, f"{checkpoint.name} (onnx, {opts.kv} KV)", thinker_stage("thinker-onnx", section, graphs))
     encoders = Encoders({g: out / "vision-onnx" / f for g, f in vision["graphs"].items()},
                         out / "audio-onnx" / audio["graphs"]["chunk"], audio["chunk_frames"])
