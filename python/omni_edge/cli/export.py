@@ -31,6 +31,9 @@ def add_parsers(sub: Any) -> None:
                    help="qwen3: override the preset's training steps (0: random weights)")
     p.add_argument("--thinker", type=Path, default=None,
                    help="qwen3-tts: an omni talker reading this Qwen3 checkpoint's hidden states (its text side)")
+    p.add_argument("--from-gguf", type=Path, default=None, metavar="MODEL.gguf",
+                   help="dequantize a GGUF file (llama, qwen2, qwen3) into a float32 checkpoint directory instead; "
+                        "its tokenizer and chat template come from the file's metadata")
     p.set_defaults(func=make_checkpoint)
 
     p = sub.add_parser("export", help="export a checkpoint into per-stage artifacts")
@@ -114,12 +117,17 @@ def make_checkpoint(args: argparse.Namespace) -> int:
     from omni_edge.export.registry import make_checkpoint
 
     try:
-        out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed,
+        out = make_checkpoint(args.out, arch=args.arch, preset=args.preset, seed=args.seed, from_gguf=args.from_gguf,
                               sliding_window=args.sliding_window, train_steps=args.train_steps, thinker=args.thinker)
     except ValueError as exc:
         print(f"omni-edge make-checkpoint: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {args.arch} {args.preset} checkpoint to {out}")
+    if args.from_gguf is not None:
+        source = json.loads((out / "omni_edge_checkpoint.json").read_text())["source"]
+        print(f"wrote a {source['architecture']} checkpoint to {out}, dequantized from "
+              f"{', '.join(source['dequantized_from']) or 'float tensors'} ({args.from_gguf.name})")
+    else:
+        print(f"wrote {args.arch} {args.preset} checkpoint to {out}")
     return 0
 
 

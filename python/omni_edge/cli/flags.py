@@ -113,7 +113,8 @@ def export_target(p: argparse.ArgumentParser, precision_help: str, *, blocks: bo
     """What the `export` commands take: checkpoint, output, format, target, precision, block size
     (`blocks`: a command whose CPU precisions quantize in blocks), SoCs, threads, --no-validate
     (`skip_validation`), verbosity (omni_edge.export.options.TargetOptions)."""
-    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--checkpoint", type=Path, required=True,
+                   help="a checkpoint directory (config.json, model.safetensors, tokenizer.json) or, for llm, a .gguf file")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--format", choices=[*FORMATS, "both"], default="onnx",
                    help="ONNX Runtime graphs, an ExecuTorch program (XNNPACK), or both")

@@ -6,15 +6,19 @@ models/ with the same files as the others, and one line here."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from omni_edge.export import gguf
 from omni_edge.export.architecture import Architecture
-from omni_edge.export.models import pi0, qwen3, qwen3_tts, qwen25_omni
+from omni_edge.export.models import llama, pi0, qwen2, qwen3, qwen3_tts, qwen25_omni
 from omni_edge.export.options import TargetOptions
 
 ARCHITECTURES: tuple[Architecture, ...] = (
     qwen3.ARCHITECTURE,
+    qwen2.ARCHITECTURE,
+    llama.ARCHITECTURE,
     qwen3_tts.ARCHITECTURE,
     qwen25_omni.ARCHITECTURE,
     pi0.ARCHITECTURE,
@@ -51,9 +55,16 @@ def of_checkpoint(checkpoint: Path) -> Architecture:
     raise ValueError(f"{checkpoint}: model_type {model_type!r} is not supported (known: {known})")
 
 
-def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: int = 0, **flags: Any) -> Path:
+def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: int = 0, from_gguf: Path | None = None,
+                    **flags: Any) -> Path:
     """`make-checkpoint`: the architecture's own maker; a flag it does not take (given, not None)
-    is refused by name."""
+    is refused by name. `from_gguf`: a checkpoint dequantized from that file instead (its
+    architecture is the file's)."""
+    if from_gguf is not None:
+        extra = sorted("--" + k.replace("_", "-") for k, v in flags.items() if v is not None)
+        if extra:
+            raise ValueError(f"--from-gguf takes the file's architecture and weights: not {', '.join(extra)}")
+        return gguf.checkpoint_from_gguf(from_gguf, out)
     architecture = by_name(arch)
     given = {k: v for k, v in flags.items() if v is not None}
     refused = [k for k in given if k not in architecture.checkpoint_flags]
@@ -68,7 +79,13 @@ def make_checkpoint(out: Path, arch: str = "qwen3", preset: str = "tiny", seed: 
 
 def export_checkpoint(checkpoint: Path, out: Path, opts: TargetOptions) -> Any:
     """`export llm|tts|policy`: the checkpoint's architecture exports it, if its options are that
-    command's (LlmExportOptions, TtsExportOptions, PolicyExportOptions)."""
+    command's (LlmExportOptions, TtsExportOptions, PolicyExportOptions). A GGUF file is first
+    dequantized into a checkpoint directory named after it, beside OUT, removed afterwards."""
+    if gguf.is_gguf(checkpoint):
+        gguf.describe(checkpoint)  # refuse a file it cannot take before the slow load
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".gguf-", dir=out.parent) as tmp:
+            return export_checkpoint(gguf.checkpoint_from_gguf(checkpoint, Path(tmp) / checkpoint.stem), out, opts)
     arch = of_checkpoint(checkpoint)
     if arch.task != opts.TASK:
         raise ValueError(f"{checkpoint}: not a {' or '.join(model_types(opts.TASK))} checkpoint directory: it is a {arch.name} checkpoint "

@@ -1,0 +1,54 @@
+"""What the text-LLM architectures share: the checkpoint's causal LM through transformers in
+float32 (the reference every exported graph and artifact is checked against), its export
+through the shared decoder, and random-weight checkpoints with a locally trained tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omni_edge.export.checkpoint import CHATML_TEMPLATE, SPECIAL_TOKENS, save_random_checkpoint, seed_everything, train_tokenizer
+from omni_edge.export.corpus import stdlib_corpus
+from omni_edge.export.decoder.export import checked, export_decoder_lm
+from omni_edge.export.options import LlmExportOptions
+
+
+def load_causal_lm(checkpoint: Path, model_types: tuple[str, ...]) -> Any:
+    """The checkpoint's causal LM (eval, float32), or a ValueError saying why it is not one."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    for name in ("config.json", "tokenizer.json"):  # before transformers mistakes a missing path for a hub id
+        if not (checkpoint / name).is_file():
+            raise ValueError(f"{checkpoint}: not a checkpoint directory (no {name})")
+    model: Any = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32)
+    if model.config.model_type not in model_types:
+        raise ValueError(f"{checkpoint}: model_type {model.config.model_type!r} is not supported ({', '.join(model_types)})")
+    return model.eval()
+
+
+def export_causal_lm(checkpoint: Path, out: Path, opts: LlmExportOptions, model_types: tuple[str, ...]) -> list[Path]:
+    """Every requested format; the plans (the first is also OUT/plan.json)."""
+    opts = checked(opts)  # refuse before the model loads
+    return export_decoder_lm(load_causal_lm(checkpoint, model_types), checkpoint, out, opts)
+
+
+def make_random_checkpoint(out: Path, config: Any, record: dict[str, Any], tokenizer_vocab: int, seed: int) -> Path:
+    """A checkpoint of `config`'s architecture with random weights and a ChatML tokenizer of
+    `tokenizer_vocab` ids trained on the offline corpus (its special tokens take the last ids, so
+    config.vocab_size must be at least that)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    seed_everything(seed)
+    tokenizer = train_tokenizer(stdlib_corpus(), tokenizer_vocab)
+    config.bos_token_id, config.eos_token_id = tokenizer.token_to_id("<|endoftext|>"), tokenizer.token_to_id("<|im_end|>")
+    model: Any = AutoModelForCausalLM.from_config(config).float().eval()  # type: ignore[no-untyped-call]
+    with torch.no_grad():  # transformers starts biases at zero: random ones, so a dropped bias shows
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear) and module.bias is not None:
+                module.bias.normal_(0.0, 0.1)
+    model.generation_config.do_sample = False
+    save_random_checkpoint(out, model, tokenizer, record, eos_token="<|im_end|>", pad_token=SPECIAL_TOKENS[0])
+    (out / "chat_template.jinja").write_text(CHATML_TEMPLATE)
+    return out

