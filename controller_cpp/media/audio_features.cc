@@ -13,6 +13,7 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr int64_t kMaxRate = 384000;
+constexpr int64_t kMaxWindowSeconds = 3600;  // the longest n_samples taken, in seconds
 constexpr uint16_t kFormatPcm = 1, kFormatFloat = 3, kFormatExtensible = 0xFFFE;
 
 uint32_t Le32(const std::string& b, size_t at) {
@@ -188,8 +189,12 @@ Result<AudioFeatureConfig> AudioFeaturesFromJson(const Json& config, const std::
   if (c.sampling_rate < 1000 || c.sampling_rate > kMaxRate) return Status::Error("invalid_field", where + ".sampling_rate: out of range");
   if (c.n_fft < 4 || c.n_fft > 8192 || c.n_fft % 2) return Status::Error("invalid_field", where + ".n_fft: an even size in [4, 8192]");
   if (c.hop_length < 1 || c.hop_length > c.n_fft) return Status::Error("invalid_field", where + ".hop_length: must be in [1, n_fft]");
-  if (c.n_samples < c.n_fft || c.n_samples > 60 * c.sampling_rate) {
-    return Status::Error("invalid_field", where + ".n_samples: must be in [n_fft, 60 s]");
+  // The window only says where the padded computation ends: memory and time follow the audio's
+  // own length (WhisperLogMel computes the frames that overlap it). Releases ship 30 s (Whisper)
+  // and 300 s (Qwen2.5-Omni, Qwen3-Omni: n_samples 4,800,000); an hour bounds the arithmetic.
+  if (c.n_samples < c.n_fft || c.n_samples > kMaxWindowSeconds * c.sampling_rate) {
+    return Status::Error("invalid_field", where + ".n_samples: must be in [n_fft, " + std::to_string(kMaxWindowSeconds) +
+                                              " s of samples]");
   }
   return c;
 }

@@ -38,12 +38,13 @@ OMNI_PRESETS: dict[str, OmniPreset] = {
     "small": OmniPreset(2048, 128, 4, 4, 2, 256, (4, 6, 6), 4, 64, 4, (1, 3), 4, 64, 4),
 }
 
-# The processors' settings (preprocessor_config.json, as a release keeps both in one file).
+# The processors' settings (preprocessor_config.json, as a release keeps both in one file); the
+# audio window is the releases' 300 s (Whisper's own is 30 s).
 IMAGE_PROCESSOR = {"image_processor_type": "Qwen2VLImageProcessor", "min_pixels": 56 * 56, "max_pixels": 28 * 28 * 1280,
                    "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2,
                    "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711]}
 FEATURE_EXTRACTOR = {"feature_extractor_type": "WhisperFeatureExtractor", "feature_size": 128, "sampling_rate": 16000,
-                     "hop_length": 160, "n_fft": 400, "chunk_length": 30, "n_samples": 480000, "nb_max_frames": 3000,
+                     "hop_length": 160, "n_fft": 400, "chunk_length": 300, "n_samples": 4800000, "nb_max_frames": 30000,
                      "padding_side": "right", "padding_value": 0.0, "return_attention_mask": True}
 
 
