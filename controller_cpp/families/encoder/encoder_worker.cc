@@ -157,6 +157,13 @@ Result<std::vector<float>> EncoderWorker::EncodeAudio(const std::string& bytes) 
     const int64_t tokens = ((n - 1) / 2 + 1) / 2;
     rows.insert(rows.end(), b.output.data<float>(), b.output.data<float>() + tokens * H);
   }
+  if (rows.empty()) {  // fewer than 3 frames: the encoder's stride-2 convolution and pooling leave no token
+    const int64_t least = 2 * audio_.hop_length + 1;
+    return Status::Error("invalid_media", "the audio is too short: " + std::to_string(mel.frames) +
+                                              " frame(s) give no audio token; it must hold at least " + std::to_string(least) +
+                                              " samples at " + std::to_string(audio_.sampling_rate) + " Hz (" +
+                                              std::to_string(least * 1000 / audio_.sampling_rate + 1) + " ms)");
+  }
   return rows;
 }
 

@@ -320,6 +320,33 @@ def test_native_audio_features_are_the_reference_extractors(omni_checkpoint: Pat
     assert float(np.abs(got - ref["input_features"][0, :, :frames]).max()) <= LOG_MEL_TOLERANCE
 
 
+def test_native_audio_features_take_a_releases_window(omni_checkpoint: Path, media: dict[str, Path]) -> None:
+    """The real Qwen2.5-Omni and Qwen3-Omni releases pad to 300 s (n_samples 4,800,000; the
+    project's checkpoints write the same): the native front end takes any window up to an hour and
+    computes only the audio's own frames, equal to WhisperFeatureExtractor's with those settings."""
+    from omni_edge.runtime.media import audio_features, read_wav
+    from transformers import WhisperFeatureExtractor
+
+    config = json.loads((omni_checkpoint / "preprocessor_config.json").read_text())
+    assert (config["chunk_length"], config["n_samples"], config["nb_max_frames"]) == (300, 4_800_000, 30_000)
+    wav, (x, _) = media["tone16"].read_bytes(), read_wav(media["tone16"])
+    got = {}
+    for window in (30, 300, 3600):
+        settings = {**config, "chunk_length": window, "n_samples": window * 16000, "nb_max_frames": window * 100}
+        got[window] = audio_features(wav, settings)
+        assert got[window].shape == (128, 200), window  # 2 s: the audio's own frames, whatever the window
+        if window == 3600:  # the reference would pad to an hour (57.6 M samples); the padding changes nothing
+            assert np.array_equal(got[window], got[300])
+            continue
+        extractor = WhisperFeatureExtractor(**{k: settings[k] for k in ("feature_size", "sampling_rate", "hop_length",
+                                                                        "chunk_length", "n_fft")})
+        ref = extractor([x], sampling_rate=16000, return_attention_mask=True, padding="max_length", return_tensors="np")
+        assert int(ref["attention_mask"].sum()) == 200
+        assert float(np.abs(got[window] - ref["input_features"][0, :, :200]).max()) <= LOG_MEL_TOLERANCE, window
+    with pytest.raises(ValueError, match=r"n_samples: must be in \[n_fft, 3600 s of samples\]"):
+        audio_features(media["tone16"].read_bytes(), {**config, "n_samples": 3601 * 16000})
+
+
 def test_native_audio_front_end_refuses_what_it_cannot_read(omni_checkpoint: Path, media: dict[str, Path]) -> None:
     from omni_edge.runtime.media import audio_features
 
@@ -381,8 +408,15 @@ def test_media_a_plan_cannot_read_are_clear_errors(omni_artifact: Path, media: d
     session = Session.open(omni_artifact / "plan.json")
     bad = tmp_path / "not_an_image.png"
     bad.write_bytes(b"\x89PNG but not really")
+    short = tmp_path / "short.wav"  # 100 samples: 1 frame, and the encoder needs 3 for one token
+    with wave.open(str(short), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\1\0" * 100)
     cases = [([("image", media["gradient"])], "patch grid 1x14x22"),  # a size the export did not compile
-             ([("image", bad)], "not an image"), ([("audio", media["red"])], "not a WAV")]
+             ([("image", bad)], "not an image"), ([("audio", media["red"])], "not a WAV"),
+             ([("audio", short)], r"too short: 1 frame\(s\) give no audio token; it must hold at least 321 samples at 16000 Hz")]
     for items, message in cases:
         with pytest.raises(ContractError, match=message):
             session.run("x", media=items, on_event=lambda e: True)
