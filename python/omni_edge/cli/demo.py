@@ -6,6 +6,7 @@ checkpoint's native chain into WORKDIR/reply.wav."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,24 @@ from omni_edge.cli.console import quietly
 from omni_edge.cli.run import run, speak
 
 DEFAULT_WORKDIR = Path("work/demo")  # relative to where it runs: the checkout, for setup.sh
-TEXT_CHECKPOINT = "checkpoint-qwen3-tiny"  # the qwen3 tiny preset, seed 0
+TEXT_CHECKPOINT = "qwen3-tiny"  # the qwen3 tiny preset, seed 0 (the directory name is the manifests' checkpoint_id)
+# The text export: also the test suite's `tiny_artifact`, which copies this one when its record
+# (EXPORT_RECORD: these options, the checkpoint's recipe, the package's Python sources) matches.
+TEXT_EXPORT: dict[str, Any] = {"formats": ["onnx", "pte"], "prefill_chunk": 16, "buckets": [128, 256]}
+EXPORT_RECORD = "omni_edge_export.json"
+
+
+def export_record(checkpoint: Path) -> dict[str, Any]:
+    """What made the demo's text artifact: a copy is the same export only if all of it matches."""
+    import hashlib
+    import json
+
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return {"options": TEXT_EXPORT, "checkpoint": json.loads((checkpoint / "omni_edge_checkpoint.json").read_text()),
+            "python_sources": digest.hexdigest()}
 
 
 def add_parsers(sub: Any) -> None:
@@ -36,6 +54,7 @@ def _steps(args: argparse.Namespace) -> int:
     from omni_edge.cli import build_parser
     from omni_edge.export.options import LlmExportOptions, TtsExportOptions
     from omni_edge.export.registry import export_checkpoint, make_checkpoint
+    from omni_edge.files import write_text_atomic
 
     work = args.workdir
     checkpoint = work / TEXT_CHECKPOINT
@@ -44,8 +63,11 @@ def _steps(args: argparse.Namespace) -> int:
         make_checkpoint(checkpoint, arch="qwen3", preset="tiny")
     artifact = work / "artifact"
     if not (artifact / "plan.json").exists():
-        print(f"[demo] exporting it (ONNX Runtime + ExecuTorch, KV buckets 256/512) to {artifact}", file=sys.stderr)
-        export_checkpoint(checkpoint, artifact, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=32, buckets=(256, 512)))
+        print(f"[demo] exporting it (ONNX Runtime + ExecuTorch, KV buckets 128/256) to {artifact}", file=sys.stderr)
+        export_checkpoint(checkpoint, artifact, LlmExportOptions(formats=tuple(TEXT_EXPORT["formats"]),
+                                                                 prefill_chunk=TEXT_EXPORT["prefill_chunk"],
+                                                                 buckets=tuple(TEXT_EXPORT["buckets"])))
+        write_text_atomic(artifact / EXPORT_RECORD, json.dumps(export_record(checkpoint), indent=2) + "\n")
     plan = artifact / "plan.json"
     print(f"[demo] streaming a reply through the native controller ({plan})", file=sys.stderr)
     run_args = build_parser().parse_args(["run", "--plan", str(plan), "--chat", "--prompt", args.prompt,
