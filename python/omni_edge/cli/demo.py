@@ -25,7 +25,6 @@ EXPORT_RECORD = "omni_edge_export.json"
 def export_record(checkpoint: Path) -> dict[str, Any]:
     """What made the demo's text artifact: a copy is the same export only if all of it matches."""
     import hashlib
-    import json
 
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()

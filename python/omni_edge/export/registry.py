@@ -82,7 +82,6 @@ def export_checkpoint(checkpoint: Path, out: Path, opts: TargetOptions) -> Any:
     command's (LlmExportOptions, TtsExportOptions, PolicyExportOptions). A GGUF file is first
     dequantized into a checkpoint directory named after it, beside OUT, removed afterwards."""
     if gguf.is_gguf(checkpoint):
-        gguf.describe(checkpoint)  # refuse a file it cannot take before the slow load
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".gguf-", dir=out.parent) as tmp:
             return export_checkpoint(gguf.checkpoint_from_gguf(checkpoint, Path(tmp) / checkpoint.stem), out, opts)
