@@ -19,7 +19,7 @@ quiet() { "$@" >"$out/prepare.log" 2>&1 || { tail -30 "$out/prepare.log"; exit 1
 [ -f "$demo/artifact/plan.json" ] || quiet omni-edge demo --no-speech
 if [ ! -f "$out/omni/plan.json" ]; then
   rm -rf "$out/talker" "$out/omni-speech" "$out/omni"
-  quiet omni-edge make-checkpoint --arch qwen3-tts --preset tiny --thinker "$demo/checkpoint-qwen3-tiny" --out "$out/talker"
+  quiet omni-edge make-checkpoint --arch qwen3-tts --preset tiny --thinker "$demo/qwen3-tiny" --out "$out/talker"
   quiet omni-edge export tts --checkpoint "$out/talker" --out "$out/omni-speech" --prefill-chunk 16 --buckets 256 \
     --validation-frames 8
   quiet omni-edge export omni --thinker-plan "$demo/artifact/plan.onnx.json" --speech-plan "$out/omni-speech/plan.json" \

@@ -214,7 +214,7 @@ def ensure_omni(args: argparse.Namespace) -> None:
         return
     shutil.rmtree(base, ignore_errors=True)
     omni_edge("make-checkpoint", "--arch", "qwen3-tts", "--preset", args.preset, "--thinker",
-         str(demo / "checkpoint-qwen3-tiny"), "--out", str(base / "talker"))
+         str(demo / "qwen3-tiny"), "--out", str(base / "talker"))
     omni_edge("export", "tts", "--checkpoint", str(base / "talker"), "--out", str(base / "speech"))
     omni_edge("export", "omni", "--thinker-plan", str(demo / "artifact" / "plan.onnx.json"), "--speech-plan",
          str(base / "speech" / "plan.json"), "--out", str(base / "omni"))
