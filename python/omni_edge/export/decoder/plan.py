@@ -99,10 +99,10 @@ def thinker_stage(component: str, llm: dict[str, Any], graphs: dict[str, Any]) -
     }
 
 
-def write_plan(out: Path, name: str, stage: dict[str, Any]) -> Path:
-    """OUT/plan.<component without thinker->.json holding the one stage."""
+def write_plan(out: Path, name: str, stage: dict[str, Any], file: str = "") -> Path:
+    """OUT/FILE (default plan.<component without thinker->.json) holding the one stage."""
     plan = {"plan_version": 1, "name": name, "stages": [stage],
             "stream_limits": {"max_events": 64, "max_bytes": 1 << 20}}
-    path = out / f"plan.{stage['artifact'].removeprefix('thinker-')}.json"
+    path = out / (file or f"plan.{stage['artifact'].removeprefix('thinker-')}.json")
     write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
     return path

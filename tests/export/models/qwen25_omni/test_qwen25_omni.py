@@ -246,6 +246,13 @@ def test_export_writes_thinker_vision_and_audio_components_checked_against_trans
     plan = json.loads((omni_artifact / "plan.json").read_text())
     assert [s["model_stage"] for s in plan["stages"]] == ["vision_encoder", "audio_encoder", "thinker"]
     assert plan["stages"][2]["input_sources"] == [0, 1] and plan["stages"][2]["llm"]["position_rows"] == 3
+    # Each format's plan is the whole pipeline in that format; the thinker alone is named so.
+    for fmt in ("onnx", "pte"):
+        stages = json.loads((omni_artifact / f"plan.{fmt}.json").read_text())["stages"]
+        assert [(s["model_stage"], s["artifact"]) for s in stages] == [
+            ("vision_encoder", f"vision-{fmt}"), ("audio_encoder", f"audio-{fmt}"), ("thinker", f"thinker-{fmt}")], fmt
+        alone = json.loads((omni_artifact / f"plan.thinker-{fmt}.json").read_text())["stages"]
+        assert [s["artifact"] for s in alone] == [f"thinker-{fmt}"]
     manifest = json.loads((omni_artifact / "thinker-onnx" / "manifest.json").read_text())
     assert manifest["metadata"]["omni"]["image_grids"] == [[1, 32, 32]]
 
@@ -273,7 +280,7 @@ def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni
     mask = (np.arange(3000) < features.shape[1]).astype(np.int64)[None]
     native = {**inputs, "pixel_values": torch.from_numpy(pixels.copy()), "image_grid_thw": torch.tensor([grid]),
               "input_features": torch.from_numpy(padded), "feature_attention_mask": torch.from_numpy(mask)}
-    plan = omni_artifact / "plan.onnx.json"  # the thinker alone
+    plan = omni_artifact / "plan.thinker-onnx.json"  # the thinker alone
     assert media_generate(omni_checkpoint, thinker, plan, Encoders.of(omni_artifact), native, 12)[0] == ref_ids
     engine = _native.LlmEngine.open(str(plan))
     logits = np.frombuffer(engine.feed(inputs["input_ids"][0].tolist()), np.float32)  # placeholders' own embeddings
@@ -432,7 +439,7 @@ def test_media_a_plan_cannot_read_are_clear_errors(omni_artifact: Path, media: d
                                                            for s in plan["stages"]]}))
         with pytest.raises(ContractError, match=message):
             Session.open(bad_plan)
-    text_only = Session.open(omni_artifact / "plan.onnx.json")
+    text_only = Session.open(omni_artifact / "plan.thinker-onnx.json")
     with pytest.raises(ContractError, match="no media encoders"):
         text_only.run("x", media=[("image", media["red"])], on_event=lambda e: True)
 

@@ -1,7 +1,9 @@
 """`omni-edge export llm` on a Qwen2.5-Omni checkpoint (thinker-only or a release): three ONNX
-components with hashed manifests and reports measured against transformers, and two plans:
-OUT/plan.json (the vision and audio encoders as entry stages feeding the thinker: image + audio
-+ text -> text) and OUT/plan.onnx.json (the thinker alone, text -> text).
+components with hashed manifests and reports measured against transformers, and the plans:
+OUT/plan.onnx.json (the vision and audio encoders as entry stages feeding the thinker: image +
+audio + text -> text; OUT/plan.json is a copy), and OUT/plan.thinker-onnx.json (the thinker
+alone, text -> text: what the text validation runs). A format's plan is always the whole
+pipeline in that format: plan.pte.json is the ExecuTorch one (pte.py).
 
     thinker-onnx/  the decoder as `export llm` writes a Qwen3 (embedding, prefill/decode per
                    bucket, LM head), its body taking M-RoPE positions [3, 1, N]; the plan's
@@ -17,6 +19,7 @@ the prompt's M-RoPE rows, greedy, against transformers' generate on the same pro
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -92,7 +95,8 @@ def export_cpu(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
         (cdir / THINKER_CONFIG).write_text(thinker.config.to_json_string())
         graphs = export_onnx(cdir, parts, shape, opts, caches, bar)
     section = {**llm_section(shape, opts, caches, checkpoint), "position_rows": 3}
-    plan = write_plan(out, f"{checkpoint.name} (onnx, {opts.kv} KV)", thinker_stage("thinker-onnx", section, graphs))
+    plan = write_plan(out, f"{checkpoint.name} thinker (onnx, {opts.kv} KV)", thinker_stage("thinker-onnx", section, graphs),
+                      "plan.thinker-onnx.json")
     encoders = Encoders({g: out / "vision-onnx" / f for g, f in vision["graphs"].items()},
                         out / "audio-onnx" / audio["graphs"]["chunk"], audio["chunk_frames"])
     identity = component_identity(checkpoint, shape_bucket(opts, caches))
@@ -105,8 +109,9 @@ def export_cpu(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path
         "llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk, "format": "onnx"},
         "omni": {"vision": "vision-onnx", "audio": "audio-onnx", "image_grids": [list(g) for g in grids],
                  "skipped": thinker.skipped}})
-    multimodal = multimodal_plan(out / "plan.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
+    multimodal = multimodal_plan(out / "plan.onnx.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
                                  vision["graphs"], audio["graphs"], audio["chunk_frames"], grids)
+    shutil.copy2(multimodal, out / "plan.json")
     plans = [multimodal, plan]
     if "pte" in opts.formats:
         from omni_edge.export.models.qwen25_omni.pte import export_omni_pte

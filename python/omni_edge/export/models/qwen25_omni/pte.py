@@ -4,8 +4,8 @@ ExecuTorch programs (XNNPACK), beside the ONNX ones.
     vision-pte/   model.pte, one method per image grid (`vision_<t>x<h>x<w>`)
     audio-pte/    model.pte, the chunk method (`audio_chunk`)
     thinker-pte/  model.pte, the decoder's methods as `export llm` writes them for a Qwen3
-    plan.pte.json       the thinker alone (text), validated like any LLM (native engine)
-    plan.mm-pte.json    image + audio + text -> text, every stage on ExecuTorch
+    plan.thinker-pte.json  the thinker alone (text), validated like any LLM (native engine)
+    plan.pte.json          image + audio + text -> text, every stage on ExecuTorch
 
 Each encoder method is checked against transformers through ExecuTorch's runtime (the same
 inputs as the ONNX graphs' checks), and a whole image + audio chat request through the native
@@ -92,8 +92,9 @@ def export_omni_pte(checkpoint: Path, out: Path, opts: LlmExportOptions, thinker
         (cdir / THINKER_CONFIG).write_text(thinker.config.to_json_string())
         graphs = export_pte(cdir, parts, shape, opts, caches, bar)
     section = {**llm_section(shape, opts, caches, checkpoint), "position_rows": 3}
-    plan = write_plan(out, f"{checkpoint.name} (pte, {opts.kv} KV)", thinker_stage("thinker-pte", section, graphs))
-    mm = multimodal_plan(out / "plan.mm-pte.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
+    plan = write_plan(out, f"{checkpoint.name} thinker (pte, {opts.kv} KV)", thinker_stage("thinker-pte", section, graphs),
+                      "plan.thinker-pte.json")
+    mm = multimodal_plan(out / "plan.pte.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
                          vision, audio, chunk_frames, grids, fmt="pte", backend="executorch")
     identity = {**component_identity(checkpoint, shape_bucket(opts, caches)), "target_abi": "x86_64-linux"}
     skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
