@@ -40,8 +40,9 @@ def omni_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A 448x448 red square (no resampling: 32x32 patches, 256 tokens), a 300x200 gradient
     (resized up to multiples of 28), 333x251 noise, a 1600x1200 noise image (above max_pixels:
-    reduced, with the filter widened), a 2 s 440 Hz tone at 16, 24 and 44.1 kHz and a 3.3 s stereo
-    chirp at 44.1 kHz."""
+    reduced, with the filter widened), a real photograph (matplotlib's sample grace_hopper.jpg,
+    512x600), a 2 s 440 Hz tone at 16, 24 and 44.1 kHz and a 3.3 s stereo chirp at 44.1 kHz."""
+    import matplotlib
     from PIL import Image
 
     d = tmp_path_factory.mktemp("media")
@@ -68,6 +69,7 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         w.writeframes((np.stack([chirp, 0.5 * chirp], axis=1) * 32767).astype(np.int16).tobytes())
     return {"red": d / "red_square_448.png", "gradient": d / "gradient_300x200.png",
             "noise": d / "noise_333x251.png", "large": d / "noise_1600x1200.png",
+            "photo": Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg",
             "tone16": d / "tone_440hz_2s_16000.wav", "tone24": d / "tone_440hz_2s_24000.wav",
             "tone44": d / "tone_440hz_2s_44100.wav", "chirp": d / "chirp_stereo_44100.wav"}
 
@@ -158,12 +160,12 @@ def test_other_checkpoints_are_refused_with_the_reason(tiny_checkpoint: Path, tm
     assert bad.returncode == 2 and "unknown preset 'bench' for qwen2.5-omni" in bad.stderr
 
 
-@pytest.mark.parametrize("name", ["red", "gradient", "noise", "large"])
+@pytest.mark.parametrize("name", ["red", "gradient", "noise", "large", "photo"])
 def test_native_image_preprocessing_is_the_reference_processors_to_the_bit(omni_checkpoint: Path,
                                                                           media: dict[str, Path], name: str) -> None:
     """The controller's smart_resize, Pillow-exact bicubic resampling, rescale, normalize and
     patch order against Qwen2VLImageProcessorPil on images that need no resampling, that are
-    enlarged, reduced (max_pixels) and noisy."""
+    enlarged, reduced (max_pixels), noisy, and on a real photograph."""
     from omni_edge.runtime.media import preprocess_image
     from PIL import Image
 
