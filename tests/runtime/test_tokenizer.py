@@ -4,6 +4,7 @@ tokenizers trained here and on the real Qwen3 release tokenizer (151,669 ids, sh
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,10 @@ def tokenizers(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path) 
     }
 
 
+@functools.lru_cache(maxsize=None)
 def _pair(path: Path) -> tuple[Any, Any]:
+    """Both tokenizers of a file, loaded once per session (the release Qwen3 one takes a second:
+    reloaded for each of the random-text examples it cost CI 8 minutes)."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(path)), _native.Tokenizer.load(str(path))
