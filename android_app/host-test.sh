@@ -2,7 +2,7 @@
 # The Android app, verified on this host: everything that needs neither the Android SDK/NDK nor
 # a phone. Builds the JNI bridge against the JDK's jni.h and the real host controller, compiles
 # the dev.omniedge layer with the host JDK, runs its JUnit 4 tests under -Xcheck:jni on the
-# default artifacts, and links the app's manifest and resources with aapt2 against Debian's
+# tiny default's artifacts, and links the app's manifest and resources with aapt2 against Debian's
 # framework-res.apk. Exits non-zero on any failure.
 #   OMNI_EDGE_JNI_BUILD_DIR  the CMake build tree to add the JNI target to (default build/native)
 set -euo pipefail
@@ -13,10 +13,11 @@ build=${OMNI_EDGE_JNI_BUILD_DIR:-build/native}
 mkdir -p "$out"
 step() { printf '\n-- android host: %s\n' "$*"; }
 
-step "default artifacts (the README's main job), an omni plan on them, a multimodal plan"
-demo=work/demo
+step "the tiny default's artifacts (omni-edge demo --model tiny), an omni plan on them, a multimodal plan"
+demo=work/demo-tiny
 quiet() { "$@" >"$out/prepare.log" 2>&1 || { tail -30 "$out/prepare.log"; exit 1; }; }
-[ -f "$demo/artifact/plan.json" ] || quiet omni-edge demo --no-speech
+# Also what pytest's tiny_checkpoint and tiny_artifact copy (tests/main_job.py): made here, once.
+[ -f "$demo/artifact/plan.json" ] || quiet omni-edge demo --model tiny --no-speech
 if [ ! -f "$out/omni/plan.json" ]; then
   rm -rf "$out/talker" "$out/omni-speech" "$out/omni"
   quiet omni-edge make-checkpoint --arch qwen3-tts --preset tiny --thinker "$demo/qwen3-tiny" --out "$out/talker"

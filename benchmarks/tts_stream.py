@@ -206,9 +206,9 @@ def ensure_artifacts(args: argparse.Namespace) -> None:
 
 def ensure_omni(args: argparse.Namespace) -> None:
     """The README's default thinker with a talker of its width, as `omni-edge demo` would."""
-    demo = ROOT / "work" / "demo"
+    demo = ROOT / "work" / "demo-tiny"
     if not (demo / "artifact" / "plan.onnx.json").exists():
-        omni_edge("demo", "--no-speech")
+        omni_edge("demo", "--model", "tiny", "--no-speech")
     base = ROOT / "work" / f"bench-omni-{args.preset}"
     if _adaptive(base / "speech" / "plan.json") and (base / "omni" / "plan.json").exists():
         return

