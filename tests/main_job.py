@@ -18,10 +18,11 @@ def copy_checkpoint(model: str, out: Path, accept: Callable[[dict[str, Any]], bo
     """The demo's checkpoint of MODEL when `accept` takes its omni_edge_checkpoint.json (the record
     is written last, so the checkpoint is also complete)."""
     from omni_edge.cli.demo import MODELS
+    from omni_edge.export.checkpoint import read_record
 
     made = ROOT / MODELS[model].workdir / MODELS[model].checkpoint
     try:
-        record = json.loads((made / "omni_edge_checkpoint.json").read_text())
+        record = read_record(made)
     except (OSError, ValueError):
         return None
     if not accept(record):

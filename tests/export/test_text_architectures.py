@@ -19,6 +19,7 @@ from main_job import copy_artifact, copy_checkpoint
 from numeric import assert_greedy
 from omni_edge.cli.demo import smollm2_gguf
 from omni_edge.contracts.manifest import sha256_file
+from omni_edge.export.checkpoint import read_record
 from omni_edge.export.decoder.graphs import DecoderShape
 
 PROMPT = "def greet(name):\n    return 'hello ' + name\n"
@@ -81,7 +82,7 @@ def test_a_gguf_file_becomes_a_checkpoint_that_records_its_source(smollm2: Path)
     from omni_edge.export.decoder.plan import text_format
     from omni_edge.export.registry import of_checkpoint
 
-    source = json.loads((smollm2 / "omni_edge_checkpoint.json").read_text())["source"]
+    source = read_record(smollm2)["source"]
     assert source["sha256"] == sha256_file(smollm2_gguf()) and source["architecture"] == "llama"
     assert source["tensor_types"]["Q4_1"] > 200 and source["dequantized_from"] == ["Q4_1", "Q8_0"]
     assert of_checkpoint(smollm2).name == "llama"

@@ -62,7 +62,9 @@ def export_record(checkpoint: Path, options: dict[str, Any]) -> dict[str, Any]:
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return {"options": options, "checkpoint": json.loads((checkpoint / "omni_edge_checkpoint.json").read_text()),
+    from omni_edge.export.checkpoint import read_record
+
+    return {"options": options, "checkpoint": read_record(checkpoint),
             "python_sources": digest.hexdigest()}
 
 

@@ -114,6 +114,7 @@ def _tts_parser(export_sub: Any) -> None:
 
 
 def make_checkpoint(args: argparse.Namespace) -> int:
+    from omni_edge.export.checkpoint import read_record
     from omni_edge.export.registry import make_checkpoint
 
     try:
@@ -123,7 +124,7 @@ def make_checkpoint(args: argparse.Namespace) -> int:
         print(f"omni-edge make-checkpoint: {exc}", file=sys.stderr)
         return 2
     if args.from_gguf is not None:
-        source = json.loads((out / "omni_edge_checkpoint.json").read_text())["source"]
+        source = read_record(out)["source"]
         print(f"wrote a {source['architecture']} checkpoint to {out}, dequantized from "
               f"{', '.join(source['dequantized_from']) or 'float tensors'} ({args.from_gguf.name})")
     else:

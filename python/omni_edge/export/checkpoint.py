@@ -17,6 +17,9 @@ QWEN2_SPLIT_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+# What made a checkpoint (recipe, or the file it was converted from); written last, so its
+# presence marks the checkpoint complete.
+CHECKPOINT_RECORD = "omni_edge_checkpoint.json"
 CHATML_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
@@ -42,6 +45,17 @@ def train_tokenizer(texts: list[str], vocab_size: int, specials: tuple[str, ...]
     return tok
 
 
+def write_record(out: Path, record: dict[str, Any]) -> None:
+    """OUT/omni_edge_checkpoint.json: call it last, after every other file of the checkpoint."""
+    (out / CHECKPOINT_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def read_record(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's record (OSError when it has none, ValueError when it is not JSON)."""
+    record: dict[str, Any] = json.loads((checkpoint / CHECKPOINT_RECORD).read_text())
+    return record
+
+
 def save_random_checkpoint(out: Path, model: Any, tokenizer: Any, record: dict[str, Any], **tokens: str) -> None:
     """A model with random weights in save_pretrained's layout, its tokenizer as a fast tokenizer
     (`tokens`: its bos/eos/pad token names), and what made it (omni_edge_checkpoint.json)."""
@@ -51,7 +65,7 @@ def save_random_checkpoint(out: Path, model: Any, tokenizer: Any, record: dict[s
     model.save_pretrained(out, safe_serialization=True)
     fast_class: Any = PreTrainedTokenizerFast
     fast_class(tokenizer_object=tokenizer, model_max_length=8192, **tokens).save_pretrained(out)
-    (out / "omni_edge_checkpoint.json").write_text(json.dumps({**record, "train_steps": 0}, indent=2) + "\n")
+    write_record(out, {**record, "train_steps": 0})
 
 
 def train_causal_lm(model: Any, tokenizer: Any, texts: list[str], steps: int, seed: int) -> list[float]:

@@ -8,17 +8,16 @@ carries."""
 from __future__ import annotations
 
 import collections
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from omni_edge.contracts.manifest import sha256_file
+from omni_edge.export.checkpoint import read_record, write_record
 
 # GGUF's general.architecture -> the config.json model_type transformers writes for it; the
 # registry's text architectures that transformers' GGUF loader also reads.
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
-RECORD = "omni_edge_checkpoint.json"
 
 
 def is_gguf(path: Path) -> bool:
@@ -67,7 +66,7 @@ def checkpoint_from_gguf(path: Path, out: Path) -> Path:
     model.generation_config.do_sample = False
     model.save_pretrained(partial, safe_serialization=True)
     tokenizer.save_pretrained(partial)
-    (partial / RECORD).write_text(json.dumps({"arch": model.config.model_type, "source": source}, indent=2) + "\n")
+    write_record(partial, {"arch": model.config.model_type, "source": source})
     shutil.rmtree(out, ignore_errors=True)
     partial.rename(out)
     return out
@@ -77,7 +76,7 @@ def checkpoint_source(checkpoint: Path) -> dict[str, Any]:
     """What a checkpoint directory was converted from ({} for one made or downloaded as is), for
     the manifests exported from it."""
     try:
-        record = json.loads((checkpoint / RECORD).read_text())
+        record = read_record(checkpoint)
     except (OSError, ValueError):
         return {}
     source = record.get("source") if isinstance(record, dict) else None

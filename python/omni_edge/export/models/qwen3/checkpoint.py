@@ -3,12 +3,18 @@ Hugging Face layout (`transformers.Qwen3ForCausalLM`), at three sizes."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omni_edge.export.checkpoint import CHATML_TEMPLATE, preset_of, seed_everything, train_causal_lm, train_tokenizer
+from omni_edge.export.checkpoint import (
+    CHATML_TEMPLATE,
+    preset_of,
+    seed_everything,
+    train_causal_lm,
+    train_tokenizer,
+    write_record,
+)
 from omni_edge.export.corpus import stdlib_corpus
 
 
@@ -75,7 +81,7 @@ def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, sliding_wind
     fast.chat_template = CHATML_TEMPLATE
     fast.save_pretrained(out)
     record = {**recipe(preset, seed, sliding_window, train_steps), "final_loss": losses[-1] if losses else None}
-    (out / "omni_edge_checkpoint.json").write_text(json.dumps(record, indent=2) + "\n")  # last: marks it complete
+    write_record(out, record)  # last: marks it complete
     return out
 
 

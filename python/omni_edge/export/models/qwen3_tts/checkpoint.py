@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omni_edge.export.checkpoint import preset_of, seed_everything, train_tokenizer
+from omni_edge.export.checkpoint import preset_of, seed_everything, train_tokenizer, write_record
 from omni_edge.export.corpus import stdlib_corpus
 from omni_edge.export.models.qwen3_tts.reference import Qwen3Tts
 
@@ -105,7 +105,6 @@ def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, thinker: Pat
     model.save_pretrained(out)
     fast_class: Any = PreTrainedTokenizerFast
     fast_class(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>").save_pretrained(out)
-    (out / "omni_edge_checkpoint.json").write_text(json.dumps(
-        {"arch": "qwen3-tts", "preset": preset, "seed": seed, "head_gain": p.head_gain,
-         "thinker": str(thinker) if thinker is not None else None}, indent=2) + "\n")
+    write_record(out, {"arch": "qwen3-tts", "preset": preset, "seed": seed, "head_gain": p.head_gain,
+                       "thinker": str(thinker) if thinker is not None else None})
     return out
