@@ -146,4 +146,6 @@ def test_gguf_inputs_that_cannot_be_taken_are_clear_errors(tmp_path: Path) -> No
     assert done.returncode == 2 and "no such GGUF file" in done.stderr
     done = cli("make-checkpoint", "--from-gguf", str(junk), "--sliding-window", "8", "--out", str(out))
     assert done.returncode == 2 and "--sliding-window" in done.stderr
-    assert not list(tmp_path.glob(".gguf-*"))
+    done = cli("export", "tts", "--checkpoint", str(smollm2_gguf()), "--out", str(out))  # refused before converting
+    assert done.returncode == 2 and "export it with `omni-edge export llm`" in done.stderr, done.stderr[-1000:]
+    assert not list(tmp_path.glob(".gguf-*")) and not out.exists()

@@ -82,6 +82,8 @@ def export_checkpoint(checkpoint: Path, out: Path, opts: TargetOptions) -> Any:
     command's (LlmExportOptions, TtsExportOptions, PolicyExportOptions). A GGUF file is first
     dequantized into a checkpoint directory named after it, beside OUT, removed afterwards."""
     if gguf.is_gguf(checkpoint):
+        if opts.TASK != "llm":  # refused before the slow conversion: GGUF files hold text LLMs only
+            raise ValueError(f"{checkpoint}: a GGUF file holds a text LLM; export it with `omni-edge export llm`")
         out.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".gguf-", dir=out.parent) as tmp:
             return export_checkpoint(gguf.checkpoint_from_gguf(checkpoint, Path(tmp) / checkpoint.stem), out, opts)
