@@ -122,7 +122,7 @@ typedef struct {
 typedef struct {
   const char* prompt;             /* text to answer (or, for a speech plan, to speak); the user
                                      message when chat = 1 */
-  int chat;                       /* 1: format as a ChatML conversation */
+  int chat;                       /* 1: format as a conversation in the plan's chat format (chatml, llama3) */
   const char* system_prompt;      /* chat only; may be NULL */
   const int32_t* prompt_ids;      /* exact token ids instead of prompt (n_prompt_ids > 0) */
   int n_prompt_ids;

@@ -3,16 +3,32 @@
 namespace omni_edge::text {
 namespace {
 
-std::string Turns(const std::vector<ChatMessage>& messages) {
+// Jinja's trim on ASCII whitespace (Python's str.strip() also strips Unicode spaces).
+std::string Trim(const std::string& s) {
+  const char* space = " \t\n\r\v\f";
+  const size_t first = s.find_first_not_of(space);
+  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(space) - first + 1);
+}
+
+std::string Turns(const ChatFormat& f, const std::vector<ChatMessage>& messages) {
   std::string out;
-  for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-  return out + "<|im_start|>assistant\n";
+  for (const auto& m : messages) out += f.Open(m.role) + (f.trim ? Trim(m.content) : m.content) + f.Close();
+  return out + f.Open("assistant");
 }
 
 }  // namespace
 
-std::string FormatChatML(const std::vector<ChatMessage>& messages) { return Turns(messages); }
+std::string ChatFormat::Format(const std::vector<ChatMessage>& messages) const { return begin + Turns(*this, messages); }
 
-std::string ContinueChatML(const std::vector<ChatMessage>& messages) { return "\n" + Turns(messages); }
+std::string ChatFormat::Continue(const std::vector<ChatMessage>& messages) const { return after_turn + Turns(*this, messages); }
+
+std::optional<ChatFormat> ChatFormatNamed(const std::string& name) {
+  if (name == "chatml") return ChatFormat{"chatml", "", "<|im_start|>", "\n", "<|im_end|>", "\n"};
+  if (name == "llama3") {
+    return ChatFormat{"llama3", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>", "",
+                      true};
+  }
+  return std::nullopt;
+}
 
 }  // namespace omni_edge::text

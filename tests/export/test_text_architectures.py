@@ -48,6 +48,26 @@ def test_llama_and_qwen2_checkpoints_equal_transformers(arch: str, tmp_path: Pat
     got, last = run_greedy_ids(out / "plan.json", prompt, 120)  # past the 64 positions Llama's scaling was trained on
     assert last["kind"] == "done" and len(got) == 120
     assert_greedy(got, checkpoint, prompt, f"{arch} greedy ids")
+    # --chat renders the checkpoint's own template (Llama 3's headers, trimmed contents; Qwen2's ChatML).
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["stages"][0]["llm"]["chat_format"] == {"llama": "llama3", "qwen2": "chatml"}[arch]
+    system, question = "Be brief.", "  What is RoPE?\n"
+    reference = _chat_ids(checkpoint, [{"role": "system", "content": system}, {"role": "user", "content": question}])
+    chat = cli("run", "--plan", str(out / "plan.json"), "--chat", "--system", system, "--prompt", question,
+               "--max-new-tokens", "12", "--ignore-stop-tokens", "--json")
+    assert chat.returncode == 0, chat.stderr[-2000:]
+    events = [json.loads(line) for line in chat.stdout.splitlines()]
+    assert events[-1]["kind"] == "done" and events[-1]["context_tokens"] == len(reference) + 11, events[-1]  # the last id is not fed
+    assert_greedy([t for e in events if e["kind"] == "token" for t in e["token_ids"]], checkpoint, reference,
+                  f"{arch} chat greedy ids")
+
+
+def _chat_ids(checkpoint: Path, messages: list[dict[str, str]]) -> list[int]:
+    """transformers' apply_chat_template ids for `messages` and the assistant's generation prompt."""
+    from transformers import AutoTokenizer
+
+    ids = AutoTokenizer.from_pretrained(str(checkpoint)).apply_chat_template(messages, add_generation_prompt=True)
+    return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +145,7 @@ def test_the_real_model_runs_natively_with_transformers_ids(smollm2: Path, smoll
     manifest = json.loads((out / "thinker-onnx" / "manifest.json").read_text())
     assert manifest["metadata"]["source"]["dequantized_from"] == ["Q4_1", "Q8_0"]
     tokenizer = AutoTokenizer.from_pretrained(str(smollm2))
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": QUESTION}], add_generation_prompt=True)
-    prompt = list(prompt["input_ids"] if isinstance(prompt, dict) or hasattr(prompt, "keys") else prompt)
+    prompt = _chat_ids(smollm2, [{"role": "user", "content": QUESTION}])
     assert len(prompt) < 128
     got, _ = run_greedy_ids(out / "plan.json", prompt, 140, "--allow-unqualified")  # a copy of the demo's is validated
     assert_greedy(got, smollm2, prompt, "SmolLM2 greedy ids")

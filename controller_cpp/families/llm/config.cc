@@ -40,8 +40,9 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
     if (!(*stops)[i].is_string()) return PlanError(where + ".stop_tokens[" + std::to_string(i) + "]: expected a string");
     c->stop_tokens.push_back((*stops)[i].get<std::string>());
   }
-  if (c->chat_format != "chatml" && c->chat_format != "none") {
-    return PlanError(where + ".chat_format: must be chatml or none, got '" + c->chat_format + "'");
+  c->chat = text::ChatFormatNamed(c->chat_format);
+  if (!c->chat && c->chat_format != "none") {
+    return PlanError(where + ".chat_format: must be chatml, llama3 or none, got '" + c->chat_format + "'");
   }
   OE_RETURN_IF_ERROR(decoding::ParseKv(*kv, where, c->decoder));
   if (!std::filesystem::is_regular_file(c->tokenizer)) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,12 +13,14 @@
 #include "decoding/decoder_config.h"
 #include "decoding/sampler.h"
 #include "runtime/plan.h"
+#include "text/chat.h"
 
 namespace omni_edge::llm {
 
 struct LlmConfig final : StageConfig {
   std::string tokenizer;  // absolute path of tokenizer.json
-  std::string chat_format;  // chatml | none
+  std::string chat_format;  // chatml | llama3 | none
+  std::optional<text::ChatFormat> chat;  // chat_format's markers (none: --chat is refused)
   std::vector<std::string> stop_tokens;
   decoding::DecoderConfig decoder;
   decoding::SamplingParams sampling;

@@ -44,13 +44,15 @@ Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
   if (!placeholders_) return Status::Error("invalid_prompt", "this plan reads text only: it has no media encoders");
   if (r.continue_conversation) return Status::Error("invalid_prompt", "media in a continued conversation is not supported yet");
   if (!r.prompt_ids.empty()) return Status::Error("invalid_prompt", "media come with a text prompt, not prompt_ids");
-  // The Qwen2.5-Omni user turn: <|im_start|>user\n, the media, the text, then the assistant's start.
+  // The user turn (Qwen2.5-Omni's: <|im_start|>user\n), the media, the text, then the assistant's start.
   std::string head, tail = r.prompt;
   if (r.chat) {
-    if (config_.chat_format != "chatml") return Status::Error("invalid_prompt", "this plan has no chat format");
-    if (!r.system_prompt.empty()) head = "<|im_start|>system\n" + r.system_prompt + "<|im_end|>\n";
-    head += "<|im_start|>user\n";
-    tail += "<|im_end|>\n<|im_start|>assistant\n";
+    if (!config_.chat) return Status::Error("invalid_prompt", "this plan has no chat format");
+    const text::ChatFormat& f = *config_.chat;
+    head = f.begin;
+    if (!r.system_prompt.empty()) head += f.Open("system") + r.system_prompt + f.Close();
+    head += f.Open("user");
+    tail += f.Close() + f.Open("assistant");
   }
   OE_ASSIGN_OR_RETURN(media_head_, Encode(head));
   OE_ASSIGN_OR_RETURN(media_tail_, Encode(tail));
@@ -146,17 +148,18 @@ Result<std::vector<TokenId>> LlmWorker::PromptTokens(const pipeline::Request& r)
   if (r.prompt.empty()) return Status::Error("invalid_prompt", "the prompt is empty");
   std::string prompt = r.prompt;
   if (r.chat) {
-    if (config_.chat_format != "chatml") return Status::Error("invalid_prompt", "this plan has no chat format");
+    if (!config_.chat) return Status::Error("invalid_prompt", "this plan has no chat format");
+    const text::ChatFormat& f = *config_.chat;
     std::vector<text::ChatMessage> messages;
     if (!r.system_prompt.empty()) messages.push_back({"system", r.system_prompt});
     messages.push_back({"user", r.prompt});
     if (r.continue_conversation && !context_.empty()) {
-      // Close an assistant turn that ended without <|im_end|> (length, cancel), then continue.
-      const auto im_end = tokenizer_->Find("<|im_end|>");
-      const bool closed = !ids.empty() && im_end && ids.back() == *im_end;
-      prompt = (closed ? "" : "<|im_end|>") + text::ContinueChatML(messages);
+      // Close an assistant turn that ended without its end-of-turn token (length, cancel), then continue.
+      const auto end = tokenizer_->Find(f.end_of_turn);
+      const bool closed = !ids.empty() && end && ids.back() == *end;
+      prompt = (closed ? "" : f.end_of_turn) + f.Continue(messages);
     } else {
-      prompt = text::FormatChatML(messages);
+      prompt = f.Format(messages);
     }
   }
   auto encoded = tokenizer_->Encode(prompt);

@@ -4,6 +4,7 @@ through the shared decoder, and random-weight checkpoints with a locally trained
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +34,45 @@ def export_causal_lm(checkpoint: Path, out: Path, opts: LlmExportOptions, model_
     return export_decoder_lm(load_causal_lm(checkpoint, model_types), checkpoint, out, opts)
 
 
-def make_random_checkpoint(out: Path, config: Any, record: dict[str, Any], tokenizer_vocab: int, seed: int) -> Path:
-    """A checkpoint of `config`'s architecture with random weights and a ChatML tokenizer of
-    `tokenizer_vocab` ids trained on the offline corpus (its special tokens take the last ids, so
-    config.vocab_size must be at least that)."""
+@dataclass(frozen=True)
+class ChatTokens:
+    """A chat vocabulary's special tokens (they take a trained tokenizer's last ids) and template."""
+
+    specials: tuple[str, ...]
+    bos: str
+    eos: str
+    pad: str
+    template: str
+
+
+CHATML = ChatTokens(SPECIAL_TOKENS, "<|endoftext|>", "<|im_end|>", SPECIAL_TOKENS[0], CHATML_TEMPLATE)
+# Llama 3's chat markers and a template of Llama 3.0's form (bos, header-wrapped roles, trimmed
+# contents, <|eot_id|> ends a turn): what the controller's llama3 chat format renders.
+LLAMA3 = ChatTokens(("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
+                    "<|begin_of_text|>", "<|eot_id|>", "<|end_of_text|>",
+                    "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+                    "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+                    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+
+
+def make_random_checkpoint(out: Path, config: Any, record: dict[str, Any], tokenizer_vocab: int, seed: int,
+                           chat: ChatTokens = CHATML) -> Path:
+    """A checkpoint of `config`'s architecture with random weights and a tokenizer of
+    `tokenizer_vocab` ids trained on the offline corpus, with `chat`'s special tokens (the last
+    ids, so config.vocab_size must be at least that) and chat template."""
     import torch
     from transformers import AutoModelForCausalLM
 
     seed_everything(seed)
-    tokenizer = train_tokenizer(stdlib_corpus(), tokenizer_vocab)
-    config.bos_token_id, config.eos_token_id = tokenizer.token_to_id("<|endoftext|>"), tokenizer.token_to_id("<|im_end|>")
+    tokenizer = train_tokenizer(stdlib_corpus(), tokenizer_vocab, chat.specials)
+    config.bos_token_id, config.eos_token_id = tokenizer.token_to_id(chat.bos), tokenizer.token_to_id(chat.eos)
     model: Any = AutoModelForCausalLM.from_config(config).float().eval()  # type: ignore[no-untyped-call]
     with torch.no_grad():  # transformers starts biases at zero: random ones, so a dropped bias shows
         for module in model.modules():
             if isinstance(module, torch.nn.Linear) and module.bias is not None:
                 module.bias.normal_(0.0, 0.1)
     model.generation_config.do_sample = False
-    save_random_checkpoint(out, model, tokenizer, record, eos_token="<|im_end|>", pad_token=SPECIAL_TOKENS[0])
-    (out / "chat_template.jinja").write_text(CHATML_TEMPLATE)
+    tokens = {"eos_token": chat.eos, "pad_token": chat.pad} | ({"bos_token": chat.bos} if "bos_token" in chat.template else {})
+    save_random_checkpoint(out, model, tokenizer, record, **tokens)
+    (out / "chat_template.jinja").write_text(chat.template)
     return out

@@ -45,14 +45,20 @@ def shape_bucket(opts: LlmExportOptions, caches: list[int]) -> str:
 
 
 CHATML_STOPS = ("<|im_end|>", "<|endoftext|>")
+# The chat formats the controller renders (controller_cpp/text/chat.h): the markers a template and
+# vocabulary must hold for each, and its end-of-turn stop token.
+CHAT_MARKERS = {"chatml": ("<|im_start|>", "<|im_end|>"),
+                "llama3": ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>")}
+CHAT_STOPS = {"chatml": CHATML_STOPS, "llama3": ("<|eot_id|>",), "none": CHATML_STOPS}
 
 
 def text_format(checkpoint: Path) -> tuple[str, list[str]]:
-    """(chat_format, stop_tokens) of a checkpoint's tokenizer: "chatml" where its chat template
-    is ChatML (the controller's one chat format), or where it has no template and its vocabulary
-    holds ChatML's markers; else "none" (`--chat` is then refused by name);
-    the stop tokens are ChatML's and the checkpoint's end-of-sequence tokens that its vocabulary
-    holds (the controller refuses a stop token it cannot find)."""
+    """(chat_format, stop_tokens) of a checkpoint's tokenizer: "llama3" where its chat template
+    uses Llama 3's header markers, "chatml" where it is ChatML (or where it has no template and its
+    vocabulary holds ChatML's markers), each only if the vocabulary holds that format's markers;
+    else "none" (`--chat` is then refused by name). The stop tokens are the format's end of turn
+    and the checkpoint's end-of-sequence tokens that its vocabulary holds (the controller refuses
+    a stop token it cannot find)."""
     tokenizer = json.loads((checkpoint / "tokenizer.json").read_text())
     vocab: dict[str, int] = dict(tokenizer.get("model", {}).get("vocab") or {})
     vocab.update({t["content"]: t["id"] for t in tokenizer.get("added_tokens", [])})
@@ -71,9 +77,16 @@ def text_format(checkpoint: Path) -> tuple[str, list[str]]:
     eos = [by_id.get(i) for i in (eos_ids if isinstance(eos_ids, list) else [eos_ids]) if isinstance(i, int)]
     named = config.get("eos_token")
     eos.append(named.get("content") if isinstance(named, dict) else named)
-    stops = [t for t in dict.fromkeys([*CHATML_STOPS, *eos]) if isinstance(t, str) and t in vocab]
-    chatml = "<|im_start|>" in (template or "<|im_start|>") and "<|im_start|>" in vocab and "<|im_end|>" in vocab
-    return ("chatml" if chatml else "none"), stops
+    fmt = "none"
+    if "<|start_header_id|>" in template:
+        # Llama 3.1+ templates add a dated system turn the controller does not render: --chat is
+        # refused for them rather than given a different prompt.
+        dated = "Cutting Knowledge Date" in template
+        fmt = "llama3" if all(m in vocab for m in CHAT_MARKERS["llama3"]) and not dated else "none"
+    elif "<|im_start|>" in (template or "<|im_start|>"):
+        fmt = "chatml" if all(m in vocab for m in CHAT_MARKERS["chatml"]) else "none"
+    stops = [t for t in dict.fromkeys([*CHAT_STOPS[fmt], *eos]) if isinstance(t, str) and t in vocab]
+    return fmt, stops
 
 
 def llm_section(shape: DecoderShape, opts: LlmExportOptions, caches: list[int], checkpoint: Path) -> dict[str, Any]:
