@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Build the libFuzzer target for the native JSON decoding (clang, ASan + UBSan), seed it with
 # every value in the contract fixtures, and run it for SECONDS (default 60).
+#   OMNI_EDGE_FUZZ_BUILD  an already configured clang build tree with OMNI_EDGE_BUILD_FUZZERS=ON
+#                         (scripts/test.sh passes its ASan tree: one compile for both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 export PATH="$PWD/.venv/bin:$PATH"
-# -O1 with line tables only (libFuzzer's usual build; stack traces still name the line) and a
-# unity build (sources compiled in batches): 299 s of CPU against 580 file by file.
-CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DCMAKE_UNITY_BUILD=ON \
-  -DOMNI_EDGE_BUILD_TESTS=OFF -DOMNI_EDGE_BUILD_FUZZERS=ON -DOMNI_EDGE_SANITIZE=address,undefined \
-  -DOMNI_EDGE_WITH_ONNXRUNTIME=OFF -DOMNI_EDGE_WITH_EXECUTORCH=OFF >/dev/null
-cmake --build build/fuzz -j2 --target contract_json_fuzzer
-corpus=build/fuzz/corpus
+build=${OMNI_EDGE_FUZZ_BUILD:-build/fuzz}
+if [ "$build" = build/fuzz ]; then
+  # -O1 with line tables only (libFuzzer's usual build; stack traces still name the line) and a
+  # unity build (sources compiled in batches): 299 s of CPU against 580 file by file.
+  CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DCMAKE_UNITY_BUILD=ON \
+    -DOMNI_EDGE_BUILD_TESTS=OFF -DOMNI_EDGE_BUILD_FUZZERS=ON -DOMNI_EDGE_SANITIZE=address,undefined \
+    -DOMNI_EDGE_WITH_ONNXRUNTIME=OFF -DOMNI_EDGE_WITH_EXECUTORCH=OFF >/dev/null
+fi
+cmake --build "$build" -j2 --target contract_json_fuzzer
+corpus=$build/corpus
 mkdir -p "$corpus"
 python3 - "$corpus" <<'PY'
 import hashlib, json, pathlib, sys
@@ -108,9 +113,9 @@ bmp = b"BM" + struct.pack("<IHHI", 70, 0, 0, 54) + struct.pack("<IiiHHIIiiII", 4
 PY
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
-log=build/fuzz/fuzz.log
-if ! build/fuzz/controller_cpp/contract_json_fuzzer -max_total_time="$seconds" -max_len=4096 -timeout=10 \
-    -artifact_prefix=build/fuzz/ -dict=controller_cpp/fuzz/contract_json.dict -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+log=$build/fuzz.log
+if ! "$build/controller_cpp/contract_json_fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+    -artifact_prefix="$build/" -dict=controller_cpp/fuzz/contract_json.dict -print_final_stats=1 "$corpus" >"$log" 2>&1; then
   tail -n 60 "$log"
   echo "fuzz: FAILED (crash input saved beside the log)" >&2
   exit 1

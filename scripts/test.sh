@@ -47,15 +47,20 @@ ctest --test-dir build/native -j"$jobs" --output-on-failure
 step "Android app on the host: JNI bridge + dev.omniedge under JUnit and -Xcheck:jni, aapt2 link"
 OMNI_EDGE_JNI_BUILD_DIR=build/native android_app/host-test.sh
 
-step "C++ unit tests under ASan + UBSan"
-# A unity build (sources compiled in batches: nlohmann::json parsed once per batch): 403 s of CPU
-# against 776 file by file. The Release build above stays file by file, for ccache's hits.
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOMNI_EDGE_SANITIZE=address,undefined -DCMAKE_UNITY_BUILD=ON >/dev/null
-cmake --build build/asan -j"$jobs" --target omni_edge_tests
+step "C++ unit tests under ASan + UBSan, and the fuzzer of the native decoders (one clang build)"
+# A unity build (sources compiled in batches: nlohmann::json parsed once per batch) at -O1 with
+# asserts on, instrumented for libFuzzer's coverage too, so the fuzzer below links the same
+# objects instead of a second compile of the controller. The Release build above stays file by
+# file, for ccache's hits.
+grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" build/asan/CMakeCache.txt || rm -rf build/asan  # once a gcc tree
+CC=clang CXX=clang++ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DOMNI_EDGE_SANITIZE=address,undefined \
+  -DCMAKE_UNITY_BUILD=ON -DOMNI_EDGE_BUILD_FUZZERS=ON >/dev/null
+cmake --build build/asan -j"$jobs" --target omni_edge_tests contract_json_fuzzer
 ctest --test-dir build/asan -j"$jobs" --output-on-failure
 
 step "fuzz the native JSON decoders"
-scripts/fuzz.sh "${OMNI_EDGE_FUZZ_SECONDS:-60}"
+OMNI_EDGE_FUZZ_BUILD=build/asan scripts/fuzz.sh "${OMNI_EDGE_FUZZ_SECONDS:-60}"
 
 step "pytest"
 python -m pytest -q --durations=15
