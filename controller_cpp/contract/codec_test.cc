@@ -105,7 +105,7 @@ TEST(Codec, WrongTypesAndUnknownFieldsNameTheField) {
   j["extra"] = 1;
   EXPECT_EQ(StageEventFromJson(j).status().message(), "event.extra: unknown field");
   j = ToJson(MakeRequest());
-  j["inputs"] = {Buffer()};
+  j["inputs"] = Json::array({Buffer()});
   j["inputs"][0]["nbytes"] = "12";
   EXPECT_EQ(StageRequestFromJson(j).status().message(), "request.inputs[0].nbytes: expected an integer, got string");
 }
@@ -132,7 +132,7 @@ TEST(Codec, RequestStateBindingRules) {
   j = ToJson(req);
   j["operation"] = "release";
   EXPECT_EQ(Reason(j, "request"), "ok");
-  j["inputs"] = {Buffer()};
+  j["inputs"] = Json::array({Buffer()});
   EXPECT_EQ(Reason(j, "request"), "invalid_request");
   j = ToJson(MakeRequest());
   j["operation"] = "release";  // release without a state
@@ -151,7 +151,7 @@ TEST(Codec, EventRules) {
   j["emitted_monotonic_ns"] = 5;
   EXPECT_EQ(Reason(j, "event"), "ok");
   j = ToJson(MakeEvent(req, 1, /*payload=*/5));
-  j["buffers"] = {Buffer()};  // 12 bytes of buffers but 5 declared
+  j["buffers"] = Json::array({Buffer()});  // 12 bytes of buffers but 5 declared
   EXPECT_EQ(Reason(j, "event"), "invalid_event");
   j["payload_nbytes"] = 0;  // undeclared payload is allowed
   EXPECT_EQ(Reason(j, "event"), "ok");
