@@ -70,7 +70,7 @@ def tokenizers(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path) 
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pair(path: Path) -> tuple[Any, Any]:
     """Both tokenizers of a file, loaded once per session (the release Qwen3 one takes a second:
     reloaded for each of the random-text examples it cost CI 8 minutes)."""
