@@ -35,7 +35,7 @@ def measure(checkpoint: Path, precision: str, fmt: str, work: Path) -> dict[str,
         print(f"exporting {checkpoint.name} at {precision} ({fmt}) to {out}", file=sys.stderr)
         omni_edge("export", "llm", "--checkpoint", str(checkpoint), "--out", str(out), "--format", fmt,
                   "--precision", precision, "--buckets", "128,512", "--prefill-chunk", "16")
-    component = out / f"thinker-{fmt}"
+    component = out / json.loads((out / "plan.json").read_text())["stages"][0]["artifact"]
     got = checks(component, "numerical") | checks(component, "task")
     return {k: got[k] for k in NUMERICAL + TASK if k in got} | {"positions": got.get("positions_compared", 0.0)}
 
