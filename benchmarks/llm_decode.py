@@ -39,6 +39,7 @@ from omni_edge.files import write_text_atomic
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("omni-edge onnxruntime", "omni-edge executorch", "onnxruntime-genai", "transformers eager")
 PRECISIONS = ("fp32", "int8", "int4")
+DEFAULT_ARTIFACT = ROOT / "work" / "bench-art"  # this benchmark's own exports (bench-art, bench-art-int8, ...)
 QUANTIZED_SYSTEMS = ("omni-edge onnxruntime", "omni-edge executorch", "onnxruntime-genai")  # with an int8/int4 build
 BLOCK_SIZE = 32  # int8/int4 weights per quantization block, for both omni-edge and GenAI (its default)
 # Context buckets of the omni-edge exports: the smallest holds the default workload (128 + 128
@@ -245,6 +246,10 @@ def ensure_inputs(args: argparse.Namespace, precisions: list[str]) -> None:
         out = artifact_dir(args, precision)
         plan = out / ("plan.pte.json" if precision == "fp32" else f"plan.pte-{precision}.json")
         if _buckets(plan) != list(BUCKETS):
+            if out.exists() and not out.name.startswith(DEFAULT_ARTIFACT.name):
+                # Never delete an export this benchmark did not make: say what it needs instead.
+                raise SystemExit(f"{out}: not this benchmark's export ({plan.name} with KV buckets {list(BUCKETS)}, "
+                                 f"both formats); pass another --artifact to have it made there")
             shutil.rmtree(out, ignore_errors=True)
             flags = ["--format", "both"] if precision == "fp32" else [
                 "--format", "both", "--precision", precision, "--block-size", str(BLOCK_SIZE), "--no-validate"]
@@ -269,7 +274,7 @@ def without_option(argv: list[str], option: str) -> list[str]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", type=Path, default=ROOT / "work" / "bench-ckpt")
-    p.add_argument("--artifact", type=Path, default=ROOT / "work" / "bench-art")
+    p.add_argument("--artifact", type=Path, default=DEFAULT_ARTIFACT)
     p.add_argument("--genai-dir", type=Path, default=ROOT / "work" / "bench-genai")
     p.add_argument("--precision", default=",".join(PRECISIONS), help="comma-separated: fp32,int8,int4")
     p.add_argument("--threads", type=int, default=2)
