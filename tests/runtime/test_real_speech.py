@@ -28,6 +28,8 @@ def _clips() -> dict[str, str]:
 
 
 def _wav(samples: np.ndarray, rate: int, channels: int = 1) -> bytes:
+    """16-bit PCM, interleaved `channels` copies. Not runtime.media.wav_bytes: that one is mono
+    and scales by 32767, and the clips' int16 samples must come back exactly."""
     pcm = np.round(np.clip(samples, -1, 32767 / 32768) * 32768).astype(np.int16)
     buf = io.BytesIO()
     with wave.open(buf, "wb") as w:

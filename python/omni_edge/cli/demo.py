@@ -88,10 +88,10 @@ def demo(args: argparse.Namespace) -> int:
     return quietly(args, args.workdir / "demo.log", lambda: _steps(args, model))
 
 
-def _checkpoint(work: Path, name: str, model: DemoModel) -> Path:
+def _checkpoint(work: Path, name: str) -> Path:
     from omni_edge.export.registry import make_checkpoint
 
-    checkpoint = work / model.checkpoint
+    checkpoint = work / MODELS[name].checkpoint
     if not (checkpoint / "model.safetensors").exists():
         if name == "smollm2":
             gguf = smollm2_gguf()
@@ -124,7 +124,7 @@ def _steps(args: argparse.Namespace, model: DemoModel) -> int:
     from omni_edge.cli import build_parser
 
     work = args.workdir
-    plan = _artifact(work, _checkpoint(work, args.model, model), model) / "plan.json"
+    plan = _artifact(work, _checkpoint(work, args.model), model) / "plan.json"
     print(f"[demo] streaming a reply through the native controller ({plan})", file=sys.stderr)
     run_args = build_parser().parse_args(["run", "--plan", str(plan), "--chat", "--prompt", args.prompt,
                                           "--max-new-tokens", str(args.max_new_tokens)])
