@@ -487,8 +487,10 @@ void BindMemoryBudget(nb::module_& m) {
 void BindTokenizer(nb::module_& m) {
   nb::class_<text::Tokenizer>(m, "Tokenizer")
       .def_static("load", [](const std::string& path) { return Unwrap(text::Tokenizer::Load(path)); }, nb::arg("path"))
-      .def("encode", [](const text::Tokenizer& t, const std::string& text) { return Unwrap(t.Encode(text)); },
-           nb::arg("text"))
+      // add_special_tokens defaults to true, as `tokenizers`' Tokenizer.encode does.
+      .def("encode", [](const text::Tokenizer& t, const std::string& text, bool add_special_tokens) {
+        return Unwrap(t.Encode(text, add_special_tokens));
+      }, nb::arg("text"), nb::arg("add_special_tokens") = true)
       .def("decode", [](const text::Tokenizer& t, const std::vector<text::TokenId>& ids, bool skip_special) {
         const std::string bytes = t.Decode(ids, skip_special);
         return nb::bytes(bytes.data(), bytes.size());

@@ -102,7 +102,7 @@ omni_edge::Result<std::unique_ptr<omni_edge::text::Tokenizer>> ByteLevelTokenize
 void FuzzTokenizerText(const std::string& text) {
   static const auto tokenizer = ByteLevelTokenizer();
   if (!tokenizer.ok()) return;
-  auto ids = tokenizer.value()->Encode(text);
+  auto ids = tokenizer.value()->Encode(text, /*add_special_tokens=*/false);
   if (!ids.ok()) return;
   std::string expected;
   const std::string special = "<|im_end|>";
@@ -151,7 +151,7 @@ void FuzzPlan(const Json& j) { (void)omni_edge::ParsePlan(j, "/nonexistent-fuzz-
 // A tokenizer.json, then a fixed text through it.
 void FuzzTokenizerJson(const Json& j) {
   auto tokenizer = omni_edge::text::Tokenizer::FromJson(j);
-  if (tokenizer.ok()) (void)tokenizer.value()->Encode("Hello, world! 東京 🚀 'll 123\n\n  x");
+  if (tokenizer.ok()) (void)tokenizer.value()->Encode("Hello, world! 東京 🚀 'll 123\n\n  x", /*add_special_tokens=*/true);
 }
 
 // A weights index never names bytes outside its component or its data file.

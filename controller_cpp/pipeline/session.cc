@@ -555,7 +555,7 @@ Result<std::vector<int32_t>> Session::Tokenize(const std::string& text) const {
   for (const auto& r : runners_) {
     const text::Tokenizer* tokenizer = r->worker().tokenizer();
     if (tokenizer == nullptr || !r->stage().input_sources.empty()) continue;
-    auto ids = tokenizer->Encode(text);
+    auto ids = tokenizer->Encode(text, /*add_special_tokens=*/false);
     if (!ids.ok()) return Status::Error("invalid_prompt", ids.status().message());
     return std::vector<int32_t>(ids->begin(), ids->end());
   }

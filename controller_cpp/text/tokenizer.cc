@@ -64,6 +64,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(const Json& j) {
   OE_RETURN_IF_ERROR(t->ReadModel(j));
   if (j.contains("normalizer")) OE_RETURN_IF_ERROR(ReadNormalizer(j["normalizer"], &t->nfc_));
   OE_RETURN_IF_ERROR(t->ReadPreTokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : Json()));
+  if (j.contains("post_processor")) OE_RETURN_IF_ERROR(t->ReadPostProcessor(j["post_processor"]));
   OE_RETURN_IF_ERROR(t->MapBytes());
   return t;
 }
@@ -186,6 +187,67 @@ Status Tokenizer::ReadPreTokenizer(const Json& pre) {
   return Status::Ok();
 }
 
+// null, ByteLevel (it moves offsets, not ids), TemplateProcessing, Bert/RobertaProcessing, or a
+// Sequence of those. Only the single-sequence form matters here: a prompt is one sequence.
+Status Tokenizer::ReadPostProcessor(const Json& post, int depth) {
+  if (post.is_null()) return Status::Ok();
+  const std::string where = "tokenizer.json post_processor";
+  if (!post.is_object() || depth > 8) return Invalid("post_processor must be an object with a type");
+  OE_ASSIGN_OR_RETURN(std::string type, GetString(post, "type", "", where));
+  // The tokens around the sequence; only one post-processor of a Sequence may add them.
+  auto around = [&](std::vector<TokenId> before, std::vector<TokenId> after) -> Status {
+    if (!before_sequence_.empty() || !after_sequence_.empty()) return Unsupported("more than one post-processor adds tokens");
+    for (const auto* ids : {&before, &after}) {
+      for (TokenId id : *ids) {
+        if (size_t(id) >= id_to_token_.size()) return Invalid(type + " names id " + std::to_string(id) + ", not in the vocabulary");
+      }
+    }
+    before_sequence_ = std::move(before), after_sequence_ = std::move(after);
+    return Status::Ok();
+  };
+  if (type == "ByteLevel") return Status::Ok();
+  if (type == "Sequence") {
+    if (!post.contains("processors") || !post["processors"].is_array()) return Invalid("a Sequence post-processor needs processors");
+    for (const auto& p : post["processors"]) OE_RETURN_IF_ERROR(ReadPostProcessor(p, depth + 1));
+    return Status::Ok();
+  }
+  if (type == "BertProcessing" || type == "RobertaProcessing") {  // cls, the sequence, sep
+    std::vector<TokenId> ids;
+    for (const char* key : {"cls", "sep"}) {
+      if (!post.contains(key) || !post[key].is_array() || post[key].size() != 2) return Invalid(type + " needs " + key + " as [token, id]");
+      OE_ASSIGN_OR_RETURN(TokenId id, ReadId(post[key][1], type + " " + key));
+      ids.push_back(id);
+    }
+    return around({ids[0]}, {ids[1]});
+  }
+  if (type != "TemplateProcessing") return Unsupported("post-processor '" + type + "'");
+  if (!post.contains("single") || !post["single"].is_array()) return Invalid("TemplateProcessing needs a single template");
+  const Json specials = post.contains("special_tokens") && post["special_tokens"].is_object() ? post["special_tokens"] : Json::object();
+  std::vector<TokenId> before, after;
+  bool sequence = false;
+  for (const auto& piece : post["single"]) {
+    if (piece.is_object() && piece.size() == 1 && piece.contains("Sequence")) {
+      if (sequence) return Invalid("TemplateProcessing's single template holds the sequence twice");
+      sequence = true;
+      continue;
+    }
+    if (!piece.is_object() || piece.size() != 1 || !piece.contains("SpecialToken") || !piece["SpecialToken"].is_object()) {
+      return Invalid("TemplateProcessing's single template holds Sequence and SpecialToken pieces only");
+    }
+    OE_ASSIGN_OR_RETURN(std::string name, GetString(piece["SpecialToken"], "id", "", where));
+    if (!specials.contains(name) || !specials[name].is_object() || !specials[name].contains("ids") ||
+        !specials[name]["ids"].is_array()) {
+      return Invalid("TemplateProcessing's special token '" + name + "' has no ids in special_tokens");
+    }
+    for (const auto& v : specials[name]["ids"]) {
+      OE_ASSIGN_OR_RETURN(TokenId id, ReadId(v, "TemplateProcessing id of '" + name + "'"));
+      (sequence ? after : before).push_back(id);
+    }
+  }
+  if (!sequence) return Invalid("TemplateProcessing's single template has no Sequence");
+  return around(std::move(before), std::move(after));
+}
+
 Status Tokenizer::MapBytes() {
   const auto alphabet = ByteLevelAlphabet();
   for (int b = 0; b < 256; ++b) {
@@ -306,9 +368,10 @@ void Tokenizer::EncodeSegment(std::string_view text, std::vector<TokenId>* out) 
   }
 }
 
-Result<std::vector<TokenId>> Tokenizer::Encode(std::string_view text) const {
+Result<std::vector<TokenId>> Tokenizer::Encode(std::string_view text, bool add_special_tokens) const {
   OE_RETURN_IF_ERROR(unicode::DecodeUtf8(text).status());
   std::vector<TokenId> ids;
+  if (add_special_tokens) ids = before_sequence_;
   size_t start = 0, i = 0;
   while (i < text.size()) {
     const AddedToken* hit = nullptr;
@@ -328,6 +391,7 @@ Result<std::vector<TokenId>> Tokenizer::Encode(std::string_view text) const {
     start = i;
   }
   if (start < text.size()) EncodeSegment(text.substr(start), &ids);
+  if (add_special_tokens) ids.insert(ids.end(), after_sequence_.begin(), after_sequence_.end());
   return ids;
 }
 

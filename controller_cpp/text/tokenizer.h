@@ -1,6 +1,7 @@
 // Byte-level BPE tokenizer loaded from a Hugging Face tokenizer.json (GPT-2, Qwen2/Qwen3 and
 // Llama-3 families): added-token splitting, optional NFC, regex pre-tokenization, byte-level
-// mapping, rank-ordered BPE merges. Produces the same ids as the `tokenizers` library.
+// mapping, rank-ordered BPE merges, the post-processor's special tokens around a sequence.
+// Produces the same ids as the `tokenizers` library.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,10 @@ class Tokenizer {
   static Result<std::unique_ptr<Tokenizer>> FromJson(const Json& j);
 
   // Added tokens (<|im_start|>, ...) in `text` are matched as themselves; invalid UTF-8 is refused.
-  Result<std::vector<TokenId>> Encode(std::string_view text) const;
+  // `add_special_tokens`: the post-processor's tokens around the text (Llama 3's
+  // <|begin_of_text|> before it), as `tokenizers` adds them by default; a chat prompt already
+  // holds its markers in the text and passes false, as apply_chat_template does.
+  Result<std::vector<TokenId>> Encode(std::string_view text, bool add_special_tokens) const;
 
   // The bytes a token stands for: byte-level tokens map back to raw bytes (possibly a
   // partial UTF-8 character), added tokens to their text; special tokens give "" when
@@ -50,6 +54,7 @@ class Tokenizer {
   Status ReadModel(const Json& j);
   Status ReadMerges(const Json& merges);
   Status ReadPreTokenizer(const Json& pre);
+  Status ReadPostProcessor(const Json& post, int depth = 0);
   Status MapBytes();
   void EncodeSegment(std::string_view text, std::vector<TokenId>* out) const;
   void EncodeWord(const std::string& byte_level_word, std::vector<TokenId>* out) const;
@@ -71,6 +76,9 @@ class Tokenizer {
   // else dropped, as `tokenizers` does.
   std::optional<TokenId> unk_id_;
   bool fuse_unk_ = false;
+  // The post-processor's ids before and after a single sequence (TemplateProcessing's `single`,
+  // Bert's and Roberta's cls/sep); empty for ByteLevel (offsets only) and none.
+  std::vector<TokenId> before_sequence_, after_sequence_;
 };
 
 }  // namespace omni_edge::text

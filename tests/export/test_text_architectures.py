@@ -45,9 +45,17 @@ def test_llama_and_qwen2_checkpoints_equal_transformers(arch: str, tmp_path: Pat
     numerical = {c["name"]: c["observed"] for c in json.loads((out / "thinker-onnx/reports/numerical.json").read_text())["checks"]}
     assert numerical["logit_sqnr_db"] > 80, numerical
     prompt = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode(PROMPT).ids
+    assert (prompt[0] == _bos_id(checkpoint)) == (arch == "llama")  # Llama 3's post-processor: <|begin_of_text|> first
     got, last = run_greedy_ids(out / "plan.json", prompt, 120)  # past the 64 positions Llama's scaling was trained on
     assert last["kind"] == "done" and len(got) == 120
     assert_greedy(got, checkpoint, prompt, f"{arch} greedy ids")
+    # A plain --prompt is tokenized as tokenizer(prompt) is: with the post-processor's tokens.
+    plain = cli("run", "--plan", str(out / "plan.json"), "--prompt", PROMPT, "--max-new-tokens", "8", "--ignore-stop-tokens",
+                "--json")
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    events = [json.loads(line) for line in plain.stdout.splitlines()]
+    assert events[-1]["context_tokens"] == len(prompt) + 7 and [t for e in events if e["kind"] == "token"
+                                                                for t in e["token_ids"]] == got[:8], events[-1]
     # --chat renders the checkpoint's own template (Llama 3's headers, trimmed contents; Qwen2's ChatML).
     plan = json.loads((out / "plan.json").read_text())
     assert plan["stages"][0]["llm"]["chat_format"] == {"llama": "llama3", "qwen2": "chatml"}[arch]
@@ -60,6 +68,10 @@ def test_llama_and_qwen2_checkpoints_equal_transformers(arch: str, tmp_path: Pat
     assert events[-1]["kind"] == "done" and events[-1]["context_tokens"] == len(reference) + 11, events[-1]  # the last id is not fed
     assert_greedy([t for e in events if e["kind"] == "token" for t in e["token_ids"]], checkpoint, reference,
                   f"{arch} chat greedy ids")
+
+
+def _bos_id(checkpoint: Path) -> int:
+    return int(json.loads((checkpoint / "config.json").read_text())["bos_token_id"])
 
 
 def _chat_ids(checkpoint: Path, messages: list[dict[str, str]]) -> list[int]:

@@ -16,6 +16,7 @@ from omni_edge import _native
 from omni_edge.contracts import ContractError
 from omni_edge.export.checkpoint import QWEN2_SPLIT_PATTERN, SPECIAL_TOKENS
 from omni_edge.export.corpus import MULTILINGUAL, stdlib_corpus
+from tokenizers import processors
 
 LLAMA3_PATTERN = QWEN2_SPLIT_PATTERN.replace(r"\p{N}|", r"\p{N}{1,3}|")
 TRICKY = [
@@ -166,6 +167,63 @@ def test_bytes_without_a_token_are_the_unk_token_or_dropped(tokenizers: dict[str
         ids = hf.encode(text).ids
         assert native.encode(text) == ids, (unk, repr(text))
     assert (vocab.get("<unk>") in hf.encode("a\x04\x06b").ids) == (unk is not None)
+
+
+def _with_post_processor(tmp: Path, base: Path, name: str, post: Any) -> Path:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(base))
+    tok.post_processor = post(tok)
+    path = tmp / f"{name}.json"
+    tok.save(str(path))
+    return path
+
+
+# What releases put in post_processor: Llama 3's <|begin_of_text|> before a sequence (a Sequence
+# of ByteLevel and TemplateProcessing), a template with tokens on both sides, Roberta's and Bert's
+# cls/sep, and a template that adds nothing (Qwen's, SmolLM2's).
+POST_PROCESSORS = {
+    "llama3": lambda t: processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|im_start|> $A", pair="<|im_start|> $A <|im_start|> $B:1",
+                                      special_tokens=[("<|im_start|>", t.token_to_id("<|im_start|>"))])]),
+    "both-sides": lambda t: processors.TemplateProcessing(
+        single="<|im_start|> <|endoftext|> $A <|im_end|>", special_tokens=[
+            (name, t.token_to_id(name)) for name in ("<|im_start|>", "<|endoftext|>", "<|im_end|>")]),
+    "roberta": lambda t: processors.RobertaProcessing(("<|im_end|>", t.token_to_id("<|im_end|>")),
+                                                      ("<|im_start|>", t.token_to_id("<|im_start|>"))),
+    "bert": lambda t: processors.BertProcessing(("<|im_end|>", t.token_to_id("<|im_end|>")),
+                                                ("<|im_start|>", t.token_to_id("<|im_start|>"))),
+    "nothing": lambda t: processors.TemplateProcessing(single="$A", special_tokens=[]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(POST_PROCESSORS))
+def test_post_processor_tokens_are_added_as_tokenizers_adds_them(tokenizers: dict[str, Path], tmp_path: Path,
+                                                                 kind: str) -> None:
+    hf, native = _pair(_with_post_processor(tmp_path, tokenizers["llama3"], kind, POST_PROCESSORS[kind]))
+    for text in [*TRICKY[:12], "<|im_start|>user\nHi<|im_end|>"]:
+        assert native.encode(text) == hf.encode(text).ids, (kind, text)
+        assert native.encode(text, add_special_tokens=False) == hf.encode(text, add_special_tokens=False).ids, (kind, text)
+    if kind == "llama3":
+        assert native.encode("Hi")[0] == hf.token_to_id("<|im_start|>")
+
+
+def test_post_processors_that_cannot_be_read_are_refused(tokenizers: dict[str, Path], tmp_path: Path) -> None:
+    spec = json.loads(tokenizers["gpt2"].read_text())
+    bos = {"SpecialToken": {"id": "<bos>", "type_id": 0}}
+    for post, reason in (({"type": "Unknown"}, "unsupported_tokenizer.*post-processor 'Unknown'"),
+                         ({"type": "TemplateProcessing", "single": [bos, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "special_tokens": {}}, "invalid_tokenizer.*'<bos>' has no ids"),
+                         ({"type": "TemplateProcessing", "single": [bos], "special_tokens": {"<bos>": {"ids": [1]}}},
+                          "invalid_tokenizer.*has no Sequence"),
+                         ({"type": "TemplateProcessing", "single": [bos, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "special_tokens": {"<bos>": {"ids": [10**6]}}}, "invalid_tokenizer.*not in the vocabulary"),
+                         ({"type": "RobertaProcessing", "cls": ["<s>", 0]}, "invalid_tokenizer.*sep")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({**spec, "post_processor": post}))
+        with pytest.raises(ContractError, match=reason):
+            _native.Tokenizer.load(str(bad))
 
 
 def test_unsupported_and_broken_tokenizers_are_refused(tmp_path: Path, tokenizers: dict[str, Path]) -> None:

@@ -35,7 +35,7 @@ Result<std::unique_ptr<LlmWorker>> LlmWorker::Open(const StagePlan& stage, Backe
 }
 
 Result<std::vector<TokenId>> LlmWorker::Encode(const std::string& text) const {
-  auto encoded = tokenizer_->Encode(text);
+  auto encoded = tokenizer_->Encode(text, /*add_special_tokens=*/false);  // the media turn's pieces
   if (!encoded.ok()) return Status::Error("invalid_prompt", encoded.status().message());
   return std::vector<TokenId>(encoded->begin(), encoded->end());
 }
@@ -147,6 +147,9 @@ Result<std::vector<TokenId>> LlmWorker::PromptTokens(const pipeline::Request& r)
   }
   if (r.prompt.empty()) return Status::Error("invalid_prompt", "the prompt is empty");
   std::string prompt = r.prompt;
+  // A plain prompt that starts a conversation gets the post-processor's tokens (Llama 3's
+  // <|begin_of_text|>), as transformers' tokenizer(prompt) does; a chat prompt carries its own.
+  const bool add_special_tokens = !r.chat && !(r.continue_conversation && !context_.empty());
   if (r.chat) {
     if (!config_.chat) return Status::Error("invalid_prompt", "this plan has no chat format");
     const text::ChatFormat& f = *config_.chat;
@@ -162,7 +165,7 @@ Result<std::vector<TokenId>> LlmWorker::PromptTokens(const pipeline::Request& r)
       prompt = f.Format(messages);
     }
   }
-  auto encoded = tokenizer_->Encode(prompt);
+  auto encoded = tokenizer_->Encode(prompt, add_special_tokens);
   if (!encoded.ok()) return Status::Error("invalid_prompt", encoded.status().message());
   ids.insert(ids.end(), encoded->begin(), encoded->end());
   return ids;

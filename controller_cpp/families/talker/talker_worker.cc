@@ -44,7 +44,7 @@ Status TalkerWorker::Prepare(const pipeline::Request& r) {
     text_ids_ = r.prompt_ids;
   } else if (!dual_) {
     if (r.prompt.empty()) return Status::Error("invalid_prompt", "the text is empty");
-    auto ids = tokenizer_->Encode(r.prompt);
+    auto ids = tokenizer_->Encode(r.prompt, /*add_special_tokens=*/false);
     if (!ids.ok()) return Status::Error("invalid_prompt", ids.status().message());
     if (ids->empty()) return Status::Error("invalid_prompt", "the text has no tokens");
     text_ids_.assign(ids->begin(), ids->end());

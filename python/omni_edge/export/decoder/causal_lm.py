@@ -43,6 +43,7 @@ class ChatTokens:
     eos: str
     pad: str
     template: str
+    bos_before_text: bool = False  # the post-processor puts `bos` before every encoded text (Llama 3)
 
 
 CHATML = ChatTokens(SPECIAL_TOKENS, "<|endoftext|>", "<|im_end|>", SPECIAL_TOKENS[0], CHATML_TEMPLATE)
@@ -52,7 +53,8 @@ LLAMA3 = ChatTokens(("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|
                     "<|begin_of_text|>", "<|eot_id|>", "<|end_of_text|>",
                     "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
                     "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
-                    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+                    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
+                    bos_before_text=True)
 
 
 def make_random_checkpoint(out: Path, config: Any, record: dict[str, Any], tokenizer_vocab: int, seed: int,
@@ -65,6 +67,13 @@ def make_random_checkpoint(out: Path, config: Any, record: dict[str, Any], token
 
     seed_everything(seed)
     tokenizer = train_tokenizer(stdlib_corpus(), tokenizer_vocab, chat.specials)
+    if chat.bos_before_text:  # as Llama 3's releases write it (transformers keeps a post-processor it is given)
+        from tokenizers import processors
+
+        bos = (chat.bos, tokenizer.token_to_id(chat.bos))
+        tokenizer.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single=f"{chat.bos} $A", pair=f"{chat.bos} $A {chat.bos} $B:1", special_tokens=[bos])])
     config.bos_token_id, config.eos_token_id = tokenizer.token_to_id(chat.bos), tokenizer.token_to_id(chat.eos)
     model: Any = AutoModelForCausalLM.from_config(config).float().eval()  # type: ignore[no-untyped-call]
     with torch.no_grad():  # transformers starts biases at zero: random ones, so a dropped bias shows
