@@ -62,8 +62,12 @@ ctest --test-dir build/asan -j"$jobs" --output-on-failure
 step "fuzz the native JSON decoders"
 OMNI_EDGE_FUZZ_BUILD=build/asan scripts/fuzz.sh "${OMNI_EDGE_FUZZ_SECONDS:-60}"
 
-step "pytest"
-python -m pytest -q --durations=15
+# Two workers, a test file each at a time (`--dist loadfile`: a file's module fixtures stay in one
+# process; the session fixtures are made once for both, tests/session_once.py). Much of a test
+# session is one Python thread (ExecuTorch's lowering, tracing, the CLIs it starts), so the
+# second core is otherwise idle for long stretches.
+step "pytest (2 workers)"
+python -m pytest -q -n 2 --dist loadfile --durations=15
 
 step "device bundles"
 wait "$bundles" || { tail -30 build/bundles/build.log; exit 1; }

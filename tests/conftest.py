@@ -7,6 +7,7 @@ import pytest
 from llm_reference import QNN_SOCS, cli, random_qwen3_checkpoint, unseen_peaked_checkpoint
 from main_job import copy_artifact, copy_checkpoint
 from omni_edge.runtime import implementations
+from session_once import made_once
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -33,9 +34,10 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from omni_edge.export.models.qwen3.checkpoint import recipe
     from omni_edge.export.registry import make_checkpoint
 
-    out, wanted = tmp_path_factory.mktemp("ckpt") / "qwen3-tiny", recipe("tiny", seed=0)
-    return (copy_checkpoint("tiny", out, lambda record: {k: record.get(k) for k in wanted} == wanted)
-            or make_checkpoint(out, preset="tiny", seed=0))
+    wanted = recipe("tiny", seed=0)
+    return made_once(tmp_path_factory, "ckpt/qwen3-tiny",
+                     lambda out: copy_checkpoint("tiny", out, lambda record: {k: record.get(k) for k in wanted} == wanted)
+                     or make_checkpoint(out, preset="tiny", seed=0))
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +45,8 @@ def ring_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from omni_edge.export.registry import make_checkpoint
 
     # Compared with transformers only: it need not be peaked, so it trains briefly.
-    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tiny-swa16", preset="tiny", seed=1, sliding_window=16,
-                           train_steps=100)
+    return made_once(tmp_path_factory, "ckpt/qwen3-tiny-swa16",
+                     lambda out: make_checkpoint(out, preset="tiny", seed=1, sliding_window=16, train_steps=100))
 
 
 @pytest.fixture(scope="session")
@@ -53,12 +55,13 @@ def tiny_artifact(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
     from omni_edge.export.options import LlmExportOptions
     from omni_edge.export.registry import export_checkpoint
 
-    out = tmp_path_factory.mktemp("artifact") / "tiny"
-    if copy_artifact("tiny", tiny_checkpoint, out, TINY_EXPORT) is None:
-        export_checkpoint(tiny_checkpoint, out, LlmExportOptions(formats=tuple(TINY_EXPORT["formats"]),
-                                                                 prefill_chunk=TINY_EXPORT["prefill_chunk"],
-                                                                 buckets=tuple(TINY_EXPORT["buckets"])))
-    return out
+    def make(out: Path) -> None:
+        if copy_artifact("tiny", tiny_checkpoint, out, TINY_EXPORT) is None:
+            export_checkpoint(tiny_checkpoint, out, LlmExportOptions(formats=tuple(TINY_EXPORT["formats"]),
+                                                                     prefill_chunk=TINY_EXPORT["prefill_chunk"],
+                                                                     buckets=tuple(TINY_EXPORT["buckets"])))
+
+    return made_once(tmp_path_factory, "artifact/tiny", make)
 
 
 @pytest.fixture(scope="session")
@@ -66,25 +69,25 @@ def ring_artifact(ring_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
     from omni_edge.export.options import LlmExportOptions
     from omni_edge.export.registry import export_checkpoint
 
-    out = tmp_path_factory.mktemp("artifact") / "ring"
-    export_checkpoint(ring_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=8, kv="ring"))
-    return out
+    return made_once(tmp_path_factory, "artifact/ring", lambda out: export_checkpoint(
+        ring_checkpoint, out, LlmExportOptions(formats=("onnx", "pte"), prefill_chunk=8, kv="ring")))
 
 
 # ---- the NPU route: a checkpoint the project never made, exported for the HTP ---------------
 @pytest.fixture(scope="session")
 def unseen(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return unseen_peaked_checkpoint(tmp_path_factory.mktemp("qnn") / "unseen-qwen3")
+    return made_once(tmp_path_factory, "qnn/unseen-qwen3", unseen_peaked_checkpoint)
 
 
 @pytest.fixture(scope="session")
 def qnn_artifact(unseen: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("qnn") / "artifact"
-    done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(out), "--target", "qnn-htp",
-                "--precision", "w8a16", "--soc", ",".join(QNN_SOCS), "--share-weights", "--buckets", "128,256",
-                "--prefill-chunk", "16", "--keep-qdq")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+    def make(out: Path) -> None:
+        done = cli("export", "llm", "--checkpoint", str(unseen), "--out", str(out), "--target", "qnn-htp",
+                   "--precision", "w8a16", "--soc", ",".join(QNN_SOCS), "--share-weights", "--buckets", "128,256",
+                   "--prefill-chunk", "16", "--keep-qdq")
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "qnn/artifact", make)
 
 
 # ---- a checkpoint the project never made: random Qwen3 weights, default export ----------------
@@ -93,11 +96,14 @@ def random_artifact(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     """(checkpoint, artifact): random untrained weights and their own tokenizer, exported by the CLI
     with its defaults (full KV, buckets 512/1024) in both formats. The unseen-checkpoint test reads
     400 tokens of it on the host, the device tests on the aarch64 bundle under qemu."""
-    work = tmp_path_factory.mktemp("random-qwen3")
-    checkpoint = random_qwen3_checkpoint(work / "ckpt")
-    done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(work / "artifact"), "--format", "both")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return checkpoint, work / "artifact"
+
+    def make(work: Path) -> None:
+        checkpoint = random_qwen3_checkpoint(work / "ckpt")
+        done = cli("export", "llm", "--checkpoint", str(checkpoint), "--out", str(work / "artifact"), "--format", "both")
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    work = made_once(tmp_path_factory, "random-qwen3", make)
+    return work / "ckpt", work / "artifact"
 
 
 # ---- speech ---------------------------------------------------------------------------------
@@ -105,7 +111,8 @@ def random_artifact(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 def tts_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from omni_edge.export.registry import make_checkpoint
 
-    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "qwen3-tts-tiny", arch="qwen3-tts", preset="tiny", seed=0)
+    return made_once(tmp_path_factory, "ckpt/qwen3-tts-tiny",
+                     lambda out: make_checkpoint(out, arch="qwen3-tts", preset="tiny", seed=0))
 
 
 @pytest.fixture(scope="session")
@@ -114,6 +121,5 @@ def tts_artifact(tts_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory)
     from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint
 
-    out = tmp_path_factory.mktemp("speech")
-    export_checkpoint(tts_checkpoint, out, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
-    return out / "plan.json"
+    return made_once(tmp_path_factory, "speech", lambda out: export_checkpoint(
+        tts_checkpoint, out, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))) / "plan.json"

@@ -27,7 +27,7 @@ def test_unseen_checkpoint_400_tokens(request: pytest.FixtureRequest, tmp_path: 
     else:
         checkpoint, artifact, plans = random_qwen3_checkpoint(tmp_path / "ckpt", 64), tmp_path / "artifact", plans[:1]
         subprocess.run([str(CLI), "export", "llm", "--checkpoint", str(checkpoint), "--out", str(artifact), "--format",
-                        "onnx", "--kv", kv], check=True, capture_output=True, timeout=900)
+                        "onnx", "--kv", kv], check=True, capture_output=True, timeout=1800)
     tok = Tokenizer.from_file(str(checkpoint / "tokenizer.json"))
     prompt = tok.encode(" ".join(f"line {i}: the value of x is {i * i}" for i in range(40))).ids[:150]
     for plan in plans:
