@@ -247,10 +247,10 @@ def ensure_inputs(args: argparse.Namespace, precisions: list[str]) -> None:
     # ExecuTorch's program only when it is benchmarked: its lowering is most of an export's time
     # (a real model's: minutes per bucket).
     formats = "both" if "omni-edge executorch" in args.systems.split(",") else "onnx"
-    last = "pte" if formats == "both" else "onnx"
+    checked = "pte" if formats == "both" else "onnx"  # the format whose plan shows an export is complete
     for precision in precisions:
         out = artifact_dir(args, precision)
-        plan = out / (f"plan.{last}.json" if precision == "fp32" else f"plan.{last}-{precision}.json")
+        plan = out / (f"plan.{checked}.json" if precision == "fp32" else f"plan.{checked}-{precision}.json")
         if _buckets(plan) != list(BUCKETS):
             if out.exists() and not out.name.startswith(DEFAULT_ARTIFACT.name):
                 # Never delete an export this benchmark did not make: say what it needs instead.

