@@ -13,7 +13,15 @@ jobs=$(nproc)
 t0=$(date +%s)
 # Which machine ran this: a failure on another host is read against its CPU first.
 echo "host: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
-step() { printf '\n== [%ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+steps=()
+step() { steps+=("$(( $(date +%s) - t0 ))s $*"); printf '\n== [%ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+# At the end, pass or fail, every step's start time again, and the bundles' build times: CI keeps
+# only the tail of the output, and this is what a slow run is read from.
+timeline() {
+  printf '\n== timeline (total %ss)\n' "$(( $(date +%s) - t0 ))"
+  printf '  %s\n' "${steps[@]}"
+  grep -s "built in" build/bundles/build.log | sed 's/^/  /' || true
+}
 
 step "rebuild the Python extension (picks up C++ changes)"
 if command -v ccache >/dev/null; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
@@ -34,7 +42,7 @@ mkdir -p build/bundles
   done
 ) > build/bundles/build.log 2>&1 &
 bundles=$!
-trap 'kill "$bundles" 2>/dev/null || true' EXIT  # a failing step ends the background builds too
+trap 'kill "$bundles" 2>/dev/null || true; timeline' EXIT  # a failing step ends the background builds too
 
 step "lint"
 scripts/lint.sh

@@ -42,9 +42,8 @@ def group_names(kind: PlanKind, concurrency: list[int], *, trace: bool = False, 
 def _run_groups(profiler: Profiler, names: list[str], duration_s: float | None, progress: Any) -> dict[str, Any]:
     groups: dict[str, Any] = {}
 
-    def interruption() -> dict[str, Any]:  # within 80% of a measured request: most stops land mid-speech
-        wall = groups[names[1]]["metrics"]["wall_ms"]["p50"] or 1000.0
-        return profiler.interruption(0.8 * wall)
+    def interruption() -> dict[str, Any]:  # within the outputs of the first concurrency group's requests
+        return profiler.interruption(names[1])
 
     def reliability() -> dict[str, Any]:
         from omni_edge.harness.profiling.reliability import run_reliability

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import random
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +37,28 @@ from omni_edge.harness.profiling.process import ProcessRun, summarize
 
 # A row's per-request series: summarized over every value, kept in the timelines, not in the rows.
 SERIES_KEYS = ("token_intervals_ms", "chunk_gaps_ms", "pcm_arrivals", "step_ms")
+
+
+def _event(line: str) -> dict[str, Any]:
+    """One stdout line as its JSON object, or kept as text."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        event = None
+    return event if isinstance(event, dict) else {"kind": "unparsed", "text": line}
+
+
+def _stop_delay(lines: list[tuple[float, dict[str, Any]]], after_first_output_s: float | None,
+                after_outputs: int | None) -> float | None:
+    """Whether the line just read starts the stop's timer, and its delay: the first output starts
+    a timed stop, the n-th output a stop at once."""
+    if not is_first_output(lines[-1][1]):
+        return None
+    if after_first_output_s is not None:
+        return after_first_output_s
+    if after_outputs is not None and sum(is_first_output(e) for _, e in lines) >= after_outputs:
+        return 0.0
+    return None
 
 
 class Profiler:
@@ -66,13 +89,16 @@ class Profiler:
 
     def launch(self, group: str, index: int, repeat: int, workload: Workload, info: bool = False,
                stop_after_first_output_s: float | None = None, stop_after_spawn_s: float | None = None,
+               stop_after_outputs: int | None = None,
                sample_interval: float | None = None, on_sample: Callable[[float], None] | None = None,
                trace: str | None = None, extra: tuple[str, ...] = (), hard_stop: bool = False,
                expect_failure: bool = False) -> ProcessRun:
         """One process. With `stop_after_first_output_s` (or `stop_after_spawn_s`) it is stopped
         (SIGTERM, a user's stop) that long after its first output (or its start), the stop's time
-        kept as a "stop" line. Memory is sampled every `sample_interval` s, and `on_sample(t)`
-        is called after each sample (the sustained run reads the device's sensors there)."""
+        kept as a "stop" line; with `stop_after_outputs` it is stopped as its n-th output (token,
+        PCM chunk, action) arrives, wherever the host's load puts that in time. Memory is sampled
+        every `sample_interval` s, and `on_sample(t)` is called after each sample (the sustained
+        run reads the device's sensors there)."""
         run = ProcessRun(group, index)
         stop = threading.Event()
         pid_box: list[int] = []
@@ -100,14 +126,10 @@ class Profiler:
             self.d.device.kill(pid_box[0], hard=hard_stop)
 
         def on_line(line: str) -> None:
-            t = time.perf_counter() - run.spawn_t
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = {"kind": "unparsed", "text": line}
-            run.lines.append((t, event if isinstance(event, dict) else {"kind": "unparsed", "text": line}))
-            if stop_after_first_output_s is not None and not stopper and is_first_output(run.lines[-1][1]):
-                stopper.append(threading.Timer(stop_after_first_output_s, stop_now))
+            run.lines.append((time.perf_counter() - run.spawn_t, _event(line)))
+            delay = None if stopper else _stop_delay(run.lines, stop_after_first_output_s, stop_after_outputs)
+            if delay is not None:
+                stopper.append(threading.Timer(delay, stop_now))  # off the reader thread: a device's kill is a command
                 stopper[0].start()
 
         def started(pid: int) -> None:
@@ -234,19 +256,27 @@ class Profiler:
                 "queueing_by_stage": queueing,
                 "returncode": run.returncode}
 
-    def interruption(self, within_ms: float, seed: int = 0) -> dict[str, Any]:
-        """Stop each of RUNS processes at a random moment within `within_ms` after its first output
-        (the caller passes most of a measured request's length); the protocol's interruption
-        latency is the stop to the last PCM and to the terminal line."""
+    def interruption(self, measured_group: str, seed: int = 0) -> dict[str, Any]:
+        """Stop each of RUNS processes (SIGTERM, a user's stop) as a random one of its outputs
+        arrives, within the first 80% of the outputs a request of `measured_group` made: every stop
+        lands mid-stream however loaded the host is (a stop at a random time after the first output
+        finds the stream already ended when the host runs faster than it did for the measured
+        group). The protocol's interruption latency is the stop to the last PCM and to the terminal."""
+        counts = [sum(is_first_output(e) for _, e in request)
+                  for run in self.processes if run.group == measured_group
+                  for request in run.requests(self.n_streams)[self.warmup:]]
+        if not counts:
+            raise DeviceError(f"interruption: no measured request in {measured_group}")
+        within = max(1, math.floor(0.8 * statistics.median(counts)))
         rng = random.Random(seed)
         rows: list[dict[str, Any]] = []
         for i in range(self.runs):
-            delay = rng.uniform(0.0, within_ms / 1000)
-            run = self.launch("interruption", i, 1, self.workload, stop_after_first_output_s=delay)
+            after = rng.randint(1, within)
+            run = self.launch("interruption", i, 1, self.workload, stop_after_outputs=after)
             stop_t = next((t for t, e in run.lines if e.get("kind") == "stop"), None)
             terminals = [(t, e) for t, e in run.lines if e.get("kind") in TERMINAL_KINDS]
             pcm = [t for t, e in run.lines if e.get("kind") == "pcm"]
-            row: dict[str, Any] = {"run": i, "delay_ms": delay * 1000, "stopped": stop_t is not None,
+            row: dict[str, Any] = {"run": i, "stop_after_outputs": after, "stopped": stop_t is not None,
                                    "endings": sorted({str(e.get("kind")) for _, e in terminals}),
                                    "returncode": run.returncode}
             if stop_t is not None and terminals:
@@ -255,7 +285,8 @@ class Profiler:
                 row["pcm_after_stop"] = sum(t > stop_t for t in pcm)
             rows.append(row)
         stopped = [r for r in rows if r["stopped"] and "stop_to_terminal_ms" in r]
-        return {"runs": len(rows), "stopped": len(stopped), "stop_within_ms": within_ms,
+        return {"runs": len(rows), "stopped": len(stopped), "stop_within_outputs": within,
+                "outputs_per_request": statistics.median(counts),
                 "finished_before_the_stop": sum(not r["stopped"] for r in rows),
                 "one_terminal_per_stream": all(len(r["endings"]) >= 1 for r in rows),
                 "metrics": {k: summarize([float(r[k]) for r in stopped if r.get(k) is not None])

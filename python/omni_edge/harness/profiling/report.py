@@ -130,8 +130,8 @@ def _speech_lines(report: dict[str, Any]) -> list[str]:
         "## Speech",
         "",
         f"- prebuffer {speech['prebuffer_ms']} ms, chunk schedule {speech.get('chunk_schedule') or 'fixed'}; {speech['clock']}.",
-        f"- interruption: {stop['stopped']} of {stop['runs']} requests stopped (SIGTERM) at a random moment within "
-        f"{stop['stop_within_ms']:.0f} ms of their first output ({stop['finished_before_the_stop']} finished first): "
+        f"- interruption: {stop['stopped']} of {stop['runs']} requests stopped (SIGTERM) as a random one of their first "
+        f"{stop['stop_within_outputs']} outputs arrived ({stop['finished_before_the_stop']} finished first): "
         f"stop -> terminal line p50 "
         f"{_fmt(m['stop_to_terminal_ms']['p50'])} ms (p95 {_fmt(m['stop_to_terminal_ms']['p95'])}), stop -> last PCM "
         f"p50 {_fmt(m['stop_to_last_pcm_ms']['p50'])} ms, PCM chunks after the stop p95 "
