@@ -15,6 +15,9 @@ with third_party_to_log(Path(sys.argv[1]), verbose=sys.argv[2] == "1"):
     warnings.warn("a tracer warning", UserWarning)
     logging.getLogger("somelib").warning("a library's log line")
     os.write(2, b"a native info line\\n")
+    from transformers.utils import logging as hf_logging
+    for _ in hf_logging.tqdm(range(3), desc="a library's bar"):
+        pass
     print("our progress line", file=sys.stderr)
 print("after the block", file=sys.stderr)
 """
@@ -33,5 +36,7 @@ def test_third_party_lines_go_to_the_log_and_ours_stay_on_screen(tmp_path: Path)
     assert screen.splitlines() == ["our progress line", "after the block"], screen
     for line in ("a tracer warning", "a library's log line", "a native info line"):
         assert line in log and line not in screen
+    assert "a library's bar" not in screen
     screen, log = _run(tmp_path, verbose=True)
-    assert log == "" and all(line in screen for line in ("a tracer warning", "a native info line", "our progress"))
+    assert log == "" and all(line in screen for line in ("a tracer warning", "a native info line", "our progress",
+                                                         "a library's bar"))

@@ -26,6 +26,21 @@ def _import_loud_libraries() -> None:
 
 
 @contextmanager
+def _no_transformers_bars() -> Iterator[None]:
+    """transformers draws its loading bars ("Loading weights", "Writing model shards") on
+    sys.stderr, the terminal here: third-party output, so off while the log takes it."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+@contextmanager
 def third_party_to_log(log: Path, *, verbose: bool = False) -> Iterator[Path]:
     """Everything but the project's own stderr lines goes to `log` (appended); `verbose` keeps
     all of it on the terminal as before."""
@@ -50,7 +65,8 @@ def third_party_to_log(log: Path, *, verbose: bool = False) -> Iterator[Path]:
         sys.stderr, warnings.showwarning = terminal, show
         logging.lastResort = logging.StreamHandler(sink)
         try:
-            yield log
+            with _no_transformers_bars():
+                yield log
         finally:
             terminal.flush()
             sink.flush()

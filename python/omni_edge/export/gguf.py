@@ -8,7 +8,9 @@ carries."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +58,11 @@ def checkpoint_from_gguf(path: Path, out: Path) -> Path:
     source["dequantized_from"] = sorted(t for t in source["tensor_types"] if t not in ("F32", "F16", "BF16"))
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    tokenizer: Any = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model: Any = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    # transformers' GGUF reader draws its own tqdm bar on sys.stderr: third-party output, sent where
+    # descriptor 2 goes (the log while the CLI is quiet, the terminal with --verbose).
+    with contextlib.redirect_stderr(sys.__stderr__ or sys.stderr):
+        tokenizer: Any = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     if model.config.model_type != ARCHITECTURES[source["architecture"]]:
         raise ValueError(f"{path}: transformers read it as {model.config.model_type!r}, not {source['architecture']!r}")
     # The weights are plain float32 tensors now: saved as such, not as a GGUF-quantized model.
