@@ -157,6 +157,27 @@ def _report(kind: str, identity: dict[str, str], checks: tuple[ReportCheck, ...]
                             identity["shape_bucket"], identity["target_abi"], checks)
 
 
+def _forced_prompts(tokenizer: Any, plan: Path, engine: Engine) -> list[list[int]]:
+    """The teacher-forced prompts: 40 and 7 tokens of held-out text, and one that ends just before
+    the first cache fills, so the forced decode crosses it (into the next bucket, or around the
+    ring); with a single full bucket, it ends inside it."""
+    prompts = [_prompt_ids(tokenizer, HELD_OUT[0], 40), _prompt_ids(tokenizer, HELD_OUT[1], 7)]
+    kv = json.loads(plan.read_text())["stages"][0]["llm"]["kv"]
+    crossing = kv["mode"] == "ring" or len(kv["buckets"]) > 1 or kv.get("overflow") == "ring"
+    prompts.append(_prompt_ids(tokenizer, HELD_OUT[2], max(8, engine.cache_slots - (6 if crossing else 13))))
+    return prompts
+
+
+def teacher_forced_on_plan(model: Any, plan: Path, tokenizer_json: Path, threads: int = 0) -> dict[str, float]:
+    """The numerical report's measurements alone (36 teacher-forced positions), for a backend
+    too slow for the task report's ~500 steps: the HTP emulator takes seconds per step of a real
+    model (benchmarks/quality.py --teacher-forced-only)."""
+    from tokenizers import Tokenizer
+
+    engine = Engine(plan, threads)
+    return teacher_forced(model, engine, _forced_prompts(Tokenizer.from_file(str(tokenizer_json)), plan, engine), 12)
+
+
 def validate_llm(model: Any, plan: Path, tokenizer_json: Path, identity: dict[str, str], enabled: bool, threads: int = 0,
                  limits: dict[str, float] | None = None) -> tuple[ValidationReport, ValidationReport]:
     limits = limits or FP32_LIMITS
@@ -167,14 +188,7 @@ def validate_llm(model: Any, plan: Path, tokenizer_json: Path, identity: dict[st
 
     tokenizer = Tokenizer.from_file(str(tokenizer_json))
     engine = Engine(plan, threads)
-    chunk_len = 40
-    prompts = [_prompt_ids(tokenizer, HELD_OUT[0], chunk_len), _prompt_ids(tokenizer, HELD_OUT[1], 7)]
-    # A prompt that ends just before the first cache fills, so teacher-forced decode crosses it
-    # (into the next bucket, or around the ring); with a single full bucket, it ends inside it.
-    kv = json.loads(plan.read_text())["stages"][0]["llm"]["kv"]
-    crossing = kv["mode"] == "ring" or len(kv["buckets"]) > 1 or kv.get("overflow") == "ring"
-    prompts.append(_prompt_ids(tokenizer, HELD_OUT[2], max(8, engine.cache_slots - (6 if crossing else 13))))
-    num = teacher_forced(model, engine, prompts, decode_steps=12)
+    num = teacher_forced(model, engine, _forced_prompts(tokenizer, plan, engine), decode_steps=12)
     task = _task(model, engine, [tokenizer.encode(p).ids for p in greedy_prompts()], _prompt_ids(tokenizer, HELD_OUT[2], 96))
     numerical = _report("numerical", identity, (
         ReportCheck("logit_sqnr_db", num["logit_sqnr_db"], limits["logit_sqnr_db"], ">="),  # median over positions
