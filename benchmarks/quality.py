@@ -37,9 +37,11 @@ def checks(component: Path, report: str) -> dict[str, float]:
 
 
 def _reports_written(out: Path, plan: Path) -> bool:
-    """An export that was stopped may have written its plan before its validation ended."""
+    """An export that was stopped may have written its plan before its validation ended, and one
+    made for --teacher-forced-only has no task measurements."""
     component = out / json.loads(plan.read_text())["stages"][0]["artifact"]
-    return (component / "reports" / "task.json").is_file()
+    task = component / "reports" / "task.json"  # --teacher-forced-only writes a skipped one
+    return task.is_file() and "greedy_agreement_64" in checks(component, "task")
 
 
 def _teacher_forced(checkpoint: Path, plan: Path, component: Path) -> dict[str, float]:
@@ -86,6 +88,8 @@ def main() -> int:
     p.add_argument("--teacher-forced-only", action="store_true",
                    help="export without validation and measure SQNR and top-1 on 36 teacher-forced positions alone")
     args = p.parse_args()
+    if "," in args.soc:
+        p.error("--soc names one SoC (run once per SoC)")
     if not (args.checkpoint / "config.json").is_file():
         p.error(f"{args.checkpoint}: not a checkpoint directory (the main job makes the default one)")
     work = ROOT / "work" / "quality" / args.checkpoint.name

@@ -18,6 +18,7 @@ with third_party_to_log(Path(sys.argv[1]), verbose=sys.argv[2] == "1"):
     from transformers.utils import logging as hf_logging
     for _ in hf_logging.tqdm(range(3), desc="a library's bar"):
         pass
+    hf_logging.get_logger("transformers.modeling_utils").warning("a transformers warning")
     print("our progress line", file=sys.stderr)
 print("after the block", file=sys.stderr)
 """
@@ -34,7 +35,7 @@ def _run(tmp_path: Path, verbose: bool) -> tuple[str, str]:
 def test_third_party_lines_go_to_the_log_and_ours_stay_on_screen(tmp_path: Path) -> None:
     screen, log = _run(tmp_path, verbose=False)
     assert screen.splitlines() == ["our progress line", "after the block"], screen
-    for line in ("a tracer warning", "a library's log line", "a native info line"):
+    for line in ("a tracer warning", "a library's log line", "a native info line", "a transformers warning"):
         assert line in log and line not in screen
     assert "a library's bar" not in screen
     screen, log = _run(tmp_path, verbose=True)

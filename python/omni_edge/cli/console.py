@@ -21,8 +21,11 @@ from typing import Any, TextIO
 
 def _import_loud_libraries() -> None:
     # Imported here, before the switch, so the handlers they install at import time hold the
-    # stderr that will point at the log (torch's logging, for one).
+    # stderr that will point at the log (torch's logging, transformers' library logger).
     import torch  # noqa: F401
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.get_logger("transformers")  # its handler is made on the first logger asked for
 
 
 @contextmanager
