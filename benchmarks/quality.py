@@ -36,12 +36,14 @@ def checks(component: Path, report: str) -> dict[str, float]:
     return {c["name"]: float(c["observed"]) for c in data["checks"]}
 
 
-def _reports_written(out: Path, plan: Path) -> bool:
+def _component(plan: Path) -> Path:
+    return plan.parent / json.loads(plan.read_text())["stages"][0]["artifact"]
+
+
+def _reports_written(component: Path) -> bool:
     """An export that was stopped may have written its plan before its validation ended, and one
-    made for --teacher-forced-only has no task measurements."""
-    component = out / json.loads(plan.read_text())["stages"][0]["artifact"]
-    task = component / "reports" / "task.json"  # --teacher-forced-only writes a skipped one
-    return task.is_file() and "greedy_agreement_64" in checks(component, "task")
+    made for --teacher-forced-only has a skipped task report."""
+    return (component / "reports" / "task.json").is_file() and "greedy_agreement_64" in checks(component, "task")
 
 
 def _teacher_forced(checkpoint: Path, plan: Path, component: Path) -> dict[str, float]:
@@ -57,14 +59,14 @@ def measure(checkpoint: Path, precision: str, fmt: str, work: Path, forced_only:
     """fmt: onnx, pte, or qnn-SOC (the HTP route for that SoC)."""
     out = work / f"{precision}-{fmt}"
     plan = out / (f"plan.{fmt}-{precision}.json" if fmt.startswith("qnn-") else "plan.json")
-    if not (plan.exists() and (forced_only or _reports_written(out, plan))):
+    if not (plan.exists() and (forced_only or _reports_written(_component(plan)))):
         print(f"exporting {checkpoint.name} at {precision} ({fmt}) to {out}", file=sys.stderr)
         route = (["--target", "qnn-htp", "--soc", fmt.removeprefix("qnn-")] if fmt.startswith("qnn-")
                  else ["--format", fmt])
         omni_edge("export", "llm", "--checkpoint", str(checkpoint), "--out", str(out), *route,
                   "--precision", precision, "--buckets", "128,512", "--prefill-chunk", "16",
                   *(["--no-validate"] if forced_only else []))
-    component = out / json.loads(plan.read_text())["stages"][0]["artifact"]
+    component = _component(plan)
     if forced_only:
         return _teacher_forced(checkpoint, plan, component)
     got = checks(component, "numerical") | checks(component, "task")

@@ -48,15 +48,15 @@ def _event(line: str) -> dict[str, Any]:
     return event if isinstance(event, dict) else {"kind": "unparsed", "text": line}
 
 
-def _stop_delay(lines: list[tuple[float, dict[str, Any]]], after_first_output_s: float | None,
+def _stop_delay(event: dict[str, Any], outputs: int, after_first_output_s: float | None,
                 after_outputs: int | None) -> float | None:
-    """Whether the line just read starts the stop's timer, and its delay: the first output starts
-    a timed stop, the n-th output a stop at once."""
-    if not is_first_output(lines[-1][1]):
+    """Whether the event just read (the `outputs`-th output so far, if it is one) starts the
+    stop's timer, and its delay: the first output starts a timed stop, the n-th a stop at once."""
+    if not is_first_output(event):
         return None
     if after_first_output_s is not None:
         return after_first_output_s
-    if after_outputs is not None and sum(is_first_output(e) for _, e in lines) >= after_outputs:
+    if after_outputs is not None and outputs >= after_outputs:
         return 0.0
     return None
 
@@ -125,9 +125,13 @@ class Profiler:
             run.lines.append((time.perf_counter() - run.spawn_t, {"kind": "stop"}))
             self.d.device.kill(pid_box[0], hard=hard_stop)
 
+        outputs = [0]  # tokens, PCM chunks, actions read so far
+
         def on_line(line: str) -> None:
-            run.lines.append((time.perf_counter() - run.spawn_t, _event(line)))
-            delay = None if stopper else _stop_delay(run.lines, stop_after_first_output_s, stop_after_outputs)
+            event = _event(line)
+            run.lines.append((time.perf_counter() - run.spawn_t, event))
+            outputs[0] += is_first_output(event)
+            delay = None if stopper else _stop_delay(event, outputs[0], stop_after_first_output_s, stop_after_outputs)
             if delay is not None:
                 stopper.append(threading.Timer(delay, stop_now))  # off the reader thread: a device's kill is a command
                 stopper[0].start()
