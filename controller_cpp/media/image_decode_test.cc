@@ -25,7 +25,27 @@ TEST(ImageDecode, WhatIsNotAnImageOrTooLargeIsRefusedBeforeDecoding) {
   EXPECT_FALSE(DecodeImage("GIF87a but not").ok());  // a header, then nothing
   EXPECT_FALSE(DecodeImage("").ok());
   EXPECT_NE(DecodeImage(kPng, 3).status().message().find("at most 3"), std::string::npos);  // 4 pixels
-  EXPECT_FALSE(DecodeImage(kPng.substr(0, 50)).ok());  // truncated IDAT
+  EXPECT_NE(DecodeImage(kPng.substr(0, 50)).status().message().find("IDAT chunk claims 19 bytes and the file has 9"),
+            std::string::npos);  // truncated, refused before stb_image allocates for it
+}
+
+// Empty IDAT chunks carry no data and are legal; stb_image copied one that came before any data into
+// a null buffer (UBSan: memcpy(nullptr, p, 0), found by the fuzzer). They are dropped before decoding.
+TEST(ImageDecode, EmptyDataChunksAreSkippedAndAFileOfNothingElseIsRefused) {
+  const std::string empty_idat("\x00\x00\x00\x00IDAT\x35\xaf\x06\x1e", 12);
+  const size_t first_idat = 33;  // signature 8 + IHDR 25
+  std::string with_empty = kPng;
+  with_empty.insert(first_idat, empty_idat + empty_idat);
+  auto image = DecodeImage(with_empty);
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  EXPECT_EQ(image->pixels, DecodeImage(kPng)->pixels);
+
+  // The fuzzer's input: an empty IDAT, then a malformed chunk list (stb_image read up to it).
+  const std::string fuzzed = kPng.substr(0, first_idat) + std::string("\x00\x00\x00\x00IDAT", 8) + kPng.substr(41);
+  EXPECT_FALSE(DecodeImage(fuzzed).ok());
+  EXPECT_FALSE(DecodeImage(kPng.substr(0, first_idat) + std::string("\x00\x00\x00\x00IDAT", 8)).ok());  // no CRC
+  std::string no_data = kPng.substr(0, first_idat) + empty_idat + kPng.substr(kPng.size() - 12);
+  EXPECT_FALSE(DecodeImage(no_data).ok());
 }
 
 }  // namespace
