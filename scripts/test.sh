@@ -10,6 +10,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 export CC="${CC:-gcc}" CXX="${CXX:-g++}"
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 jobs=$(nproc)
+# Nothing here reaches the Hugging Face Hub: a lookup that would wait on a network is an error.
+export HF_HUB_OFFLINE=1
 t0=$(date +%s)
 # Which machine ran this: a failure on another host is read against its CPU first.
 echo "host: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
@@ -21,6 +23,7 @@ timeline() {
   printf '\n== timeline (total %ss)\n' "$(( $(date +%s) - t0 ))"
   printf '  %s\n' "${steps[@]}"
   grep -s "built in" build/bundles/build.log | sed 's/^/  /' || true
+  sed -n '/slowest .* durations/,/ in [0-9.]*s/p' build/pytest.log 2>/dev/null | sed 's/^/  /' || true
 }
 
 step "rebuild the Python extension (picks up C++ changes)"
@@ -75,7 +78,8 @@ OMNI_EDGE_FUZZ_BUILD=build/asan scripts/fuzz.sh "${OMNI_EDGE_FUZZ_SECONDS:-60}"
 # session is one Python thread (ExecuTorch's lowering, tracing, the CLIs it starts), so the
 # second core is otherwise idle for long stretches.
 step "pytest (2 workers)"
-python -m pytest -q -n 2 --dist loadfile --durations=15
+rm -f build/pytest.log
+python -m pytest -q -n 2 --dist loadfile --durations=15 --junitxml=build/pytest-junit.xml 2>&1 | tee build/pytest.log
 
 step "device bundles"
 wait "$bundles" || { tail -30 build/bundles/build.log; exit 1; }
