@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from omni_edge.contracts import ContractError
 
 
+def print_line(text: str) -> None:
+    """One event line in one write: with PYTHONUNBUFFERED, print() writes the text and its newline
+    in two, and the fault lines a truncated weights file makes another thread write could land
+    between them (base/platform/mapped_files.h)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 class Streams:
     """The JSON lines of a run: each stream's events as they come, and at the end one terminal
     line for every stream whose own never came (the load failed or was cancelled, the request
@@ -31,7 +39,7 @@ class Streams:
             self.terminals[stream] = event
         if self.args.json:
             tagged = {"stream": stream, **event} if len(self.names) > 1 else event
-            print(json.dumps(tagged, ensure_ascii=False), flush=True)
+            print_line(json.dumps(tagged, ensure_ascii=False))
         return self.guard.keep_going()
 
     def _line(self, stream: str, line: dict[str, Any]) -> str:
@@ -55,7 +63,7 @@ class Streams:
             line: dict[str, Any] = {"kind": kind, "finish_reason": kind, "seq": 0}
             if error is not None:
                 line.update(reason=error.code, error=error.message)
-            print(self._line(stream, line), flush=True)
+            print_line(self._line(stream, line))
         if error is not None:
             print(f"omni-edge {command}: {error.code}: {error.message}", file=sys.stderr)
             return 1
@@ -99,7 +107,7 @@ def print_action(a: dict[str, Any]) -> None:
 
 def print_event(event: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(event, ensure_ascii=False), flush=True)
+        print_line(json.dumps(event, ensure_ascii=False))
     elif event["kind"] == "token":
         print(event["text"], end="", flush=True)
     else:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_edge.cli import flags
-from omni_edge.cli.output import Streams, open_session, print_action, print_audio_summary, print_event
+from omni_edge.cli.output import Streams, open_session, print_action, print_audio_summary, print_event, print_line
 from omni_edge.interrupt import GUARD, CancelOnSignal
 
 
@@ -223,7 +223,7 @@ def act(args: argparse.Namespace) -> int:
     except ContractError as exc:
         return streams.end("act", exc)
     if args.json:
-        print(json.dumps(result), flush=True)
+        print_line(json.dumps(result))
     elif result.get("kind") == "action":
         print_action(result)
     else:
