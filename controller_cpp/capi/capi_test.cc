@@ -30,6 +30,8 @@ TEST(CApi, TheRequestDefaultsArePinned) {
   EXPECT_EQ(r.n_media, 0);
   EXPECT_EQ(r.observation, nullptr);
   EXPECT_EQ(r.deadline_ms, 0.0);
+  EXPECT_EQ(r.messages, nullptr);
+  EXPECT_EQ(r.n_messages, 0);
   for (const OeSampling& s : {r.sampling, r.speech_sampling}) {
     EXPECT_EQ(s.use_plan_sampling, 1);
     EXPECT_EQ(s.temperature, 0.0f);

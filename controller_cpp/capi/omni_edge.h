@@ -118,7 +118,15 @@ typedef struct {
   uint64_t noise_seed;
 } OeObservation;
 
-/* One request, whatever the plan: the entry stage's input and how each stream is generated. */
+/* One turn of a conversation given whole (an OpenAI-style message list). */
+typedef struct {
+  const char* role;     /* "system" (first only) | "user" | "assistant" */
+  const char* content;
+} OeChatMessage;
+
+/* One request, whatever the plan: the entry stage's input and how each stream is generated.
+ * Fields are only ever added at its end: fill it with oe_request_default (a caller built against
+ * an older header must be rebuilt). */
 typedef struct {
   const char* prompt;             /* text to answer (or, for a speech plan, to speak); the user
                                      message when chat = 1 */
@@ -142,6 +150,9 @@ typedef struct {
   const OeObservation* observation; /* a policy plan's input (prompt: its task text); may be NULL */
   double deadline_ms;             /* policy: the action is due this long after the capture (0: none);
                                      the action event reports deadline_missed and lateness_ms */
+  const OeChatMessage* messages;  /* a whole conversation in the plan's chat format, ending with a user
+                                     turn: instead of prompt, system_prompt and prompt_ids (copied) */
+  int n_messages;
 } OeRequest;
 
 OE_API void oe_request_default(OeRequest* request);

@@ -45,6 +45,10 @@ pipeline::Request RequestOf(const OeRequest& r) {
   out.chat = r.chat != 0;
   if (r.system_prompt != nullptr) out.system_prompt = r.system_prompt;
   if (r.prompt_ids != nullptr && r.n_prompt_ids > 0) out.prompt_ids.assign(r.prompt_ids, r.prompt_ids + r.n_prompt_ids);
+  for (int i = 0; r.messages != nullptr && i < r.n_messages; ++i) {
+    const OeChatMessage& m = r.messages[i];
+    out.messages.push_back({m.role != nullptr ? m.role : "", m.content != nullptr ? m.content : ""});
+  }
   out.continue_conversation = r.continue_conversation != 0;
   out.max_new_tokens = r.max_new_tokens;
   out.sampling = SamplingOf(r.sampling);

@@ -34,6 +34,20 @@ std::vector<std::string> Strings(FieldReader& r, const char* name) {
   return out;
 }
 
+std::vector<ChatTurn> Messages(FieldReader& r) {
+  std::vector<ChatTurn> out;
+  const Json* list = r.Array("messages", false);
+  for (size_t i = 0; list != nullptr && r.ok() && i < list->size(); ++i) {
+    FieldReader m((*list)[i], r.Path("messages") + "[" + std::to_string(i) + "]");
+    ChatTurn turn;
+    turn.role = m.String("role");
+    turn.content = m.String("content", true, false);
+    if (Status st = m.Done(); !st.ok()) r.Fail(st);
+    out.push_back(std::move(turn));
+  }
+  return out;
+}
+
 std::vector<MediaInput> Media(FieldReader& r) {
   std::vector<MediaInput> out;
   const Json* list = r.Array("media", false);
@@ -140,6 +154,7 @@ Json ToJson(const Request& r) {
             {"chat", r.chat},
             {"system_prompt", r.system_prompt},
             {"prompt_ids", r.prompt_ids},
+            {"messages", Json::array()},
             {"media", Json::array()},
             {"continue_conversation", r.continue_conversation},
             {"max_new_tokens", r.max_new_tokens},
@@ -151,6 +166,7 @@ Json ToJson(const Request& r) {
             {"prebuffer_ms", r.prebuffer_ms},
             {"observation", Json()},
             {"deadline_ms", r.deadline_ms}};
+  for (const auto& t : r.messages) j["messages"].push_back({{"role", t.role}, {"content", t.content}});
   for (const auto& m : r.media) {
     Json item = {{"kind", m.kind}, {"path", m.path}};
     if (!m.data.empty()) item["bytes"] = int64_t(m.data.size());
@@ -177,6 +193,7 @@ Result<Request> RequestFromJson(const Json& j) {
   r.chat = f.Bool("chat", false);
   r.system_prompt = f.String("system_prompt", false, false);
   r.prompt_ids = Ids(f, "prompt_ids");
+  r.messages = Messages(f);
   r.media = Media(f);
   r.continue_conversation = f.Bool("continue_conversation", false);
   r.max_new_tokens = f.Int("max_new_tokens", false, 0, 0);
@@ -199,6 +216,32 @@ Result<Request> RequestFromJson(const Json& j) {
   return r;
 }
 
+namespace {
+
+// A conversation given whole: a system turn first if any, then user and assistant turns, the last
+// a user's (the one to answer); it stands alone, so no prompt, ids or resident context beside it.
+Status ValidateMessages(const Request& r) {
+  if (r.messages.empty()) return Status::Ok();
+  if (!r.prompt.empty() || !r.system_prompt.empty() || !r.prompt_ids.empty() || r.continue_conversation) {
+    return Status::Error("invalid_argument", "messages are the whole conversation: without prompt, system_prompt, "
+                                             "prompt_ids or continue_conversation");
+  }
+  for (size_t i = 0; i < r.messages.size(); ++i) {
+    const std::string& role = r.messages[i].role;
+    const std::string where = "messages[" + std::to_string(i) + "].role";
+    if (role == "system" && i > 0) return Status::Error("invalid_argument", where + ": a system turn comes first only");
+    if (role != "system" && role != "user" && role != "assistant") {
+      return Status::Error("invalid_argument", where + ": must be system, user or assistant, got '" + role + "'");
+    }
+  }
+  if (r.messages.back().role != "user") {
+    return Status::Error("invalid_argument", "messages: the last turn is the user's to answer, got " + r.messages.back().role);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Validate(const Request& r) {
   if (r.max_new_tokens < 0) return Status::Error("invalid_argument", "max_new_tokens must be >= 0 (0: the plan's default)");
   if (r.max_frames < 0) return Status::Error("invalid_argument", "max_frames must be >= 0 (0: the plan's default)");
@@ -218,6 +261,7 @@ Status Validate(const Request& r) {
       if (c.image.path.empty() && c.image.data.empty()) return Status::Error("invalid_argument", "an observation image needs a path or its bytes");
     }
   }
+  OE_RETURN_IF_ERROR(ValidateMessages(r));
   for (int32_t id : r.prompt_ids) {
     if (id < 0) return Status::Error("invalid_prompt", "prompt token id " + std::to_string(id) + " is negative");
   }

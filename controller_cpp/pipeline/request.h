@@ -27,6 +27,12 @@ struct MediaInput {
   std::string data;  // when set, `path` is only its name in reports
 };
 
+// One turn of a conversation given whole (an OpenAI-style message list).
+struct ChatTurn {
+  std::string role;  // system (first only) | user | assistant
+  std::string content;
+};
+
 // What a policy (vision-language-action) plan acts on: camera images by name, the robot state,
 // when it was captured, and optionally the flow's initial noise (to compare with a reference).
 struct CameraImage {
@@ -49,6 +55,9 @@ struct Request {
   bool chat = false;
   std::string system_prompt;  // chat only
   std::vector<int32_t> prompt_ids;
+  // Or a whole conversation in the plan's chat format, ending with a user's turn (a stateless
+  // server's request): instead of prompt, system_prompt and prompt_ids; chat is implied.
+  std::vector<ChatTurn> messages;
   // Images and audio before the text, in this order (a multimodal plan's encoders read them).
   std::vector<MediaInput> media;
   bool continue_conversation = false;  // append to the resident context (multi-turn)

@@ -44,5 +44,36 @@ TEST(Request, RefusesABadObservationNamingTheField) {
   EXPECT_NE(reason(R"({"deadline_ms": -1})").find("deadline_ms"), std::string::npos);
 }
 
+TEST(Request, AConversationIsReadWholeAndStandsAlone) {
+  auto r = Parse(R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": ""}, {"role": "user", "content": "Why?"}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->messages.size(), 4u);
+  EXPECT_EQ(r->messages[3].role, "user");
+  EXPECT_EQ(r->messages[3].content, "Why?");
+  EXPECT_EQ(ToJson(*r)["messages"][0], (Json{{"role", "system"}, {"content", "Be brief."}}));
+  EXPECT_TRUE(Parse(ToJson(*r).dump()).ok());  // what ToJson writes reads back
+  const auto reason = [](const std::string& text) {
+    auto parsed = Parse(text);
+    return parsed.ok() ? std::string("ok") : parsed.status().message();
+  };
+  EXPECT_NE(reason(R"({"messages": [{"role": "user", "content": 3}]})").find("request.messages[0].content"), std::string::npos);
+  EXPECT_NE(reason(R"({"messages": [{"role": "user", "content": "x", "name": "n"}]})").find("messages[0].name: unknown"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"messages": [{"role": "tool", "content": "x"}]})").find("must be system, user or assistant"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]})")
+                .find("the last turn is the user's"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "y"},
+      {"role": "user", "content": "z"}]})").find("messages[1].role: a system turn comes first only"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"prompt_ids": [1], "messages": [{"role": "user", "content": "x"}]})").find("whole conversation"),
+            std::string::npos);
+  EXPECT_NE(reason(R"({"continue_conversation": true, "messages": [{"role": "user", "content": "x"}]})")
+                .find("whole conversation"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace omni_edge::pipeline

@@ -12,11 +12,13 @@ std::string Trim(const std::string& s) {
 
 std::string Turns(const ChatFormat& f, const std::vector<ChatMessage>& messages) {
   std::string out;
-  for (const auto& m : messages) out += f.Open(m.role) + (f.trim ? Trim(m.content) : m.content) + f.Close();
+  for (const auto& m : messages) out += f.Turn(m);
   return out + f.Open("assistant");
 }
 
 }  // namespace
+
+std::string ChatFormat::Turn(const ChatMessage& m) const { return Open(m.role) + (trim ? Trim(m.content) : m.content) + Close(); }
 
 std::string ChatFormat::Format(const std::vector<ChatMessage>& messages) const { return begin + Turns(*this, messages); }
 

@@ -21,6 +21,7 @@ from omni_edge.cli.demo import smollm2_gguf
 from omni_edge.contracts.manifest import sha256_file
 from omni_edge.export.checkpoint import read_record
 from omni_edge.export.decoder.graphs import DecoderShape
+from omni_edge.runtime import Session
 
 PROMPT = "def greet(name):\n    return 'hello ' + name\n"
 QUESTION = "What is the capital of France?"
@@ -68,6 +69,17 @@ def test_llama_and_qwen2_checkpoints_equal_transformers(arch: str, tmp_path: Pat
     assert events[-1]["kind"] == "done" and events[-1]["context_tokens"] == len(reference) + 11, events[-1]  # the last id is not fed
     assert_greedy([t for e in events if e["kind"] == "token" for t in e["token_ids"]], checkpoint, reference,
                   f"{arch} chat greedy ids")
+    # A whole conversation in one request (what a stateless server gets): every turn rendered as
+    # the checkpoint's template renders it.
+    conversation = [("system", system), ("user", question), ("assistant", "It rotates queries and keys."),
+                    ("user", "Why?")]
+    reference = _chat_ids(checkpoint, [{"role": role, "content": content} for role, content in conversation])
+    tokens: list[dict] = []
+    done_event = Session.open(out / "plan.json").run(messages=conversation, max_new_tokens=12, ignore_stop_tokens=True,
+                                                     on_event=tokens.append)
+    assert done_event["finish_reason"] == "length" and done_event["context_tokens"] == len(reference) + 11, done_event
+    assert_greedy([t for e in tokens if e["kind"] == "token" for t in e["token_ids"]], checkpoint, reference,
+                  f"{arch} conversation greedy ids")
 
 
 def _bos_id(checkpoint: Path) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 from llm_reference import CLI, cli
 from omni_edge import _native
 from omni_edge.runtime import Session
-from omni_edge.runtime.request import Media, Request, Sampling
+from omni_edge.runtime.request import ChatMessage, Media, Request, Sampling
 
 RUN = CLI.parent / "omni-edge-run"
 
@@ -25,7 +25,8 @@ def test_the_python_request_is_the_native_schema() -> None:
                    max_new_tokens=3, sampling=Sampling(temperature=0.5, top_k=4, top_p=0.9, min_p=0.1,
                                                        repetition_penalty=1.1, seed=9),
                    stop_strings=("a",), ignore_stop_tokens=True, max_frames=2,
-                   speech_sampling=Sampling(seed=3), prebuffer_ms=0.0, media=(Media("image", "a.png"),))
+                   speech_sampling=Sampling(seed=3), prebuffer_ms=0.0, media=(Media("image", "a.png"),),
+                   messages=(ChatMessage("user", "hi"),))
     assert set(full.to_json()) == set(native)
 
 
@@ -40,7 +41,16 @@ def test_bad_requests_name_the_field(tiny_artifact: Path) -> None:
                           (json.dumps({"prompt": "x", "media": [{"kind": "video", "path": "a"}]}), "request.media[0].kind"),
                           (json.dumps({"prompt": "x", "media": [{"kind": "image"}]}), "request.media[0].path"),
                           (json.dumps({"prompt": "x", "media": [{"kind": "image", "path": "a", "x": 1}]}),
-                           "request.media[0].x: unknown field")):
+                           "request.media[0].x: unknown field"),
+                          (json.dumps({"messages": [{"role": "user"}]}), "request.messages[0].content"),
+                          (json.dumps({"messages": [{"role": "tool", "content": "x"}]}),
+                           "messages[0].role: must be system, user or assistant"),
+                          (json.dumps({"messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "s"}]}),
+                           "messages[1].role: a system turn comes first only"),
+                          (json.dumps({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}),
+                           "the last turn is the user's to answer"),
+                          (json.dumps({"prompt": "x", "messages": [{"role": "user", "content": "x"}]}),
+                           "messages are the whole conversation")):
         try:
             session._s.submit(request, lambda *a: True)
         except ContractError as exc:

@@ -40,19 +40,31 @@ Result<std::vector<TokenId>> LlmWorker::Encode(const std::string& text) const {
   return std::vector<TokenId>(encoded->begin(), encoded->end());
 }
 
+// The conversation a chat request formats: its messages, or its system prompt and prompt.
+std::vector<text::ChatMessage> LlmWorker::ChatMessages(const pipeline::Request& r) {
+  std::vector<text::ChatMessage> out;
+  for (const auto& t : r.messages) out.push_back({t.role, t.content});
+  if (out.empty()) {
+    if (!r.system_prompt.empty()) out.push_back({"system", r.system_prompt});
+    out.push_back({"user", r.prompt});
+  }
+  return out;
+}
+
 Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
   if (!placeholders_) return Status::Error("invalid_prompt", "this plan reads text only: it has no media encoders");
   if (r.continue_conversation) return Status::Error("invalid_prompt", "media in a continued conversation is not supported yet");
   if (!r.prompt_ids.empty()) return Status::Error("invalid_prompt", "media come with a text prompt, not prompt_ids");
   // The user turn (Qwen2.5-Omni's: <|im_start|>user\n), the media, the text, then the assistant's start.
   std::string head, tail = r.prompt;
-  if (r.chat) {
+  if (r.chat || !r.messages.empty()) {
     if (!config_.chat) return Status::Error("invalid_prompt", "this plan has no chat format");
     const text::ChatFormat& f = *config_.chat;
+    std::vector<text::ChatMessage> turns = ChatMessages(r);
     head = f.begin;
-    if (!r.system_prompt.empty()) head += f.Open("system") + r.system_prompt + f.Close();
+    for (size_t i = 0; i + 1 < turns.size(); ++i) head += f.Turn(turns[i]);
     head += f.Open("user");
-    tail += f.Close() + f.Open("assistant");
+    tail = turns.back().content + f.Close() + f.Open("assistant");
   }
   OE_ASSIGN_OR_RETURN(media_head_, Encode(head));
   OE_ASSIGN_OR_RETURN(media_tail_, Encode(tail));
@@ -145,17 +157,16 @@ Result<std::vector<TokenId>> LlmWorker::PromptTokens(const pipeline::Request& r)
     ids.insert(ids.end(), r.prompt_ids.begin(), r.prompt_ids.end());
     return ids;
   }
-  if (r.prompt.empty()) return Status::Error("invalid_prompt", "the prompt is empty");
+  if (r.prompt.empty() && r.messages.empty()) return Status::Error("invalid_prompt", "the prompt is empty");
   std::string prompt = r.prompt;
   // A plain prompt that starts a conversation gets the post-processor's tokens (Llama 3's
   // <|begin_of_text|>), as transformers' tokenizer(prompt) does; a chat prompt carries its own.
-  const bool add_special_tokens = !r.chat && !(r.continue_conversation && !context_.empty());
-  if (r.chat) {
+  const bool chat = r.chat || !r.messages.empty();
+  const bool add_special_tokens = !chat && !(r.continue_conversation && !context_.empty());
+  if (chat) {
     if (!config_.chat) return Status::Error("invalid_prompt", "this plan has no chat format");
     const text::ChatFormat& f = *config_.chat;
-    std::vector<text::ChatMessage> messages;
-    if (!r.system_prompt.empty()) messages.push_back({"system", r.system_prompt});
-    messages.push_back({"user", r.prompt});
+    const std::vector<text::ChatMessage> messages = ChatMessages(r);
     if (r.continue_conversation && !context_.empty()) {
       // Close an assistant turn that ended without its end-of-turn token (length, cancel), then continue.
       const auto end = tokenizer_->Find(f.end_of_turn);

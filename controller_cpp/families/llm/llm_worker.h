@@ -48,6 +48,7 @@ class LlmWorker final : public pipeline::StageWorker {
   LlmWorker() = default;
   Result<std::vector<TokenId>> PromptTokens(const pipeline::Request& r) const;
   Result<std::vector<TokenId>> Encode(const std::string& text) const;
+  static std::vector<text::ChatMessage> ChatMessages(const pipeline::Request& r);
   Status PrepareMedia(const pipeline::Request& r);
   // Waits for every encoder's rows, then lays out the prompt: the text before the media, each
   // item's start, placeholders and end in the request's order, the text after; the rows to

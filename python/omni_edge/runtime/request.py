@@ -35,6 +35,14 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class ChatMessage:
+    """One turn of a conversation given whole (an OpenAI-style message list)."""
+
+    role: str  # "system" (first only) | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
 class Media:
     """An image or audio item of a multimodal prompt (a file the session reads)."""
 
@@ -82,6 +90,8 @@ class Request:
     chat: bool = False
     system_prompt: str = ""
     prompt_ids: tuple[int, ...] = ()
+    # Or a whole conversation in the plan's chat format, ending with a user turn (chat implied).
+    messages: tuple[ChatMessage, ...] = ()
     media: tuple[Media, ...] = ()  # before the text, in this order (a multimodal plan's encoders)
     continue_conversation: bool = False
     max_new_tokens: int = 0
@@ -98,6 +108,7 @@ class Request:
         out = dataclasses.asdict(self)
         out["observation"] = None if self.observation is None else self.observation.to_json()
         out["prompt_ids"] = list(self.prompt_ids)
+        out["messages"] = [dataclasses.asdict(m) for m in self.messages]
         out["media"] = [m.to_json() for m in self.media]
         out["stop_strings"] = list(self.stop_strings)
         return out

@@ -26,7 +26,7 @@ import numpy as np
 
 from omni_edge import _native
 from omni_edge.files import atomic_output
-from omni_edge.runtime.request import Media, Observation, Request, Sampling
+from omni_edge.runtime.request import ChatMessage, Media, Observation, Request, Sampling
 
 # on_event(stream, event, pcm): pcm is a float32 array for audio events, else None; False cancels.
 Listener = Callable[[str, dict[str, Any], "np.ndarray | None"], object]
@@ -113,12 +113,15 @@ class _Plan:
 
 
 def _request(prompt: str = "", *, chat: bool = False, system_prompt: str = "", prompt_ids: Sequence[int] = (),
-             media: Sequence[tuple[str, str | Path]] = (), continue_conversation: bool = False, max_new_tokens: int = 0,
+             messages: Sequence[tuple[str, str]] = (), media: Sequence[tuple[str, str | Path]] = (),
+             continue_conversation: bool = False, max_new_tokens: int = 0,
              sampling: Sampling | dict[str, Any] | None = None, stop_strings: Sequence[str] = (),
              ignore_stop_tokens: bool = False, **speech: Any) -> Request:
-    """media: (kind, path) pairs, "image" or "audio", before the text in this order."""
+    """messages: (role, content) pairs, a whole conversation ending with a user turn (instead of
+    prompt); media: (kind, path) pairs, "image" or "audio", before the text in this order."""
     speech["speech_sampling"] = Sampling.of(speech.get("speech_sampling"))
     return Request(prompt=prompt, chat=chat, system_prompt=system_prompt, prompt_ids=tuple(prompt_ids),
+                   messages=tuple(ChatMessage(role, content) for role, content in messages),
                    media=tuple(Media(kind, str(path)) for kind, path in media),
                    continue_conversation=continue_conversation, max_new_tokens=max_new_tokens,
                    sampling=Sampling.of(sampling), stop_strings=tuple(stop_strings),
