@@ -37,7 +37,8 @@ LAYERS = {
     "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "capi"},
     "tools": {"base", "capi", "tools"},
     "jni": {"capi", "jni"},  # the JNI bridge: a client of the C ABI only
-    "fuzz": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families", "fuzz"},
+    "server": {"base", "capi", "server"},  # the network protocols: a client of the C ABI
+    "fuzz": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families", "server", "fuzz"},
 }
 LAYERS["pybind"] = set(LAYERS) | {"pybind"}  # the Python extension: a front end over all of it
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)

@@ -111,6 +111,10 @@ png(3, 1, b"\x01" + bytes(range(9)))
 bmp = b"BM" + struct.pack("<IHHI", 70, 0, 0, 54) + struct.pack("<IiiHHIIiiII", 40, 2, 2, 1, 24, 0, 16, 0, 0, 0, 0)
 (out / hashlib.sha1(bytes([15]) + bmp + bytes(16)).hexdigest()).write_bytes(bytes([15]) + bmp + bytes(16))
 PY
+for body in '{"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}], "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 8, "stop": ["a"], "temperature": 0.5, "seed": 3}' \
+            '{"model": "m", "modalities": ["text", "audio"], "audio": {"format": "wav", "voice": "v"}, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}, {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}, {"type": "text", "text": "x"}]}]}'; do
+  printf '\x10%s' "$body" > "$corpus/chat-$(printf '%s' "$body" | sha1sum | cut -c1-12)"
+done
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
 log=$build/fuzz.log

@@ -2,8 +2,8 @@
 // validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, the
 // bytes a stream turns into text, a checkpoint's image preprocessing config, WAV files through the
 // audio front end, image files through stb_image (and a policy's camera resize), session
-// requests (observations among them) — must refuse bad input with a Status, never
-// crash or leak.
+// requests (observations among them), OpenAI chat request bodies — must refuse bad input with a
+// Status, never crash or leak.
 // The first byte picks the parser, so one corpus covers them all.
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include "pipeline/request.h"
 #include "runtime/plan.h"
 #include "runtime/weights_index.h"
+#include "server/openai_chat.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -176,9 +177,18 @@ void FuzzVisionPreprocessing(const Json& j) {
   }
 }
 
-// The target of each first byte (modulo 16); scripts/fuzz.sh seeds every one.
+// An OpenAI chat request body, as a client sends it over HTTP (small media limits: fast inputs).
+void FuzzChatCompletion(const std::string& text) {
+  omni_edge::server::ChatLimits limits;
+  limits.max_media_bytes = 4096;
+  auto r = omni_edge::server::ParseChatCompletion(text, limits);
+  if (r.ok() && (r->messages.empty() || r->media.size() > limits.max_media)) __builtin_trap();
+  if (!r.ok()) omni_edge::server::ErrorParam(r.status());
+}
+
+// The target of each first byte (modulo 17); scripts/fuzz.sh seeds every one.
 using Target = void (*)(const std::string& text);
-constexpr Target kTargets[16] = {
+constexpr Target kTargets[17] = {
     /* 0 */ FuzzContractValue<0>,  // buffer
     /* 1 */ FuzzContractValue<1>,  // state
     /* 2 */ FuzzContractValue<2>,  // request
@@ -195,12 +205,13 @@ constexpr Target kTargets[16] = {
     /* 13 */ OnJson<FuzzVisionPreprocessing>,
     /* 14 */ FuzzWavFile,
     /* 15 */ FuzzImageFile,
+    /* 16 */ FuzzChatCompletion,
 };
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  kTargets[data[0] % 16](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
+  kTargets[data[0] % 17](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
   return 0;
 }

@@ -1,0 +1,259 @@
+#include "server/openai_chat.h"
+
+#include <limits>
+
+#include "base/base64.h"
+
+namespace omni_edge::server {
+namespace {
+
+constexpr char kWhere[] = "request";
+constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();  // the C ABI's int fields
+
+Status Refuse(const std::string& param, const std::string& what) { return Status::Error("invalid_request", param + ": " + what); }
+
+// A data URL's bytes: data:<type>;base64,<data> (a server on a device fetches no URLs).
+Result<std::string> DataUrl(const std::string& url, const std::string& param, size_t max_bytes) {
+  const size_t comma = url.find(',');
+  if (url.rfind("data:", 0) != 0 || comma == std::string::npos || comma < 12 || url.compare(comma - 7, 7, ";base64") != 0) {
+    return Refuse(param, "a data URL (data:<type>;base64,<data>) is needed: this server fetches nothing");
+  }
+  return Base64Decode(url.substr(comma + 1));
+}
+
+Status AddMedia(const std::string& kind, Result<std::string> bytes, const std::string& param, const ChatLimits& limits,
+                ChatCompletionRequest* out) {
+  if (!bytes.ok()) return Refuse(param, bytes.status().message());
+  if (bytes->size() > limits.max_media_bytes) {
+    return Refuse(param, std::to_string(bytes->size()) + " bytes (at most " + std::to_string(limits.max_media_bytes) + ")");
+  }
+  if (out->media.size() >= limits.max_media) return Refuse(param, "more than " + std::to_string(limits.max_media) + " media items");
+  out->media.push_back({kind, std::move(*bytes)});
+  return Status::Ok();
+}
+
+// One part of a message's content: text, an image (a data URL) or audio (base64 WAV).
+Status ReadPart(const Json& part, const std::string& where, bool media_allowed, const ChatLimits& limits,
+                ChatCompletionRequest* out, std::string* text) {
+  FieldReader f(part, where);
+  const std::string type = f.String("type");
+  f.Raw("prompt_cache_breakpoint");  // a hint for a hosted cache: nothing to do here
+  if (!f.ok()) return f.status();
+  if (type == "text") {
+    *text += f.String("text", true, false);
+    return f.Done();
+  }
+  if (type != "image_url" && type != "input_audio") {
+    return Refuse(where + ".type", "must be text, image_url or input_audio, got '" + type + "'");
+  }
+  if (!media_allowed) return Refuse(where, "images and audio are read in the last message, the user's, only");
+  const Json* inner = f.Object(type.c_str());
+  if (!f.ok()) return f.status();
+  FieldReader item(*inner, f.Path(type));
+  if (type == "image_url") {
+    const std::string url = item.String("url");
+    item.OptionalString("detail");
+    OE_RETURN_IF_ERROR(item.Done());
+    OE_RETURN_IF_ERROR(AddMedia("image", DataUrl(url, item.Path("url"), limits.max_media_bytes), item.Path("url"), limits, out));
+  } else {
+    const std::string data = item.String("data");
+    const std::string format = item.String("format");
+    OE_RETURN_IF_ERROR(item.Done());
+    if (format != "wav") return Refuse(item.Path("format"), "must be wav, got '" + format + "'");
+    OE_RETURN_IF_ERROR(AddMedia("audio", Base64Decode(data), item.Path("data"), limits, out));
+  }
+  return f.Done();
+}
+
+Status ReadMessage(const Json& message, const std::string& where, bool last, const ChatLimits& limits,
+                   ChatCompletionRequest* out) {
+  FieldReader f(message, where);
+  ChatTurn turn;
+  turn.role = f.String("role");
+  f.OptionalString("name");
+  const Json* content = f.Raw("content");
+  OE_RETURN_IF_ERROR(f.Done());
+  if (turn.role == "developer") turn.role = "system";
+  if (turn.role != "system" && turn.role != "user" && turn.role != "assistant") {
+    return Refuse(where + ".role", "must be system, developer, user or assistant, got '" + turn.role + "'");
+  }
+  const std::string path = where + ".content";
+  if (content == nullptr || content->is_null()) {
+    if (turn.role != "assistant") return Refuse(path, "required");
+  } else if (content->is_string()) {
+    turn.text = content->get<std::string>();
+  } else if (content->is_array()) {
+    for (size_t i = 0; i < content->size(); ++i) {
+      OE_RETURN_IF_ERROR(ReadPart((*content)[i], path + "[" + std::to_string(i) + "]", last && turn.role == "user", limits,
+                                  out, &turn.text));
+    }
+  } else {
+    return Refuse(path, std::string("expected a string or a list of parts, got ") + JsonTypeName(*content));
+  }
+  out->messages.push_back(std::move(turn));
+  return Status::Ok();
+}
+
+// A present, non-null number within [lo, hi] (inclusive unless `open_low`).
+Status OptionalNumber(FieldReader& f, const char* name, double lo, double hi, bool open_low, std::optional<double>* out) {
+  const Json* v = f.Raw(name);
+  if (v == nullptr || v->is_null()) return Status::Ok();
+  const double x = v->is_number() ? v->get<double>() : std::numeric_limits<double>::quiet_NaN();
+  if (!(open_low ? x > lo : x >= lo) || !(x <= hi)) {
+    return Refuse(name, "must be a number in " + std::string(open_low ? "(" : "[") + std::to_string(lo) + ", " +
+                            std::to_string(hi) + "]");
+  }
+  *out = x;
+  return Status::Ok();
+}
+
+Status ReadStop(FieldReader& f, ChatCompletionRequest* out) {
+  const Json* stop = f.Raw("stop");
+  if (stop == nullptr || stop->is_null()) return Status::Ok();
+  if (stop->is_string()) {
+    out->stop.push_back(stop->get<std::string>());
+  } else if (stop->is_array() && stop->size() <= 4) {
+    for (const Json& s : *stop) {
+      if (!s.is_string()) return Refuse("stop", "expected strings");
+      out->stop.push_back(s.get<std::string>());
+    }
+  } else {
+    return Refuse("stop", "expected a string or a list of up to 4");
+  }
+  for (const auto& s : out->stop) {
+    if (s.empty()) return Refuse("stop", "an empty stop string");
+  }
+  return Status::Ok();
+}
+
+// modalities, audio {format, voice} and vLLM-Omni's top-level voice.
+Status ReadAudio(FieldReader& f, ChatCompletionRequest* out) {
+  if (const Json* modalities = f.Array("modalities", false)) {
+    for (const Json& m : *modalities) {
+      if (!m.is_string() || (m != "text" && m != "audio")) return Refuse("modalities", "each is \"text\" or \"audio\"");
+      if (m == "audio") out->audio_out = true;
+    }
+  }
+  if (const Json* audio = f.Object("audio", false)) {
+    FieldReader a(*audio, f.Path("audio"));
+    out->audio_format = a.String("format");
+    const Json* voice = a.Raw("voice");
+    OE_RETURN_IF_ERROR(a.Done());
+    if (out->audio_format != "wav" && out->audio_format != "pcm16") {
+      return Refuse("audio.format", "must be wav or pcm16, got '" + out->audio_format + "'");
+    }
+    if (voice != nullptr && voice->is_string()) {
+      out->voice = voice->get<std::string>();
+    } else if (voice != nullptr && voice->is_object() && voice->size() == 1 && voice->contains("id") && (*voice)["id"].is_string()) {
+      out->voice = (*voice)["id"].get<std::string>();
+    } else if (voice != nullptr && !voice->is_null()) {
+      return Refuse("audio.voice", "expected a voice's name or {\"id\": name}");
+    }
+  }
+  if (auto voice = f.OptionalString("voice")) out->voice = *voice;
+  return Status::Ok();
+}
+
+// Fields a client may send that change nothing here, refused only when they would.
+Status ReadInert(FieldReader& f) {
+  f.OptionalString("user");
+  f.Object("metadata", false);
+  f.Bool("store", false);
+  f.OptionalString("service_tier");
+  if (f.Int("n", false, 1, 1) != 1) return Refuse("n", "only 1 choice is made");
+  if (f.Bool("logprobs", false)) return Refuse("logprobs", "not reported by this server");
+  for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
+    if (f.Number(penalty, false, 0.0) != 0.0) return Refuse(penalty, "only 0 is supported (see top_k, top_p, temperature)");
+  }
+  return f.status();
+}
+
+}  // namespace
+
+Result<ChatCompletionRequest> ParseChatCompletion(const std::string& body, const ChatLimits& limits) {
+  auto json = ParseJson(body, "request body", 32);
+  if (!json.ok()) return Status::Error("invalid_request", "the body is not JSON: " + json.status().message());
+  if (!json->is_object()) return Refuse("body", "expected a JSON object");
+  FieldReader f(*json, kWhere);
+  ChatCompletionRequest r;
+  r.model = f.String("model");
+  const Json* messages = f.Array("messages");
+  const int64_t max_tokens = f.Int("max_tokens", false, 1, 0);
+  const int64_t max_completion_tokens = f.Int("max_completion_tokens", false, 1, 0);
+  r.max_tokens = max_completion_tokens > 0 ? max_completion_tokens : max_tokens;
+  if (r.max_tokens > kMaxInt) return Refuse("max_tokens", "at most " + std::to_string(kMaxInt));
+  if (const Json* k = f.Raw("top_k"); k != nullptr && !k->is_null()) {
+    int64_t top_k = 0;
+    if (!CheckInt(*k, "top_k", 0, &top_k).ok() || top_k > kMaxInt) return Refuse("top_k", "must be an integer in [0, 2^31)");
+    r.top_k = top_k;
+  }
+  if (const Json* seed = f.Raw("seed"); seed != nullptr && !seed->is_null()) {
+    int64_t value = 0;
+    if (!CheckInt(*seed, "seed", std::nullopt, &value).ok()) return Refuse("seed", "must be an integer");
+    r.seed = uint64_t(value);
+  }
+  r.stream = f.Bool("stream", false);
+  if (const Json* options = f.Object("stream_options", false)) {
+    FieldReader o(*options, f.Path("stream_options"));
+    r.include_usage = o.Bool("include_usage", false);
+    o.Bool("include_obfuscation", false);
+    OE_RETURN_IF_ERROR(o.Done());
+  }
+  OE_RETURN_IF_ERROR(OptionalNumber(f, "temperature", 0, 2, false, &r.temperature));
+  OE_RETURN_IF_ERROR(OptionalNumber(f, "top_p", 0, 1, true, &r.top_p));
+  OE_RETURN_IF_ERROR(ReadStop(f, &r));
+  OE_RETURN_IF_ERROR(ReadAudio(f, &r));
+  OE_RETURN_IF_ERROR(ReadInert(f));
+  OE_RETURN_IF_ERROR(f.Done());
+  if (messages->empty() || messages->size() > limits.max_messages) {
+    return Refuse("messages", "from 1 to " + std::to_string(limits.max_messages) + " messages");
+  }
+  for (size_t i = 0; i < messages->size(); ++i) {
+    OE_RETURN_IF_ERROR(ReadMessage((*messages)[i], "messages[" + std::to_string(i) + "]", i + 1 == messages->size(), limits, &r));
+  }
+  return r;
+}
+
+std::string ErrorParam(const Status& status) {
+  std::string param = status.message().substr(0, status.message().find(": "));
+  const std::string prefix = std::string(kWhere) + ".";
+  if (param.rfind(prefix, 0) == 0) param = param.substr(prefix.size());
+  return param.find(' ') == std::string::npos ? param : "";
+}
+
+Json ErrorBody(const std::string& message, const std::string& type, const std::string& param, const std::string& code) {
+  return {{"error", {{"message", message}, {"type", type}, {"param", param.empty() ? Json() : Json(param)},
+                     {"code", code.empty() ? Json() : Json(code)}}}};
+}
+
+std::string FinishReason(const std::string& controller_reason) {
+  return controller_reason == "length" || controller_reason == "context_full" ? "length" : "stop";
+}
+
+Json Usage(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+Json Chunk(const CompletionHead& head, const Json& delta, const std::string& finish_reason) {
+  Json choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr},
+                 {"finish_reason", finish_reason.empty() ? Json() : Json(finish_reason)}};
+  return {{"id", head.id}, {"object", "chat.completion.chunk"}, {"created", head.created}, {"model", head.model},
+          {"choices", Json::array({choice})}};
+}
+
+Json UsageChunk(const CompletionHead& head, const Json& usage) {
+  return {{"id", head.id}, {"object", "chat.completion.chunk"}, {"created", head.created}, {"model", head.model},
+          {"choices", Json::array()}, {"usage", usage}};
+}
+
+Json Completion(const CompletionHead& head, const std::string& text, const std::string& finish_reason, const Json& usage,
+                const Json& audio) {
+  Json message = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
+  if (!audio.is_null()) message["audio"] = audio;
+  Json choice = {{"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  return {{"id", head.id}, {"object", "chat.completion"}, {"created", head.created}, {"model", head.model},
+          {"choices", Json::array({choice})}, {"usage", usage}};
+}
+
+}  // namespace omni_edge::server
