@@ -26,6 +26,7 @@ timeline() {
   sed -n '/slowest .* durations/,/ in [0-9.]*s/p' build/pytest.log 2>/dev/null | sed 's/^/  /' || true
 }
 
+rm -f build/pytest.log build/pytest-junit.xml  # the timeline shows this run's, or none
 step "rebuild the Python extension (picks up C++ changes)"
 if command -v ccache >/dev/null; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
 pip install -q --no-build-isolation --no-deps -e .
@@ -77,11 +78,10 @@ OMNI_EDGE_FUZZ_BUILD=build/asan scripts/fuzz.sh "${OMNI_EDGE_FUZZ_SECONDS:-60}"
 # process; the session fixtures are made once for both, tests/session_once.py). Much of a test
 # session is one Python thread (ExecuTorch's lowering, tracing, the CLIs it starts), so the
 # second core is otherwise idle for long stretches.
-# One compute thread per worker (torch's OpenMP, the controller's ONNX Runtime pool, and the CLIs
-# the tests start): two workers of two spinning threads each on two cores ran torch's training
+# One compute thread per worker (torch's OpenMP and the controller's ONNX Runtime pool, in the
+# workers and the CLIs they start; ExecuTorch's XNNPACK pool has no such setting): two workers of two spinning threads each on two cores ran torch's training
 # 2.7x slower than two workers of one thread (41.6 s against 15.6 s for 100 steps, side by side).
 step "pytest (2 workers)"
-rm -f build/pytest.log
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMNI_EDGE_THREADS=1 python -m pytest -q -n 2 --dist loadfile --durations=15 --junitxml=build/pytest-junit.xml 2>&1 | tee build/pytest.log
 
 step "device bundles"

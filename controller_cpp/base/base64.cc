@@ -1,5 +1,6 @@
 #include "base/base64.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -45,6 +46,9 @@ Result<std::string> Base64Decode(const std::string& text) {
       v = v << 6 | uint32_t(d);
     }
     const size_t keep = i + 4 == text.size() ? 3 - padding : 3;
+    if (keep < 3 && (v & ((1u << (8 * (3 - keep))) - 1)) != 0) {  // bits past the last byte must be zero
+      return Status::Error("invalid_base64", "not base64: the last character has bits past the data");
+    }
     for (size_t k = 0; k < keep; ++k) out += char((v >> (16 - 8 * k)) & 0xff);
   }
   return out;

@@ -9,7 +9,8 @@
 namespace omni_edge {
 
 std::string Base64Encode(const std::string& bytes);
-// Strict: the standard alphabet, length a multiple of 4, '=' only as the last one or two.
+// Strict: the standard alphabet, length a multiple of 4, '=' only as the last one or two, and no
+// bits set past the data (one text per byte string).
 Result<std::string> Base64Decode(const std::string& text);
 
 }  // namespace omni_edge

@@ -19,7 +19,7 @@ TEST(Base64, RoundTripsEveryLengthAndKnownVectors) {
 }
 
 TEST(Base64, RefusesWhatIsNotStrictBase64) {
-  for (const char* bad : {"Zg=", "Zg", "Z===", "Zm9v!A==", "=Zm9", "Zg==Zg==", "Zm 9v", "Zm9v\n"}) {
+  for (const char* bad : {"Zg=", "Zg", "Z===", "Zm9v!A==", "=Zm9", "Zg==Zg==", "Zm 9v", "Zm9v\n", "Zh==", "Zm9="}) {
     EXPECT_FALSE(Base64Decode(bad).ok()) << bad;
   }
 }

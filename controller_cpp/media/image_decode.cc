@@ -25,12 +25,24 @@ uint32_t BigEndian32(const std::string& bytes, size_t at) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
 }
 
+// A chunk's type for a message: its letters, or hex when they are not letters (messages are UTF-8).
+std::string Printable(const std::string& type) {
+  bool letters = true;
+  for (char c : type) letters = letters && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'));
+  if (letters) return type;
+  std::string hex = "0x";
+  for (unsigned char c : type) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+  return hex;
+}
+
 // A PNG's chunk list, read in order as stb_image reads it, up to IEND. Two things stb_image does
 // badly are settled here first: a chunk claiming more bytes than the file holds is refused (stb_image
 // grows its data buffer to the claimed size before it finds the bytes missing: a 100-byte file asked
 // for 2 GB), and empty IDAT chunks (legal, no data) are dropped (stb_image copies one that comes
 // before any data into a null buffer: memcpy(nullptr, p, 0), undefined behaviour). Gives the file
 // to decode in place of the original, or nothing when it is not a PNG or needs no change.
+// Not bounded here: stb_image's inflate grows its output to whatever the data expands to (up to
+// 2 GB), whatever the header's size; a caller taking files from a network bounds their size.
 Result<std::optional<std::string>> CheckedPngChunks(const std::string& bytes) {
   static const char kSignature[] = "\x89PNG\r\n\x1a\n";
   if (bytes.size() < 8 || bytes.compare(0, 8, kSignature, 8) != 0) return std::optional<std::string>();
@@ -47,7 +59,7 @@ Result<std::optional<std::string>> CheckedPngChunks(const std::string& bytes) {
       continue;
     }
     if (length + 8 > left) {
-      return Status::Error("invalid_media", "the PNG's " + type + " chunk claims " + std::to_string(length) +
+      return Status::Error("invalid_media", "the PNG's " + Printable(type) + " chunk claims " + std::to_string(length) +
                                                 " bytes and the file has " + std::to_string(left - 8) + " left");
     }
     const size_t chunk = std::min<size_t>(left, size_t(length) + 12);  // a missing CRC is stb_image's to judge

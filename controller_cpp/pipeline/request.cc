@@ -34,12 +34,12 @@ std::vector<std::string> Strings(FieldReader& r, const char* name) {
   return out;
 }
 
-std::vector<ChatTurn> Messages(FieldReader& r) {
-  std::vector<ChatTurn> out;
+std::vector<text::ChatMessage> Messages(FieldReader& r) {
+  std::vector<text::ChatMessage> out;
   const Json* list = r.Array("messages", false);
   for (size_t i = 0; list != nullptr && r.ok() && i < list->size(); ++i) {
     FieldReader m((*list)[i], r.Path("messages") + "[" + std::to_string(i) + "]");
-    ChatTurn turn;
+    text::ChatMessage turn;
     turn.role = m.String("role");
     turn.content = m.String("content", true, false);
     if (Status st = m.Done(); !st.ok()) r.Fail(st);

@@ -12,6 +12,7 @@
 #include "base/json_fields.h"
 #include "base/status.h"
 #include "decoding/sampler.h"
+#include "text/chat.h"
 
 namespace omni_edge::pipeline {
 
@@ -25,12 +26,6 @@ struct MediaInput {
   std::string kind;  // "image" | "audio"
   std::string path;
   std::string data;  // when set, `path` is only its name in reports
-};
-
-// One turn of a conversation given whole (an OpenAI-style message list).
-struct ChatTurn {
-  std::string role;  // system (first only) | user | assistant
-  std::string content;
 };
 
 // What a policy (vision-language-action) plan acts on: camera images by name, the robot state,
@@ -57,7 +52,7 @@ struct Request {
   std::vector<int32_t> prompt_ids;
   // Or a whole conversation in the plan's chat format, ending with a user's turn (a stateless
   // server's request): instead of prompt, system_prompt and prompt_ids; chat is implied.
-  std::vector<ChatTurn> messages;
+  std::vector<text::ChatMessage> messages;  // system (first only) | user | assistant
   // Images and audio before the text, in this order (a multimodal plan's encoders read them).
   std::vector<MediaInput> media;
   bool continue_conversation = false;  // append to the resident context (multi-turn)

@@ -1,5 +1,6 @@
 #include "server/openai_chat.h"
 
+#include <cstdio>
 #include <limits>
 
 #include "base/base64.h"
@@ -12,11 +13,28 @@ constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();  // the C ABI's
 
 Status Refuse(const std::string& param, const std::string& what) { return Status::Error("invalid_request", param + ": " + what); }
 
+// "0", "2", "0.5": a bound as a person writes it.
+std::string Bound(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", x);
+  return text;
+}
+
+// Text the C ABI carries as C strings: a NUL inside would cut it short unseen.
+Status NoNul(const std::string& text, const std::string& param) {
+  return text.find('\0') == std::string::npos ? Status::Ok() : Refuse(param, "a NUL character");
+}
+
 // A data URL's bytes: data:<type>;base64,<data> (a server on a device fetches no URLs).
 Result<std::string> DataUrl(const std::string& url, const std::string& param, size_t max_bytes) {
   const size_t comma = url.find(',');
   if (url.rfind("data:", 0) != 0 || comma == std::string::npos || comma < 12 || url.compare(comma - 7, 7, ";base64") != 0) {
     return Refuse(param, "a data URL (data:<type>;base64,<data>) is needed: this server fetches nothing");
+  }
+  const size_t encoded = url.size() - comma - 1;
+  if (encoded == 0) return Refuse(param, "an empty data URL");
+  if (encoded / 4 * 3 > max_bytes + 2) {
+    return Refuse(param, "about " + std::to_string(encoded / 4 * 3) + " bytes (at most " + std::to_string(max_bytes) + ")");
   }
   return Base64Decode(url.substr(comma + 1));
 }
@@ -40,7 +58,9 @@ Status ReadPart(const Json& part, const std::string& where, bool media_allowed, 
   f.Raw("prompt_cache_breakpoint");  // a hint for a hosted cache: nothing to do here
   if (!f.ok()) return f.status();
   if (type == "text") {
-    *text += f.String("text", true, false);
+    const std::string piece = f.String("text", true, false);
+    *text += (text->empty() ? "" : "\n") + piece;  // parts are joined by newlines, as vLLM does
+    OE_RETURN_IF_ERROR(NoNul(piece, where + ".text"));
     return f.Done();
   }
   if (type != "image_url" && type != "input_audio") {
@@ -68,10 +88,17 @@ Status ReadPart(const Json& part, const std::string& where, bool media_allowed, 
 Status ReadMessage(const Json& message, const std::string& where, bool last, const ChatLimits& limits,
                    ChatCompletionRequest* out) {
   FieldReader f(message, where);
-  ChatTurn turn;
+  Message turn;
   turn.role = f.String("role");
   f.OptionalString("name");
   const Json* content = f.Raw("content");
+  // What a returned assistant message carries when a client sends it back (openai's
+  // model_dump keeps every key): read and let go, unless it asks for a tool.
+  for (const char* echoed : {"refusal", "annotations", "audio"}) f.Raw(echoed);
+  for (const char* tool : {"tool_calls", "function_call"}) {
+    const Json* call = f.Raw(tool);
+    if (call != nullptr && !call->is_null() && !call->empty()) return Refuse(where + "." + tool, "tools are not served");
+  }
   OE_RETURN_IF_ERROR(f.Done());
   if (turn.role == "developer") turn.role = "system";
   if (turn.role != "system" && turn.role != "user" && turn.role != "assistant") {
@@ -82,6 +109,7 @@ Status ReadMessage(const Json& message, const std::string& where, bool last, con
     if (turn.role != "assistant") return Refuse(path, "required");
   } else if (content->is_string()) {
     turn.text = content->get<std::string>();
+    OE_RETURN_IF_ERROR(NoNul(turn.text, path));
   } else if (content->is_array()) {
     for (size_t i = 0; i < content->size(); ++i) {
       OE_RETURN_IF_ERROR(ReadPart((*content)[i], path + "[" + std::to_string(i) + "]", last && turn.role == "user", limits,
@@ -100,8 +128,7 @@ Status OptionalNumber(FieldReader& f, const char* name, double lo, double hi, bo
   if (v == nullptr || v->is_null()) return Status::Ok();
   const double x = v->is_number() ? v->get<double>() : std::numeric_limits<double>::quiet_NaN();
   if (!(open_low ? x > lo : x >= lo) || !(x <= hi)) {
-    return Refuse(name, "must be a number in " + std::string(open_low ? "(" : "[") + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "]");
+    return Refuse(name, "must be a number in " + std::string(open_low ? "(" : "[") + Bound(lo) + ", " + Bound(hi) + "]");
   }
   *out = x;
   return Status::Ok();
@@ -122,6 +149,7 @@ Status ReadStop(FieldReader& f, ChatCompletionRequest* out) {
   }
   for (const auto& s : out->stop) {
     if (s.empty()) return Refuse("stop", "an empty stop string");
+    OE_RETURN_IF_ERROR(NoNul(s, "stop"));
   }
   return Status::Ok();
 }
@@ -170,10 +198,12 @@ Status ReadInert(FieldReader& f) {
 
 }  // namespace
 
-Result<ChatCompletionRequest> ParseChatCompletion(const std::string& body, const ChatLimits& limits) {
+namespace {
+
+Result<ChatCompletionRequest> Parse(const std::string& body, const ChatLimits& limits) {
   auto json = ParseJson(body, "request body", 32);
   if (!json.ok()) return Status::Error("invalid_request", "the body is not JSON: " + json.status().message());
-  if (!json->is_object()) return Refuse("body", "expected a JSON object");
+  if (!json->is_object()) return Status::Error("invalid_request", "the body is not a JSON object");
   FieldReader f(*json, kWhere);
   ChatCompletionRequest r;
   r.model = f.String("model");
@@ -184,15 +214,16 @@ Result<ChatCompletionRequest> ParseChatCompletion(const std::string& body, const
   if (r.max_tokens > kMaxInt) return Refuse("max_tokens", "at most " + std::to_string(kMaxInt));
   if (const Json* k = f.Raw("top_k"); k != nullptr && !k->is_null()) {
     int64_t top_k = 0;
-    if (!CheckInt(*k, "top_k", 0, &top_k).ok() || top_k > kMaxInt) return Refuse("top_k", "must be an integer in [0, 2^31)");
-    r.top_k = top_k;
+    if (!CheckInt(*k, "top_k", -1, &top_k).ok() || top_k > kMaxInt) return Refuse("top_k", "must be an integer in [-1, 2^31)");
+    r.top_k = std::max<int64_t>(top_k, 0);  // -1 (vLLM) and 0: no top-k
   }
   if (const Json* seed = f.Raw("seed"); seed != nullptr && !seed->is_null()) {
     int64_t value = 0;
-    if (!CheckInt(*seed, "seed", std::nullopt, &value).ok()) return Refuse("seed", "must be an integer");
+    if (!CheckInt(*seed, "seed", std::nullopt, &value).ok()) return Refuse("seed", "must be an integer within int64");
     r.seed = uint64_t(value);
   }
   r.stream = f.Bool("stream", false);
+  r.ignore_eos = f.Bool("ignore_eos", false);
   if (const Json* options = f.Object("stream_options", false)) {
     FieldReader o(*options, f.Path("stream_options"));
     r.include_usage = o.Bool("include_usage", false);
@@ -214,6 +245,14 @@ Result<ChatCompletionRequest> ParseChatCompletion(const std::string& body, const
   return r;
 }
 
+}  // namespace
+
+Result<ChatCompletionRequest> ParseChatCompletion(const std::string& body, const ChatLimits& limits) {
+  auto r = Parse(body, limits);
+  if (!r.ok()) return Status::Error("invalid_request", r.status().message());  // the field readers' too
+  return r;
+}
+
 std::string ErrorParam(const Status& status) {
   std::string param = status.message().substr(0, status.message().find(": "));
   const std::string prefix = std::string(kWhere) + ".";
@@ -227,7 +266,10 @@ Json ErrorBody(const std::string& message, const std::string& type, const std::s
 }
 
 std::string FinishReason(const std::string& controller_reason) {
-  return controller_reason == "length" || controller_reason == "context_full" ? "length" : "stop";
+  for (const char* limit : {"length", "context_full", "max_frames"}) {
+    if (controller_reason == limit) return "length";
+  }
+  return "stop";
 }
 
 Json Usage(int64_t prompt_tokens, int64_t completion_tokens) {

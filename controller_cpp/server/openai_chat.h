@@ -20,9 +20,9 @@ struct ChatLimits {
   size_t max_media_bytes = size_t(20) << 20;  // each, decoded
 };
 
-struct ChatTurn {
+struct Message {
   std::string role;  // system | user | assistant ("developer" is read as system)
-  std::string text;
+  std::string text;  // text parts joined by newlines
 };
 
 struct ChatMedia {
@@ -32,12 +32,12 @@ struct ChatMedia {
 
 struct ChatCompletionRequest {
   std::string model;
-  std::vector<ChatTurn> messages;
+  std::vector<Message> messages;
   std::vector<ChatMedia> media;  // the last user turn's, in order (they precede its text)
   int64_t max_tokens = 0;        // 0: the plan's
   std::optional<double> temperature;
   std::optional<double> top_p;
-  std::optional<int64_t> top_k;  // an extension (vLLM's extra_body)
+  std::optional<int64_t> top_k;  // an extension (vLLM's extra_body; -1 there: none)
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool stream = false;
@@ -45,6 +45,7 @@ struct ChatCompletionRequest {
   bool audio_out = false;        // modalities has "audio"
   std::string audio_format = "wav";  // wav | pcm16
   std::string voice;
+  bool ignore_eos = false;       // an extension (vLLM's extra_body): always generate max_tokens
 };
 
 // A body that is not a request this server runs is refused with reason "invalid_request" and
@@ -64,7 +65,7 @@ struct CompletionHead {
   std::string model;
 };
 
-// The controller's finish reason as OpenAI names it: "length" or "stop".
+// A finished stream's reason as OpenAI names it: "length" (a token or frame limit) or "stop".
 std::string FinishReason(const std::string& controller_reason);
 Json Usage(int64_t prompt_tokens, int64_t completion_tokens);
 // One chunk of a stream (object chat.completion.chunk): a delta, or the final one with its reason.

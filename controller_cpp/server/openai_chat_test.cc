@@ -24,13 +24,24 @@ TEST(OpenAiChat, ReadsWhatTheOpenAiClientSends) {
   ASSERT_EQ(r->messages.size(), 4u);
   EXPECT_EQ(r->messages[0].role, "system");  // a developer message is the system turn
   EXPECT_EQ(r->messages[2].text, "");
-  EXPECT_EQ(r->messages[3].text, "Why?");
+  EXPECT_EQ(r->messages[3].text, "Why\n?");  // text parts joined by newlines
   EXPECT_EQ(r->max_tokens, 12);  // max_completion_tokens wins over the legacy max_tokens
   EXPECT_EQ(*r->temperature, 0.0);
   EXPECT_EQ(*r->top_p, 0.5);
   EXPECT_EQ(*r->seed, 7u);
   EXPECT_EQ(r->stop, std::vector<std::string>{"\n\n"});
   EXPECT_TRUE(r->stream && r->include_usage && !r->audio_out);
+}
+
+// openai's model_dump of a returned message keeps every key: sent back, it is read.
+TEST(OpenAiChat, AReturnedAssistantMessageSentBackIsRead) {
+  auto r = ParseChatCompletion(R"({"model": "m", "top_k": -1, "ignore_eos": true, "messages": [
+      {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello", "refusal": null,
+      "annotations": [], "audio": null, "tool_calls": null, "function_call": null}, {"role": "user", "content": "Why?"}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->messages[1].text, "Hello");
+  EXPECT_EQ(*r->top_k, 0);  // vLLM's -1: no top-k
+  EXPECT_TRUE(r->ignore_eos);
 }
 
 TEST(OpenAiChat, MediaPartsOfTheLastUserMessageAreDecoded) {
@@ -56,11 +67,18 @@ TEST(OpenAiChat, RefusalsNameTheParam) {
   const std::string user = R"({"role": "user", "content": "x"})";
   const auto with = [&](const std::string& fields) { return R"({"model": "m", "messages": [)" + user + "]" + fields + "}"; };
   EXPECT_NE(Refusal("not json").find("not JSON"), std::string::npos);
-  EXPECT_NE(Refusal("[1]").find("body: expected a JSON object"), std::string::npos);
+  EXPECT_NE(Refusal("[1]").find("the body is not a JSON object"), std::string::npos);
+  EXPECT_EQ(ParseChatCompletion("{}").status().reason(), "invalid_request");  // the field readers' refusals too
   EXPECT_NE(Refusal(R"({"messages": [)" + user + "]}").find("request.model"), std::string::npos);
   EXPECT_NE(Refusal(with(R"(, "tools": [])")).find("request.tools: unknown field"), std::string::npos);
   EXPECT_NE(Refusal(with(R"(, "temperature": 3)")).find("temperature: must be a number in [0"), std::string::npos);
-  EXPECT_NE(Refusal(with(R"(, "top_p": 0)")).find("top_p"), std::string::npos);
+  EXPECT_NE(Refusal(with(R"(, "top_p": 0)")).find("top_p: must be a number in (0, 1]"), std::string::npos);
+  EXPECT_NE(Refusal(with(R"(, "stop": "a\u0000b")")).find("stop: a NUL character"), std::string::npos);
+  EXPECT_NE(Refusal(R"({"model": "m", "messages": [{"role": "user", "content": "x\u0000"}]})").find("messages[0].content: a NUL"),
+            std::string::npos);
+  EXPECT_NE(Refusal(R"({"model": "m", "messages": [{"role": "assistant", "content": "a", "tool_calls": [{"id": "c"}]},
+      )" + user + "]}").find("messages[0].tool_calls: tools are not served"),
+            std::string::npos);
   EXPECT_NE(Refusal(with(R"(, "n": 2)")).find("n: only 1"), std::string::npos);
   EXPECT_NE(Refusal(with(R"(, "max_tokens": 0)")).find("request.max_tokens"), std::string::npos);
   EXPECT_NE(Refusal(with(R"(, "stop": ["a", "b", "c", "d", "e"])")).find("stop: expected"), std::string::npos);

@@ -18,7 +18,9 @@ std::string Turns(const ChatFormat& f, const std::vector<ChatMessage>& messages)
 
 }  // namespace
 
-std::string ChatFormat::Turn(const ChatMessage& m) const { return Open(m.role) + (trim ? Trim(m.content) : m.content) + Close(); }
+std::string ChatFormat::Body(const std::string& content) const { return trim ? Trim(content) : content; }
+
+std::string ChatFormat::Turn(const ChatMessage& m) const { return Open(m.role) + Body(m.content) + Close(); }
 
 std::string ChatFormat::Format(const std::vector<ChatMessage>& messages) const { return begin + Turns(*this, messages); }
 

@@ -29,7 +29,9 @@ struct ChatFormat {
   // What follows a finished assistant turn (ended with end_of_turn) to continue with `messages`:
   // exactly the suffix Format of the longer conversation would add.
   std::string Continue(const std::vector<ChatMessage>& messages) const;
-  // One finished turn: opened, its content (trimmed when the format trims), closed.
+  // A turn's content as the template writes it (trimmed when the format trims).
+  std::string Body(const std::string& content) const;
+  // One finished turn: opened, its body, closed.
   std::string Turn(const ChatMessage& m) const;
   // A turn's opening (role included), and the close of one.
   std::string Open(const std::string& role) const { return role_prefix + role + role_suffix; }

@@ -42,12 +42,10 @@ Result<std::vector<TokenId>> LlmWorker::Encode(const std::string& text) const {
 
 // The conversation a chat request formats: its messages, or its system prompt and prompt.
 std::vector<text::ChatMessage> LlmWorker::ChatMessages(const pipeline::Request& r) {
+  if (!r.messages.empty()) return r.messages;
   std::vector<text::ChatMessage> out;
-  for (const auto& t : r.messages) out.push_back({t.role, t.content});
-  if (out.empty()) {
-    if (!r.system_prompt.empty()) out.push_back({"system", r.system_prompt});
-    out.push_back({"user", r.prompt});
-  }
+  if (!r.system_prompt.empty()) out.push_back({"system", r.system_prompt});
+  out.push_back({"user", r.prompt});
   return out;
 }
 
@@ -64,7 +62,7 @@ Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
     head = f.begin;
     for (size_t i = 0; i + 1 < turns.size(); ++i) head += f.Turn(turns[i]);
     head += f.Open("user");
-    tail = turns.back().content + f.Close() + f.Open("assistant");
+    tail = f.Body(turns.back().content) + f.Close() + f.Open("assistant");
   }
   OE_ASSIGN_OR_RETURN(media_head_, Encode(head));
   OE_ASSIGN_OR_RETURN(media_tail_, Encode(tail));
@@ -158,6 +156,9 @@ Result<std::vector<TokenId>> LlmWorker::PromptTokens(const pipeline::Request& r)
     return ids;
   }
   if (r.prompt.empty() && r.messages.empty()) return Status::Error("invalid_prompt", "the prompt is empty");
+  if (!r.messages.empty() && r.messages.back().content.empty()) {
+    return Status::Error("invalid_prompt", "the last user message is empty");
+  }
   std::string prompt = r.prompt;
   // A plain prompt that starts a conversation gets the post-processor's tokens (Llama 3's
   // <|begin_of_text|>), as transformers' tokenizer(prompt) does; a chat prompt carries its own.

@@ -141,6 +141,7 @@ Status PolicyWorker::Prepare(const pipeline::Request& r) {
                    std::to_string(c.action_dim) + ")");
   }
   if (!r.prompt_ids.empty()) return Invalid("a policy reads its task as text (prompt), not as ids");
+  if (!r.messages.empty()) return Invalid("a policy reads its task as text (prompt), not as a conversation");
   OE_ASSIGN_OR_RETURN(std::vector<text::TokenId> ids, tokenizer_->Encode(r.prompt + c.prompt_suffix, /*add_special_tokens=*/false));
   std::vector<int64_t> prompt;
   if (c.bos_id >= 0) prompt.push_back(c.bos_id);

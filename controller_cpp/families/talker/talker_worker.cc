@@ -35,6 +35,9 @@ Status TalkerWorker::Prepare(const pipeline::Request& r) {
   sampling_ = r.speech_sampling.value_or(c.sampling);
   OE_RETURN_IF_ERROR(decoding::Validate(sampling_));
   text_ids_.clear();
+  if (!dual_ && !r.messages.empty()) {
+    return Status::Error("invalid_prompt", "a speech plan speaks a text (prompt), not a conversation");
+  }
   if (!dual_ && !r.prompt_ids.empty()) {
     for (int32_t id : r.prompt_ids) {
       if (id < 0 || id >= tokenizer_->vocab_size()) {

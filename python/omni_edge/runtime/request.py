@@ -41,6 +41,16 @@ class ChatMessage:
     role: str  # "system" (first only) | "user" | "assistant"
     content: str
 
+    @classmethod
+    def of(cls, value: ChatMessage | tuple[str, str] | dict[str, str]) -> ChatMessage:
+        """From itself, a (role, content) pair or a {"role", "content"} dict."""
+        if isinstance(value, ChatMessage):
+            return value
+        if isinstance(value, dict):
+            return cls(value["role"], value["content"])
+        role, content = value
+        return cls(role, content)
+
 
 @dataclass(frozen=True)
 class Media:

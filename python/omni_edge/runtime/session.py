@@ -113,15 +113,16 @@ class _Plan:
 
 
 def _request(prompt: str = "", *, chat: bool = False, system_prompt: str = "", prompt_ids: Sequence[int] = (),
-             messages: Sequence[tuple[str, str]] = (), media: Sequence[tuple[str, str | Path]] = (),
+             messages: Sequence[ChatMessage | tuple[str, str] | dict[str, str]] = (), media: Sequence[tuple[str, str | Path]] = (),
              continue_conversation: bool = False, max_new_tokens: int = 0,
              sampling: Sampling | dict[str, Any] | None = None, stop_strings: Sequence[str] = (),
              ignore_stop_tokens: bool = False, **speech: Any) -> Request:
-    """messages: (role, content) pairs, a whole conversation ending with a user turn (instead of
-    prompt); media: (kind, path) pairs, "image" or "audio", before the text in this order."""
+    """messages: a whole conversation ending with a user turn, instead of prompt (ChatMessage,
+    (role, content) or {"role", "content"} each); media: (kind, path) pairs, "image" or "audio",
+    before the text in this order."""
     speech["speech_sampling"] = Sampling.of(speech.get("speech_sampling"))
     return Request(prompt=prompt, chat=chat, system_prompt=system_prompt, prompt_ids=tuple(prompt_ids),
-                   messages=tuple(ChatMessage(role, content) for role, content in messages),
+                   messages=tuple(ChatMessage.of(m) for m in messages),
                    media=tuple(Media(kind, str(path)) for kind, path in media),
                    continue_conversation=continue_conversation, max_new_tokens=max_new_tokens,
                    sampling=Sampling.of(sampling), stop_strings=tuple(stop_strings),
