@@ -35,7 +35,7 @@ LAYERS = {
     "backends": {"base", "contract", "runtime", "backends"},
     "families": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families"},
     "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "capi"},
-    "tools": {"base", "capi", "tools"},
+    "tools": {"base", "capi", "server", "tools"},
     "jni": {"capi", "jni"},  # the JNI bridge: a client of the C ABI only
     "server": {"base", "capi", "server"},  # the network protocols: a client of the C ABI
     "fuzz": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families", "server", "fuzz"},

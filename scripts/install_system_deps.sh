@@ -10,6 +10,7 @@ packages=(
   libkissfft-dev         # the audio front end's FFT (header-only kissfft.hh)
   libstb-dev             # image decoding (header-only stb_image.h)
   libgtest-dev           # C++ unit tests (GoogleTest)
+  libboost-dev           # omni-edge-run serve: Boost.Beast and Asio (header-only)
   clang                  # libFuzzer builds
   libclang-rt-14-dev     # libFuzzer + sanitizer runtimes for clang 14
   python3-venv

@@ -10,6 +10,9 @@
 //                 [--ignore-stop-tokens] [--threads N] [--allow-unqualified] [--json] [--info]
 //                 [--memory-pools auto|off|JSON] [--repeat N] [--profile] [--speak OUT.wav [--max-frames N]]
 //   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] [--profile] ...
+//   omni-edge-run serve --plan PLAN [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-sessions N]
+//                 [--model ID] [--threads N] [--allow-unqualified] (OpenAI Chat Completions over HTTP;
+//                 the key also from OMNI_EDGE_API_KEY; server/http_server.h)
 //   omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]
 //                 [--deadline-ms D] [--capture-age-ms A] [--json] ... (a policy plan: the last line is
 //                 the action chunk; --capture-age-ms restamps the observation A ms before each request)
@@ -40,6 +43,7 @@
 #include "tools/args.h"
 #include "tools/observation_file.h"
 #include "tools/run_session.h"
+#include "tools/serve_command.h"
 
 namespace {
 
@@ -60,6 +64,8 @@ const char* const kUsage =
     "                     [--max-frames N] [--prebuffer-ms MS] [--temperature T] [--top-k K] [--top-p P]\n"
     "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n"
+    "       omni-edge-run serve --plan PLAN [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-sessions N]\n"
+    "                     [--model ID] [--threads N] [--allow-unqualified]   (OpenAI Chat Completions over HTTP)\n"
     "       omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]\n"
     "                     [--deadline-ms D] [--capture-age-ms A] [--json] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile]\n"
@@ -382,6 +388,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return Run(argc, argv, 2);
   if (argc >= 2 && std::strcmp(argv[1], "speak") == 0) return Speak(argc, argv, 2);
   if (argc >= 2 && std::strcmp(argv[1], "act") == 0) return Act(argc, argv, 2);
+  if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) return omni_edge::tools::ServeCommand(argc, argv, 2);
   if (argc >= 2 && argv[1][0] == '-') return Run(argc, argv, 1);
   return Usage(nullptr);
 }

@@ -1,0 +1,31 @@
+// omni-edge-run serve: a loaded plan over HTTP, as the OpenAI client libraries expect it —
+// GET /v1/models and POST /v1/chat/completions, plain or streamed as server-sent events — on
+// Boost.Beast. One thread per connection; each request runs on a session of a fixed pool opened
+// at start (--max-sessions, admitted by the memory ledger): none free is 429 at once, never a
+// queue. A client that goes away cancels its request at the next step.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace omni_edge::server {
+
+struct ServeOptions {
+  std::string plan;
+  std::string model;          // the id clients name; empty: the plan's directory name
+  std::string host = "127.0.0.1";
+  int port = 8000;            // 0: any free port (the listening line says which)
+  std::string api_key;        // empty: none asked
+  int max_sessions = 1;
+  int threads = 0;            // per session's backends; 0: all cores
+  bool allow_unqualified = false;
+  size_t max_body_bytes = size_t(32) << 20;
+};
+
+// Opens the sessions, listens, prints {"kind": "listening", "url": "http://HOST:PORT/v1",
+// "model": ID} as one stdout line, and serves until `stop()` turns true (polled every 50 ms):
+// then running requests are cancelled (each stream still ends with its terminal chunk) and it
+// returns. The exit code: 0, or 1 when the plan or the address could not be opened.
+int Serve(const ServeOptions& options, bool (*stop)());
+
+}  // namespace omni_edge::server

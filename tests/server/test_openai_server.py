@@ -1,0 +1,112 @@
+"""`omni-edge-run serve` through the official `openai` client: the model list, plain and
+streamed chat completions equal to `omni-edge-run --json` on the same conversation (text and
+usage), OpenAI's error types with the param named, 429 at once when every session is busy, a
+client that drops its stream freeing the session, and a signal ending the server cleanly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from llm_reference import CLI
+
+RUN = CLI.parent / "omni-edge-run"
+QUESTION = "def greet(name):"
+
+
+@pytest.fixture(scope="module")
+def server(tiny_artifact: Path) -> Iterator[dict[str, Any]]:
+    proc = subprocess.Popen([str(RUN), "serve", "--plan", str(tiny_artifact / "plan.json"), "--port", "0",
+                             "--max-sessions", "1", "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**__import__("os").environ, "OMNI_EDGE_API_KEY": "secret"})
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first, proc.stderr.read() if proc.stderr else ""
+    listening = json.loads(first)
+    yield {**listening, "plan": tiny_artifact / "plan.json", "proc": proc}
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+
+
+def _client(server: dict[str, Any], key: str = "secret") -> openai.OpenAI:
+    return openai.OpenAI(base_url=server["url"], api_key=key, max_retries=0, timeout=120)
+
+
+def _native(plan: Path, prompt: str, n: int) -> tuple[str, dict[str, Any]]:
+    """omni-edge-run's reply to the same one-turn chat, greedy: its text and terminal event."""
+    done = subprocess.run([str(RUN), "--plan", str(plan), "--chat", "--prompt", prompt, "--max-new-tokens", str(n),
+                           "--temperature", "0", "--threads", "1", "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    return "".join(e["text"] for e in events if e["kind"] == "token"), events[-1]
+
+
+def test_completions_plain_and_streamed_equal_the_native_run(server: dict[str, Any]) -> None:
+    client, model = _client(server), server["model"]
+    assert [m.id for m in client.models.list()] == [model]
+    text, terminal = _native(server["plan"], QUESTION, 12)
+    messages: Any = [{"role": "user", "content": QUESTION}]
+    reply = client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0)
+    assert reply.choices[0].message.content == text and reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].finish_reason == ("length" if terminal["finish_reason"] == "length" else "stop")
+    assert reply.usage is not None and reply.usage.prompt_tokens == terminal["n_prompt_tokens"]
+    assert reply.usage.completion_tokens == terminal["n_generated_tokens"]
+    chunks = list(client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+    assert chunks[0].choices[0].delta.role == "assistant" and len({c.id for c in chunks}) == 1
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.total_tokens == reply.usage.total_tokens
+
+
+def test_bad_requests_are_openai_errors_naming_the_param(server: dict[str, Any]) -> None:
+    client, model = _client(server), server["model"]
+    messages: Any = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.AuthenticationError):
+        _client(server, "wrong").models.list()
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model=model, messages=messages, temperature=3)
+    assert bad.value.param == "temperature"
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"},
+                                                              {"role": "assistant", "content": "y"}])
+    assert "the last turn is the user's" in bad.value.message
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="another-model", messages=messages)
+    # Plain HTTP, as curl sends it: the wrong content type, an unknown path.
+    for path, body, headers, status in (("/chat/completions", b"{}", {"Content-Type": "text/plain"}, 415),
+                                        ("/nowhere", None, {}, 404)):
+        request = urllib.request.Request(server["url"] + path, data=body, headers={"Authorization": "Bearer secret", **headers})
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(request, timeout=30)
+        assert error.value.code == status and "error" in json.loads(error.value.read())
+
+
+def test_a_busy_server_answers_429_and_a_dropped_stream_frees_its_session(server: dict[str, Any]) -> None:
+    client, model = _client(server), server["model"]
+    messages: Any = [{"role": "user", "content": QUESTION}]
+    held = client.chat.completions.create(model=model, messages=messages, max_tokens=400, temperature=0, stream=True,
+                                          extra_body={"ignore_eos": True})
+    next(iter(held))  # the one session is now generating
+    with pytest.raises(openai.RateLimitError) as busy:
+        client.chat.completions.create(model=model, messages=messages, max_tokens=2)
+    assert "busy" in busy.value.message
+    held.close()  # the client goes away: its request is cancelled at the next token
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            reply = client.chat.completions.create(model=model, messages=messages, max_tokens=2)
+            break
+        except openai.RateLimitError:
+            assert time.monotonic() < deadline, "the dropped stream's session never came back"
+            time.sleep(0.05)
+    assert reply.usage is not None and reply.usage.completion_tokens <= 2
