@@ -37,7 +37,11 @@ int ServeCommand(int argc, char** argv, int first) {
     std::fprintf(stderr, "omni-edge-run serve: --plan PLAN is required\n");
     return 2;
   }
-  return server::Serve(o, [] { return CancelledBy() != 0; });
+  const int rc = server::Serve(o, [] { return CancelledBy() != 0; });
+  // Connection threads may still wait in a keep-alive read on their sessions: the process ends
+  // here, without running static destructors (the backends' among them) under them.
+  std::fflush(nullptr);
+  std::_Exit(rc);
 }
 #else
 int ServeCommand(int, char**, int) {

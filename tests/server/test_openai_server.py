@@ -6,6 +6,7 @@ client that drops its stream freeing the session, and a signal ending the server
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -27,7 +28,7 @@ QUESTION = "def greet(name):"
 def server(tiny_artifact: Path) -> Iterator[dict[str, Any]]:
     proc = subprocess.Popen([str(RUN), "serve", "--plan", str(tiny_artifact / "plan.json"), "--port", "0",
                              "--max-sessions", "1", "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**__import__("os").environ, "OMNI_EDGE_API_KEY": "secret"})
+                            text=True, env={**os.environ, "OMNI_EDGE_API_KEY": "secret"})
     assert proc.stdout is not None
     first = proc.stdout.readline()
     assert first, proc.stderr.read() if proc.stderr else ""
