@@ -232,7 +232,7 @@ def test_cancel_mid_denoise_leaves_no_action(policy_plan: Path, scene: dict[str,
     with PolicySession.open(policy_plan) as session:
         t = session.act(observation(scene), TASK)["timings"]
     step_ms = max(1e-3, float(np.mean(t["step_ms"])))
-    steps = int(min(20000, max(400, 2000 / step_ms)))  # about two seconds of denoising
+    steps = int(min(10000, max(400, 2000 / step_ms)))  # about two seconds of denoising (a plan holds at most 10000)
     with PolicySession.open(_long_plan(policy_plan, steps)) as session:
         events: list[dict[str, Any]] = []
         timer = threading.Timer((t["preprocess_ms"] + t["vision_ms"] + t["prefix_ms"]) / 1000 * 3 + 0.3, session.cancel)
