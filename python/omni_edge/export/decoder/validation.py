@@ -100,12 +100,14 @@ def teacher_forced(model: Any, engine: Engine, prompts: list[list[int]], decode_
     }
 
 
-def _greedy_agreement(model: Any, engine: Engine, prompt: list[int], n: int) -> tuple[float, float, float]:
+def _greedy_agreement(model: Any, engine: Engine, prompt: list[int], n: int,
+                      free_run: bool = True) -> tuple[float, float, float]:
     """(agreement along the reference's greedy path, agreement of a free run, free-run prefix).
 
     Along the path: at each of the n steps of transformers' greedy continuation, with the same
     prefix, does the artifact pick the same token? A free run diverges for good at the first
-    flip, which a near-tie in the reference itself can cause, so it is reported, not gated."""
+    flip, which a near-tie in the reference itself can cause, so it is reported, not gated
+    (and skipped, as NaN, where steps are dear: `free_run=False`)."""
     with torch.no_grad():
         out = model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=n, eos_token_id=None,
                              pad_token_id=0, output_logits=True, return_dict_in_generate=True)
@@ -116,6 +118,8 @@ def _greedy_agreement(model: Any, engine: Engine, prompt: list[int], n: int) -> 
     for token, ref_logits in zip(ref, out.logits, strict=True):
         same += _agrees(ref_logits[0].double().numpy(), int(np.argmax(logits)))
         logits = engine.feed([token])
+    if not free_run:
+        return same / n, math.nan, math.nan
     engine.reset()
     logits = engine.feed(prompt)
     run: list[int] = []
@@ -128,9 +132,10 @@ def _greedy_agreement(model: Any, engine: Engine, prompt: list[int], n: int) -> 
     return same / n, sum(matches) / n, prefix / n
 
 
-def _task(model: Any, engine: Engine, prompts: list[list[int]], text_ids: list[int]) -> dict[str, float]:
+def _task(model: Any, engine: Engine, prompts: list[list[int]], text_ids: list[int],
+          free_run: bool = True) -> dict[str, float]:
     n = 64
-    results = [_greedy_agreement(model, engine, prompt, n) for prompt in prompts]
+    results = [_greedy_agreement(model, engine, prompt, n, free_run) for prompt in prompts]
     agree = [r[0] for r in results]
     run_agree = [r[1] for r in results]
     prefixes = [r[2] for r in results]
@@ -168,14 +173,22 @@ def _forced_prompts(tokenizer: Any, plan: Path, engine: Engine) -> list[list[int
     return prompts
 
 
-def teacher_forced_on_plan(model: Any, plan: Path, tokenizer_json: Path, threads: int = 0) -> dict[str, float]:
-    """The numerical report's measurements alone (36 teacher-forced positions), for a backend
-    too slow for the task report's ~500 steps: the HTP emulator takes seconds per step of a real
-    model (benchmarks/quality.py --teacher-forced-only)."""
+def measure_on_plan(model: Any, plan: Path, tokenizer_json: Path, threads: int = 0,
+                    task: bool = True, free_run: bool = True) -> dict[str, float]:
+    """The reports' measurements on a plan: the numerical report's 36 teacher-forced positions,
+    then the task report's greedy agreement and perplexity (about 480 steps). Where steps are
+    dear (the HTP emulator takes seconds per step of a real model; benchmarks/quality.py),
+    `free_run=False` skips the reported-only free runs (about 290 steps) and `task=False`
+    measures the teacher-forced positions alone."""
     from tokenizers import Tokenizer
 
+    tokenizer = Tokenizer.from_file(str(tokenizer_json))
     engine = Engine(plan, threads)
-    return teacher_forced(model, engine, _forced_prompts(Tokenizer.from_file(str(tokenizer_json)), plan, engine), 12)
+    got = teacher_forced(model, engine, _forced_prompts(tokenizer, plan, engine), 12)
+    if task:
+        got |= _task(model, engine, [tokenizer.encode(p).ids for p in greedy_prompts()],
+                     _prompt_ids(tokenizer, HELD_OUT[2], 96), free_run)
+    return got
 
 
 def validate_llm(model: Any, plan: Path, tokenizer_json: Path, identity: dict[str, str], enabled: bool, threads: int = 0,
@@ -184,24 +197,19 @@ def validate_llm(model: Any, plan: Path, tokenizer_json: Path, identity: dict[st
     if not enabled:
         skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
         return _report("numerical", identity, skipped), _report("task", identity, skipped)
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(tokenizer_json))
-    engine = Engine(plan, threads)
-    num = teacher_forced(model, engine, _forced_prompts(tokenizer, plan, engine), decode_steps=12)
-    task = _task(model, engine, [tokenizer.encode(p).ids for p in greedy_prompts()], _prompt_ids(tokenizer, HELD_OUT[2], 96))
+    got = measure_on_plan(model, plan, tokenizer_json, threads)
     numerical = _report("numerical", identity, (
-        ReportCheck("logit_sqnr_db", num["logit_sqnr_db"], limits["logit_sqnr_db"], ">="),  # median over positions
-        ReportCheck("logit_sqnr_db_min", num["logit_sqnr_db_min"], -1e9, ">="),
-        ReportCheck("top1_agreement", num["top1_agreement"], limits["top1_agreement"], ">="),
-        ReportCheck("logit_max_abs_diff", num["logit_max_abs_diff"], 1e9, "<="),
-        ReportCheck("positions_compared", num["positions_compared"], 1.0, ">="),
+        ReportCheck("logit_sqnr_db", got["logit_sqnr_db"], limits["logit_sqnr_db"], ">="),  # median over positions
+        ReportCheck("logit_sqnr_db_min", got["logit_sqnr_db_min"], -1e9, ">="),
+        ReportCheck("top1_agreement", got["top1_agreement"], limits["top1_agreement"], ">="),
+        ReportCheck("logit_max_abs_diff", got["logit_max_abs_diff"], 1e9, "<="),
+        ReportCheck("positions_compared", got["positions_compared"], 1.0, ">="),
     ))
     task_report = _report("task", identity, (
-        ReportCheck("greedy_agreement_64", task["greedy_agreement_64"], limits["greedy_agreement_64"], ">="),
-        ReportCheck("greedy_run_agreement_64", task["greedy_run_agreement_64"], 0.0, ">="),  # reported
-        ReportCheck("greedy_prefix_agreement_64", task["greedy_prefix_agreement_64"], 0.0, ">="),  # reported
-        ReportCheck("perplexity_rel_delta", task["perplexity_rel_delta"], limits["perplexity_rel_delta"], "<="),
-        ReportCheck("perplexity", task["perplexity"], 1e12, "<="),
+        ReportCheck("greedy_agreement_64", got["greedy_agreement_64"], limits["greedy_agreement_64"], ">="),
+        ReportCheck("greedy_run_agreement_64", got["greedy_run_agreement_64"], 0.0, ">="),  # reported
+        ReportCheck("greedy_prefix_agreement_64", got["greedy_prefix_agreement_64"], 0.0, ">="),  # reported
+        ReportCheck("perplexity_rel_delta", got["perplexity_rel_delta"], limits["perplexity_rel_delta"], "<="),
+        ReportCheck("perplexity", got["perplexity"], 1e12, "<="),
     ))
     return numerical, task_report
