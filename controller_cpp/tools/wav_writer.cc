@@ -1,25 +1,9 @@
 #include "tools/wav_writer.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-
-#include "base/pcm.h"
 #include "base/platform/os.h"
+#include "base/wav.h"
 
 namespace omni_edge::tools {
-namespace {
-
-void Put16(unsigned char* p, uint32_t v) {
-  p[0] = uint8_t(v);
-  p[1] = uint8_t(v >> 8);
-}
-
-void Put32(unsigned char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
-}
-
-}  // namespace
 
 WavWriter::~WavWriter() { Discard(); }
 
@@ -36,36 +20,16 @@ bool WavWriter::Open(const std::string& path, int64_t sample_rate) {
 }
 
 bool WavWriter::WriteHeader() {
-  // RIFF header, "fmt " chunk (format 1: integer PCM), "data" chunk.
-  unsigned char h[44];
-  const uint32_t data = uint32_t(samples_ * 2);
-  std::memcpy(h, "RIFF", 4);
-  Put32(h + 4, 36 + data);
-  std::memcpy(h + 8, "WAVEfmt ", 8);
-  Put32(h + 16, 16);
-  Put16(h + 20, 1);
-  Put16(h + 22, 1);
-  Put32(h + 24, uint32_t(rate_));
-  Put32(h + 28, uint32_t(rate_ * 2));
-  Put16(h + 32, 2);
-  Put16(h + 34, 16);
-  std::memcpy(h + 36, "data", 4);
-  Put32(h + 40, data);
-  return std::fseek(file_, 0, SEEK_SET) == 0 && std::fwrite(h, 1, sizeof h, file_) == sizeof h;
+  const std::string h = WavHeader(rate_, samples_);
+  return std::fseek(file_, 0, SEEK_SET) == 0 && std::fwrite(h.data(), 1, h.size(), file_) == h.size();
 }
 
 bool WavWriter::Append(const void* samples, int64_t n, const std::string& dtype) {
-  if (file_ == nullptr || !ok_ || n < 0 || (dtype != "int16" && dtype != "float32")) return false;
-  std::vector<int16_t> pcm(static_cast<size_t>(n));
-  if (dtype == "int16") {
-    std::memcpy(pcm.data(), samples, pcm.size() * sizeof(int16_t));
-  } else {
-    const auto* f = static_cast<const float*>(samples);
-    for (size_t i = 0; i < pcm.size(); ++i) pcm[i] = omni_edge::ToInt16(f[i]);
-  }
+  std::string pcm;
+  if (file_ == nullptr || !ok_ || !AppendPcm16(samples, n, dtype, &pcm)) return false;
   // Samples first, then the sizes that cover them: at every moment the header describes data
   // the file holds.
-  ok_ = std::fseek(file_, 0, SEEK_END) == 0 && std::fwrite(pcm.data(), sizeof(int16_t), pcm.size(), file_) == pcm.size() &&
+  ok_ = std::fseek(file_, 0, SEEK_END) == 0 && std::fwrite(pcm.data(), 1, pcm.size(), file_) == pcm.size() &&
         std::fflush(file_) == 0;
   if (ok_) samples_ += n;
   ok_ = ok_ && WriteHeader() && std::fflush(file_) == 0;
