@@ -115,6 +115,10 @@ for body in '{"model": "m", "messages": [{"role": "system", "content": "s"}, {"r
             '{"model": "m", "modalities": ["text", "audio"], "audio": {"format": "wav", "voice": "v"}, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}, {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}, {"type": "text", "text": "x"}]}]}'; do
   printf '\x10%s' "$body" > "$corpus/chat-$(printf '%s' "$body" | sha1sum | cut -c1-12)"
 done
+for body in '{"model": "m", "input": "Hello", "voice": "default", "response_format": "wav", "speed": 1.0}' \
+            '{"model": "m", "input": "Hi", "voice": {"id": "v"}, "response_format": "pcm", "stream_format": "sse", "max_new_tokens": 4}'; do
+  printf '\x11%s' "$body" > "$corpus/speech-$(printf '%s' "$body" | sha1sum | cut -c1-12)"
+done
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
 log=$build/fuzz.log

@@ -123,3 +123,48 @@ def tts_artifact(tts_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory)
 
     return made_once(tmp_path_factory, "speech", lambda out: export_checkpoint(
         tts_checkpoint, out, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))) / "plan.json"
+
+
+# ---- omni: the tiny thinker's export, a talker reading its hidden states, one plan ------------
+@pytest.fixture(scope="session")
+def omni_speech_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.registry import make_checkpoint
+
+    return made_once(tmp_path_factory, "omni/talker", lambda out: make_checkpoint(
+        out, arch="qwen3-tts", preset="tiny", thinker=tiny_checkpoint))
+
+
+@pytest.fixture(scope="session")
+def omni_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """thinker (tiny_artifact's ONNX export) -> talker -> vocoder, as one plan."""
+    from omni_edge.export.omni import write_omni_plan
+    from omni_edge.export.options import TtsExportOptions
+    from omni_edge.export.registry import export_checkpoint
+
+    def make(out: Path) -> None:
+        export_checkpoint(omni_speech_checkpoint, out / "speech", TtsExportOptions(prefill_chunk=16, buckets=(256,),
+                                                                                    validation_frames=8))
+        write_omni_plan(tiny_artifact / "plan.onnx.json", out / "speech" / "plan.json", out / "plan")
+
+    return made_once(tmp_path_factory, "omni/plan", make) / "plan" / "plan.json"
+
+
+# ---- a multimodal thinker: Qwen2.5-Omni's, tiny, with its vision and audio encoders ---------
+@pytest.fixture(scope="session")
+def omni_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    def make(out: Path) -> None:
+        done = cli("make-checkpoint", "--arch", "qwen2.5-omni", "--preset", "tiny", "--out", str(out))
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "qwen25-omni/qwen25-omni-tiny", make)
+
+
+@pytest.fixture(scope="session")
+def omni_artifact(omni_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`export llm` on the thinker: thinker, vision (448x448) and audio components, validated."""
+    def make(out: Path) -> None:
+        done = cli("export", "llm", "--checkpoint", str(omni_checkpoint), "--out", str(out), "--buckets", "512",
+                   "--prefill-chunk", "16", "--format", "both")
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "qwen25-omni/artifact", make)

@@ -23,6 +23,7 @@
 #include "runtime/plan.h"
 #include "runtime/weights_index.h"
 #include "server/openai_chat.h"
+#include "server/openai_speech.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -186,9 +187,16 @@ void FuzzChatCompletion(const std::string& text) {
   if (!r.ok()) omni_edge::server::ErrorParam(r.status());
 }
 
-// The target of each first byte (modulo 17); scripts/fuzz.sh seeds every one.
+// An OpenAI speech request body.
+void FuzzSpeech(const std::string& text) {
+  auto r = omni_edge::server::ParseSpeech(text, 256);
+  if (r.ok() && (r->input.empty() || r->input.size() > 256)) __builtin_trap();
+  if (!r.ok()) omni_edge::server::ErrorParam(r.status());
+}
+
+// The target of each first byte (modulo 18); scripts/fuzz.sh seeds every one.
 using Target = void (*)(const std::string& text);
-constexpr Target kTargets[17] = {
+constexpr Target kTargets[18] = {
     /* 0 */ FuzzContractValue<0>,  // buffer
     /* 1 */ FuzzContractValue<1>,  // state
     /* 2 */ FuzzContractValue<2>,  // request
@@ -206,12 +214,13 @@ constexpr Target kTargets[17] = {
     /* 14 */ FuzzWavFile,
     /* 15 */ FuzzImageFile,
     /* 16 */ FuzzChatCompletion,
+    /* 17 */ FuzzSpeech,
 };
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  kTargets[data[0] % 17](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
+  kTargets[data[0] % 18](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
   return 0;
 }

@@ -15,6 +15,7 @@ ControllerRequest::ControllerRequest(ChatCompletionRequest chat) : chat_(std::mo
   request_.n_stop_strings = int(stop_.size());
   request_.max_new_tokens = int(chat_.max_tokens);
   request_.ignore_stop_tokens = chat_.ignore_eos ? 1 : 0;
+  request_.max_frames = int(chat_.max_audio_frames);
   if (chat_.temperature || chat_.top_p || chat_.top_k || chat_.seed) {
     OeSampling& s = request_.sampling;
     s.use_plan_sampling = 0;

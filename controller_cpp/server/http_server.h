@@ -1,5 +1,6 @@
 // omni-edge-run serve: a loaded plan over HTTP, as the OpenAI client libraries expect it —
-// GET /v1/models and POST /v1/chat/completions, plain or streamed as server-sent events — on
+// GET /v1/models, POST /v1/chat/completions (plain or streamed as server-sent events; text, and
+// audio on an omni plan), POST /v1/audio/speech (a speech plan), GET /metrics (Prometheus) — on
 // Boost.Beast. One thread per connection; each request runs on a session of a fixed pool opened
 // at start (--max-sessions, admitted by the memory ledger): none free is 429 at once, never a
 // queue. A client that goes away cancels its request at the next step.

@@ -4,25 +4,18 @@
 #include <limits>
 
 #include "base/base64.h"
+#include "server/openai_common.h"
 
 namespace omni_edge::server {
 namespace {
 
-constexpr char kWhere[] = "request";
 constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();  // the C ABI's int fields
-
-Status Refuse(const std::string& param, const std::string& what) { return Status::Error("invalid_request", param + ": " + what); }
 
 // "0", "2", "0.5": a bound as a person writes it.
 std::string Bound(double x) {
   char text[32];
   std::snprintf(text, sizeof(text), "%g", x);
   return text;
-}
-
-// Text the C ABI carries as C strings: a NUL inside would cut it short unseen.
-Status NoNul(const std::string& text, const std::string& param) {
-  return text.find('\0') == std::string::npos ? Status::Ok() : Refuse(param, "a NUL character");
 }
 
 // A data URL's bytes: data:<type>;base64,<data> (a server on a device fetches no URLs).
@@ -165,18 +158,13 @@ Status ReadAudio(FieldReader& f, ChatCompletionRequest* out) {
   if (const Json* audio = f.Object("audio", false)) {
     FieldReader a(*audio, f.Path("audio"));
     out->audio_format = a.String("format");
-    const Json* voice = a.Raw("voice");
+    auto voice = ReadVoice(a.Raw("voice"), "audio.voice");
     OE_RETURN_IF_ERROR(a.Done());
     if (out->audio_format != "wav" && out->audio_format != "pcm16") {
       return Refuse("audio.format", "must be wav or pcm16, got '" + out->audio_format + "'");
     }
-    if (voice != nullptr && voice->is_string()) {
-      out->voice = voice->get<std::string>();
-    } else if (voice != nullptr && voice->is_object() && voice->size() == 1 && voice->contains("id") && (*voice)["id"].is_string()) {
-      out->voice = (*voice)["id"].get<std::string>();
-    } else if (voice != nullptr && !voice->is_null()) {
-      return Refuse("audio.voice", "expected a voice's name or {\"id\": name}");
-    }
+    if (!voice.ok()) return voice.status();
+    out->voice = *voice;
   }
   if (auto voice = f.OptionalString("voice")) out->voice = *voice;
   return Status::Ok();
@@ -201,10 +189,9 @@ Status ReadInert(FieldReader& f) {
 namespace {
 
 Result<ChatCompletionRequest> Parse(const std::string& body, const ChatLimits& limits) {
-  auto json = ParseJson(body, "request body", 32);
-  if (!json.ok()) return Status::Error("invalid_request", "the body is not JSON: " + json.status().message());
-  if (!json->is_object()) return Status::Error("invalid_request", "the body is not a JSON object");
-  FieldReader f(*json, kWhere);
+  auto json = ParseBody(body);
+  if (!json.ok()) return json.status();
+  FieldReader f(*json, kRequestRoot);
   ChatCompletionRequest r;
   r.model = f.String("model");
   const Json* messages = f.Array("messages");
@@ -224,6 +211,8 @@ Result<ChatCompletionRequest> Parse(const std::string& body, const ChatLimits& l
   }
   r.stream = f.Bool("stream", false);
   r.ignore_eos = f.Bool("ignore_eos", false);
+  r.max_audio_frames = f.Int("max_audio_frames", false, 1, 0);
+  if (r.max_audio_frames > kMaxInt) return Refuse("max_audio_frames", "at most " + std::to_string(kMaxInt));
   if (const Json* options = f.Object("stream_options", false)) {
     FieldReader o(*options, f.Path("stream_options"));
     r.include_usage = o.Bool("include_usage", false);
@@ -234,6 +223,10 @@ Result<ChatCompletionRequest> Parse(const std::string& body, const ChatLimits& l
   OE_RETURN_IF_ERROR(OptionalNumber(f, "top_p", 0, 1, true, &r.top_p));
   OE_RETURN_IF_ERROR(ReadStop(f, &r));
   OE_RETURN_IF_ERROR(ReadAudio(f, &r));
+  if (r.audio_out && r.stream && r.audio_format != "pcm16") {
+    return Refuse("audio.format", "a stream carries its audio as pcm16 chunks (as OpenAI's does): ask for pcm16, or "
+                  "for wav without stream");
+  }
   OE_RETURN_IF_ERROR(ReadInert(f));
   OE_RETURN_IF_ERROR(f.Done());
   if (messages->empty() || messages->size() > limits.max_messages) {
@@ -249,20 +242,8 @@ Result<ChatCompletionRequest> Parse(const std::string& body, const ChatLimits& l
 
 Result<ChatCompletionRequest> ParseChatCompletion(const std::string& body, const ChatLimits& limits) {
   auto r = Parse(body, limits);
-  if (!r.ok()) return Status::Error("invalid_request", r.status().message());  // the field readers' too
+  if (!r.ok()) return AsInvalidRequest(r.status());  // the field readers' too
   return r;
-}
-
-std::string ErrorParam(const Status& status) {
-  std::string param = status.message().substr(0, status.message().find(": "));
-  const std::string prefix = std::string(kWhere) + ".";
-  if (param.rfind(prefix, 0) == 0) param = param.substr(prefix.size());
-  return param.find(' ') == std::string::npos ? param : "";
-}
-
-Json ErrorBody(const std::string& message, const std::string& type, const std::string& param, const std::string& code) {
-  return {{"error", {{"message", message}, {"type", type}, {"param", param.empty() ? Json() : Json(param)},
-                     {"code", code.empty() ? Json() : Json(code)}}}};
 }
 
 std::string FinishReason(const std::string& controller_reason) {
@@ -291,7 +272,8 @@ Json UsageChunk(const CompletionHead& head, const Json& usage) {
 
 Json Completion(const CompletionHead& head, const std::string& text, const std::string& finish_reason, const Json& usage,
                 const Json& audio) {
-  Json message = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
+  // With audio the text is its transcript, and content is null (as OpenAI answers).
+  Json message = {{"role", "assistant"}, {"content", audio.is_null() ? Json(text) : Json()}, {"refusal", nullptr}};
   if (!audio.is_null()) message["audio"] = audio;
   Json choice = {{"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
   return {{"id", head.id}, {"object", "chat.completion"}, {"created", head.created}, {"model", head.model},

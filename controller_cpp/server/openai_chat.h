@@ -11,6 +11,7 @@
 
 #include "base/json_fields.h"
 #include "base/status.h"
+#include "server/openai_common.h"
 
 namespace omni_edge::server {
 
@@ -46,17 +47,12 @@ struct ChatCompletionRequest {
   std::string audio_format = "wav";  // wav | pcm16
   std::string voice;
   bool ignore_eos = false;       // an extension (vLLM's extra_body): always generate max_tokens
+  int64_t max_audio_frames = 0;  // an extension: the talker's frames at most (12.5 per second); 0: the plan's
 };
 
 // A body that is not a request this server runs is refused with reason "invalid_request" and
 // "<param>: <what>" (the param as OpenAI names it: messages[1].content[0].image_url.url).
 Result<ChatCompletionRequest> ParseChatCompletion(const std::string& body, const ChatLimits& limits = {});
-
-// The param a refusal names (the text before ": "), or "".
-std::string ErrorParam(const Status& status);
-
-// {"error": {"message", "type", "param", "code"}}: the body every error response carries.
-Json ErrorBody(const std::string& message, const std::string& type, const std::string& param, const std::string& code);
 
 // What the response objects share.
 struct CompletionHead {
@@ -72,7 +68,8 @@ Json Usage(int64_t prompt_tokens, int64_t completion_tokens);
 Json Chunk(const CompletionHead& head, const Json& delta, const std::string& finish_reason = "");
 // The usage chunk that ends a stream asked for it (empty choices).
 Json UsageChunk(const CompletionHead& head, const Json& usage);
-// A whole completion (object chat.completion); audio: {"id", "data", "expires_at", "transcript"} or null.
+// A whole completion (object chat.completion); audio: {"id", "data", "expires_at", "transcript"} or null
+// (with audio, content is null: the text is the transcript).
 Json Completion(const CompletionHead& head, const std::string& text, const std::string& finish_reason, const Json& usage,
                 const Json& audio = nullptr);
 

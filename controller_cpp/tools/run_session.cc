@@ -10,6 +10,7 @@
 
 #include "base/json_fields.h"
 #include "base/platform/os.h"
+#include "server/session_pool.h"
 #include "tools/wav_writer.h"
 
 namespace omni_edge::tools {
@@ -141,13 +142,7 @@ struct Streams {
 
 Streams StreamsOf(OeSession* session) {
   Streams s;
-  char* text = nullptr;
-  if (OeError* error = oe_session_info(session, &text)) {
-    oe_error_free(error);
-    return s;
-  }
-  auto info = ParseJson(text, "session info");
-  oe_string_free(text);
+  auto info = server::SessionInfo(session);
   if (!info.ok() || !info->contains("streams") || !(*info)["streams"].is_object()) return s;
   for (const auto& [name, stream] : (*info)["streams"].items()) {
     s.names.push_back(name);

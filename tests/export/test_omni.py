@@ -26,23 +26,6 @@ TOKENS, FRAMES = 12, 24
 
 
 @pytest.fixture(scope="module")
-def omni_speech_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.registry import make_checkpoint
-
-    return make_checkpoint(tmp_path_factory.mktemp("omni") / "talker", arch="qwen3-tts", preset="tiny", thinker=tiny_checkpoint)
-
-
-@pytest.fixture(scope="module")
-def omni_plan(tiny_artifact: Path, omni_speech_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from omni_edge.export.options import TtsExportOptions
-    from omni_edge.export.registry import export_checkpoint
-
-    speech = tmp_path_factory.mktemp("omni-speech")
-    export_checkpoint(omni_speech_checkpoint, speech, TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
-    return write_omni_plan(tiny_artifact / "plan.onnx.json", speech / "plan.json", tmp_path_factory.mktemp("omni-plan"))
-
-
-@pytest.fixture(scope="module")
 def session(omni_plan: Path) -> OmniSession:
     return OmniSession.open(omni_plan, threads=2)
 

@@ -6,8 +6,6 @@ client that drops its stream freeing the session, and a signal ending the server
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 import urllib.error
@@ -18,28 +16,20 @@ from typing import Any
 
 import openai
 import pytest
-from llm_reference import CLI
+from paths import RUN
+from serving import client, serving
 
-RUN = CLI.parent / "omni-edge-run"
 QUESTION = "def greet(name):"
 
 
 @pytest.fixture(scope="module")
 def server(tiny_artifact: Path) -> Iterator[dict[str, Any]]:
-    proc = subprocess.Popen([str(RUN), "serve", "--plan", str(tiny_artifact / "plan.json"), "--port", "0",
-                             "--max-sessions", "1", "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "OMNI_EDGE_API_KEY": "secret"})
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-    assert first, proc.stderr.read() if proc.stderr else ""
-    listening = json.loads(first)
-    yield {**listening, "plan": tiny_artifact / "plan.json", "proc": proc}
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 0
+    with serving(tiny_artifact / "plan.json", "--max-sessions", "1") as running:
+        yield running
 
 
 def _client(server: dict[str, Any], key: str = "secret") -> openai.OpenAI:
-    return openai.OpenAI(base_url=server["url"], api_key=key, max_retries=0, timeout=120)
+    return client(server, key)
 
 
 def _native(plan: Path, prompt: str, n: int) -> tuple[str, dict[str, Any]]:
@@ -67,6 +57,15 @@ def test_completions_plain_and_streamed_equal_the_native_run(server: dict[str, A
     assert chunks[0].choices[0].delta.role == "assistant" and len({c.id for c in chunks}) == 1
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
     assert chunks[-1].usage.total_tokens == reply.usage.total_tokens
+    # The request's metrics: in a header of a whole reply; the server's counters in Prometheus text.
+    raw = client.chat.completions.with_raw_response.create(model=model, messages=messages, max_tokens=12, temperature=0)
+    metrics = json.loads(raw.headers["x-omni-edge-metrics"])["text"]
+    assert metrics["n_generated_tokens"] == terminal["n_generated_tokens"] and metrics["ttft_ms"] > 0
+    request = urllib.request.Request(server["url"].removesuffix("/v1") + "/metrics", headers={"Authorization": "Bearer secret"})
+    with urllib.request.urlopen(request, timeout=30) as page:
+        counters = page.read().decode()
+    assert 'omni_edge_responses_total{endpoint="chat",code="200"}' in counters
+    assert "omni_edge_sessions_busy 0" in counters
 
 
 def test_bad_requests_are_openai_errors_naming_the_param(server: dict[str, Any]) -> None:

@@ -29,14 +29,6 @@ from safetensors.torch import load_file, save_file
 
 
 @pytest.fixture(scope="session")
-def omni_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("omni-ckpt") / "qwen25-omni-tiny"
-    done = cli("make-checkpoint", "--arch", "qwen2.5-omni", "--preset", "tiny", "--out", str(out))
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
-
-
-@pytest.fixture(scope="session")
 def media(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A 448x448 red square (no resampling: 32x32 patches, 256 tokens), a 300x200 gradient
     (resized up to multiples of 28), 333x251 noise, a 1600x1200 noise image (above max_pixels:
@@ -213,16 +205,6 @@ def test_native_mrope_positions_are_get_rope_index(omni_checkpoint: Path, media:
         mrope_positions([1, 2, 3], config, grids)
     with pytest.raises(ValueError, match="needs 256 consecutive"):
         mrope_positions([thinker.config.image_token_index] * 10, config, grids[:1])
-
-
-@pytest.fixture(scope="session")
-def omni_artifact(omni_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`export llm` on the thinker: thinker, vision (448x448) and audio components, validated."""
-    out = tmp_path_factory.mktemp("omni-art")
-    done = cli("export", "llm", "--checkpoint", str(omni_checkpoint), "--out", str(out), "--buckets", "512",
-               "--prefill-chunk", "16", "--format", "both")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
 
 
 def _checks(component: Path, report: str) -> dict[str, float]:
