@@ -110,6 +110,35 @@ png(2, 2, b"\x00" + bytes([255, 0, 0, 0, 255, 0]) + b"\x00" + bytes([0, 0, 255, 
 png(3, 1, b"\x01" + bytes(range(9)))
 bmp = b"BM" + struct.pack("<IHHI", 70, 0, 0, 54) + struct.pack("<IiiHHIIiiII", 40, 2, 2, 1, 24, 0, 16, 0, 0, 0, 0)
 (out / hashlib.sha1(bytes([15]) + bmp + bytes(16)).hexdigest()).write_bytes(bytes([15]) + bmp + bytes(16))
+
+
+def mp(v: object) -> bytes:
+    """msgpack of what an OpenPI seed holds (short maps, lists, strings, bytes as bin, small ints, floats)."""
+    if isinstance(v, dict):
+        return bytes([0x80 | len(v)]) + b"".join(mp(k) + mp(x) for k, x in v.items())
+    if isinstance(v, list):
+        return bytes([0x90 | len(v)]) + b"".join(mp(x) for x in v)
+    if isinstance(v, str):
+        return bytes([0xA0 | len(v.encode())]) + v.encode()
+    if isinstance(v, bytes):
+        return bytes([0xC4, len(v)]) + v
+    if v is True:
+        return b"\xc3"
+    if isinstance(v, int):
+        return bytes([v])
+    return b"\xcb" + struct.pack(">d", v)
+
+
+def nd(data: bytes, dtype: str, shape: list[int]) -> dict[bytes, object]:
+    return {b"__ndarray__": True, b"data": data, b"dtype": dtype, b"shape": shape}
+
+
+for obs in ({"images": {"base": nd(bytes(range(12)), "|u1", [2, 2, 3]), "wrist": nd(bytes(12), "|u1", [3, 2, 2])},
+             "state": nd(struct.pack("<2f", 0.5, -1), "<f4", [2]), "prompt": "pick", "timestamp_ms": 1.7649e12,
+             "noise": nd(struct.pack("<6f", *range(6)), "<f4", [3, 2])},
+            {"endpoint": "reset"}, {"state": [1, 2.5], "seed": 7, "session_id": "s"}):
+    blob = bytes([18]) + mp(obs)
+    (out / hashlib.sha1(blob).hexdigest()).write_bytes(blob)
 PY
 for body in '{"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}], "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 8, "stop": ["a"], "temperature": 0.5, "seed": 3}' \
             '{"model": "m", "modalities": ["text", "audio"], "audio": {"format": "wav", "voice": "v"}, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}, {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}, {"type": "text", "text": "x"}]}]}'; do

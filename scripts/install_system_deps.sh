@@ -11,6 +11,7 @@ packages=(
   libstb-dev             # image decoding (header-only stb_image.h)
   libgtest-dev           # C++ unit tests (GoogleTest)
   libboost-dev           # omni-edge-run serve: Boost.Beast and Asio (header-only)
+  libmsgpack-cxx-dev     # the OpenPI policy websocket: msgpack (header-only, used without Boost)
   clang                  # libFuzzer builds
   libclang-rt-14-dev     # libFuzzer + sanitizer runtimes for clang 14
   python3-venv

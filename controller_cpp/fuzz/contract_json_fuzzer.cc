@@ -24,6 +24,9 @@
 #include "runtime/weights_index.h"
 #include "server/openai_chat.h"
 #include "server/openai_speech.h"
+#ifdef OMNI_EDGE_WITH_SERVER
+#include "server/openpi_wire.h"
+#endif
 #include "text/tokenizer.h"
 
 namespace {
@@ -194,9 +197,22 @@ void FuzzSpeech(const std::string& text) {
   if (!r.ok()) omni_edge::server::ErrorParam(r.status());
 }
 
-// The target of each first byte (modulo 18); scripts/fuzz.sh seeds every one.
+// An OpenPI observation frame (msgpack, openpi's numpy arrays), where the server is built.
+void FuzzObservation(const std::string& frame) {
+#ifdef OMNI_EDGE_WITH_SERVER
+  omni_edge::server::OpenPiLimits limits;
+  limits.max_side = 64;
+  auto r = omni_edge::server::ParseObservation(frame, limits);
+  if (r.ok() && r->images.size() > limits.max_images) __builtin_trap();
+  if (r.ok() && r->noise.size() != size_t(r->noise_rows * r->noise_cols)) __builtin_trap();
+#else
+  (void)frame;
+#endif
+}
+
+// The target of each first byte (modulo 19); scripts/fuzz.sh seeds every one.
 using Target = void (*)(const std::string& text);
-constexpr Target kTargets[18] = {
+constexpr Target kTargets[19] = {
     /* 0 */ FuzzContractValue<0>,  // buffer
     /* 1 */ FuzzContractValue<1>,  // state
     /* 2 */ FuzzContractValue<2>,  // request
@@ -215,12 +231,13 @@ constexpr Target kTargets[18] = {
     /* 15 */ FuzzImageFile,
     /* 16 */ FuzzChatCompletion,
     /* 17 */ FuzzSpeech,
+    /* 18 */ FuzzObservation,
 };
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  kTargets[data[0] % 18](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
+  kTargets[data[0] % 19](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
   return 0;
 }

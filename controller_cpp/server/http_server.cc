@@ -9,6 +9,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
 #include "base/json_fields.h"
 #include "server/endpoints.h"
@@ -18,6 +19,7 @@ namespace {
 
 namespace beast = boost::beast;
 namespace net = boost::asio;
+namespace websocket = beast::websocket;
 
 struct Server : Serving {
   net::io_context ioc;  // the sockets' executor: lives as long as the last connection thread
@@ -25,10 +27,12 @@ struct Server : Serving {
 
 // --- Routing and connections -----------------------------------------------------------------
 
+// The key as OpenAI clients send it (Bearer) or openpi-client (Api-Key).
 bool Authorized(const Server& s, const HttpRequest& req) {
   if (s.options.api_key.empty()) return true;
   const auto header = req[http::field::authorization];
-  return std::string(header.data(), header.size()) == "Bearer " + s.options.api_key;
+  const std::string sent(header.data(), header.size());
+  return sent == "Bearer " + s.options.api_key || sent == "Api-Key " + s.options.api_key;
 }
 
 bool JsonPost(Server& s, tcp::socket& socket, const HttpRequest& req, bool (*serve)(Serving&, tcp::socket&, const HttpRequest&)) {
@@ -60,6 +64,7 @@ bool Route(Server& s, tcp::socket& socket, const HttpRequest& req) {
                      "invalid_request_error", "", "invalid_api_key");
   }
   const bool get = req.method() == http::verb::get;
+  if (path == "/healthz" && get) return Send(socket, req, http::status::ok, "OK\n", "text/plain");  // openpi's
   if (path == "/v1/models" && get) {
     return Send(socket, req, http::status::ok, Json{{"object", "list"}, {"data", Json::array({ModelCard(s)})}}.dump());
   }
@@ -70,6 +75,12 @@ bool Route(Server& s, tcp::socket& socket, const HttpRequest& req) {
   if (path == "/v1/chat/completions") return JsonPost(s, socket, req, ServeChat);
   if (path == "/v1/audio/speech") return JsonPost(s, socket, req, ServeSpeech);
   return SendError(socket, req, http::status::not_found, "no route " + path, "invalid_request_error");
+}
+
+// A websocket upgrade where openpi-client (any path: openpi's own server) or vLLM-Omni's route points.
+bool IsOpenPi(const HttpRequest& req) {
+  const std::string target(req.target().data(), req.target().size());
+  return websocket::is_upgrade(req) && (target == "/" || target.rfind("/v1/realtime/robot/openpi", 0) == 0);
 }
 
 void Connection(std::shared_ptr<Server> s, tcp::socket socket) {
@@ -88,6 +99,10 @@ void Connection(std::shared_ptr<Server> s, tcp::socket socket) {
     }
     if (ec) break;  // the client closed, or sent what is not HTTP
     const HttpRequest& req = parser.get();
+    if (IsOpenPi(req) && Authorized(*s, req)) {
+      ServeOpenPi(*s, std::move(socket), req);  // the websocket owns the connection from here
+      return;
+    }
     if (!Route(*s, socket, req) || !req.keep_alive() || s->stopping) break;
   }
   beast::error_code ignored;

@@ -13,7 +13,9 @@ PlanFacts FactsOf(OeSession* session) {
   if (facts.audio) facts.sample_rate = streams["audio"].value("sample_rate", int64_t(0));
   facts.inputs = {"text"};
   for (const Json& stage : info->value("stages", Json::array())) {
-    const std::string modality = stage.value("describe", Json::object()).value("modality", "");
+    const Json describe = stage.value("describe", Json::object());
+    if (stage.value("family", "") == "policy") facts.policy = describe;
+    const std::string modality = describe.value("modality", "");
     if (stage.value("family", "") == "encoder" && (modality == "image" || modality == "audio")) {
       facts.inputs.push_back(modality);
     }

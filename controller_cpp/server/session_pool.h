@@ -22,6 +22,7 @@ struct PlanFacts {
   bool audio = false;            // an audio stream (speech; with text: an omni plan)
   int64_t sample_rate = 0;       // the audio stream's
   std::vector<std::string> inputs;  // "text", and "image" / "audio" when the plan has such an encoder
+  Json policy;                   // a policy plan's: its stage's description (cameras, dims, chunk); else null
 };
 
 // oe_session_info's JSON, or the error (its reason and message).

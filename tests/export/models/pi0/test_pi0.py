@@ -18,46 +18,14 @@ import numpy as np
 import pytest
 from llm_reference import CLI, cli
 from omni_edge.contracts import ContractError
-from omni_edge.export.models.pi0.checkpoint import Pi0Preset, make_checkpoint
 from omni_edge.export.models.pi0.reference import camera_pixels, load_policy, reference_actions
 from omni_edge.runtime import PolicySession
 from omni_edge.runtime.observation import read_observation
 from omni_edge.runtime.request import CameraImage, Observation
+from pi0_unseen import ACTION_SPEC, CAMERAS, TASK, UNSEEN
 from PIL import Image
 
-CAMERAS = ("front", "wrist")
-# Sizes no preset has: 128-pixel images in 16-pixel patches (64 rows per camera), 3 layers of
-# 2 heads of 24, a 12-step chunk of 7-dim actions, a 6-dim state.
-UNSEEN = Pi0Preset(vocab=768, vision_hidden=48, vision_layers=1, vision_heads=2, patch=16, image_size=128, hidden=96,
-                   expert_hidden=48, layers=3, heads=2, head_dim=24, chunk=12, state_dim=6, action_dim=7)
-TASK = "stack the green cube"
 RUN = CLI.parent / "omni-edge-run"
-ACTION_SPEC = {"names": ["x", "y", "z", "roll", "pitch", "yaw", "gripper"],
-               "units": ["m", "m", "m", "rad", "rad", "rad", "normalized"], "dt_ms": 33.3}
-
-
-@pytest.fixture(scope="session")
-def policy_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pi0")
-    checkpoint = make_checkpoint(root / "ckpt", "unseen", seed=7, p=UNSEEN)
-    (root / "spec.json").write_text(json.dumps(ACTION_SPEC))
-    done = cli("export", "policy", "--checkpoint", str(checkpoint), "--out", str(root / "art"), "--cameras", ",".join(CAMERAS),
-               "--prompt-tokens", "24", "--max-observation-age-ms", "5000", "--format", "both", "--action-spec",
-               str(root / "spec.json"))
-    assert done.returncode == 0, done.stderr[-3000:]
-    return root / "art" / "plan.json"
-
-
-@pytest.fixture(scope="session")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Two odd-sized camera images (one wide, one tall: both padded), a short state, fixed noise."""
-    root = tmp_path_factory.mktemp("scene")
-    rng = np.random.default_rng(3)
-    for camera, (w, h) in zip(CAMERAS, ((301, 97), (90, 211)), strict=True):
-        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(root / f"{camera}.png")
-    noise = rng.standard_normal((UNSEEN.chunk, UNSEEN.action_dim)).astype(np.float32)
-    np.save(root / "noise.npy", noise)
-    return {"dir": root, "state": [0.3, -0.2, 0.9], "noise": noise}
 
 
 def observation(scene: dict[str, Any], *, age_ms: float = 0.0, fixed_noise: bool = True, **changes: Any) -> Observation:
