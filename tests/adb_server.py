@@ -2,7 +2,8 @@
 
 adbutils (and the `adb` command-line client) talk to the ADB server over TCP: a request is four
 hex digits of length and a payload ("host:version", "host:tport:serial:X", then on that transport
-"shell:CMD" or "sync:"); the answer is OKAY, or FAIL with a hex-length message. This server
+"shell:CMD" or "sync:", or "host-serial:X:forward:tcp:L;tcp:R"); the answer is OKAY, or FAIL with
+a hex-length message. This server
 implements that protocol, answering for fake serials; a shell command really runs here under
 `sh -c`, and sync really reads and writes this host's files, so every byte goes through the same
 client code as with a phone. Phone-only tools (`getprop`, `dumpsys battery`, `pm install`) are small scripts put
@@ -92,6 +93,7 @@ class FakeAdbServer:
         self.children: set[subprocess.Popen[bytes]] = set()
         self.lock = threading.Lock()
         self.requests: list[str] = []  # every smart-socket request, for tests that check what a client asked
+        self.forwards: dict[str, tuple[str, str, socket.socket]] = {}  # local -> (serial, remote, listener)
         self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Handler, bind_and_activate=True)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
@@ -110,11 +112,58 @@ class FakeAdbServer:
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
         self._server.server_close()
+        for local in list(self.forwards):
+            self.remove_forward(local)
         with self.lock:
             for proc in self.children:  # commands a client walked away from (adbd would hang them up)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
         self._tmp.cleanup()
+
+
+    def forward(self, serial: str, local: str, remote: str) -> str | None:
+        """Starts `adb forward LOCAL REMOTE` (tcp:PORT each; LOCAL's port 0: any free one); an error or None."""
+        if not (local.startswith("tcp:") and remote.startswith("tcp:")):
+            return f"cannot bind listener: only tcp:PORT here, not '{local}' / '{remote}'"
+        listener = socket.create_server(("127.0.0.1", int(local[4:])))
+        with self.lock:
+            if local in self.forwards:
+                listener.close()
+                return f"cannot rebind existing socket: {local}"
+            self.forwards[local] = (serial, remote, listener)
+        threading.Thread(target=_accept_forwarded, args=(listener, int(remote[4:])), daemon=True).start()
+        return None
+
+    def remove_forward(self, local: str) -> bool:
+        with self.lock:
+            entry = self.forwards.pop(local, None)
+        if entry is not None:
+            entry[2].close()
+        return entry is not None
+
+
+def _accept_forwarded(listener: socket.socket, port: int) -> None:
+    """Each connection to the forward's local port, carried to the device's port both ways."""
+    while True:
+        try:
+            client, _ = listener.accept()
+        except OSError:  # the forward was removed
+            return
+        try:
+            device = socket.create_connection(("127.0.0.1", port))
+        except OSError:
+            client.close()  # adbd: nothing listens there, and the connection ends
+            continue
+        for a, b in ((client, device), (device, client)):
+            threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := src.recv(65536):
+            dst.sendall(data)
+    with contextlib.suppress(OSError):
+        dst.shutdown(socket.SHUT_WR)
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -143,6 +192,8 @@ class _Handler(socketserver.BaseRequestHandler):
             return self._okay(block("".join(line + "\n" for line in lines)), close=True)
         if req == "host:features":
             return self._okay(block(FEATURES), close=True)
+        if (answered := self._forwarding(fake, req)) is not None:
+            return answered
         target, service = _target(fake, req)
         if service is None:
             return self._fail(f"unknown host service '{req}'")
@@ -158,6 +209,25 @@ class _Handler(socketserver.BaseRequestHandler):
         tid = struct.pack("<Q", list(fake.serials).index(target) + 1) if service == "tport" else b""
         self.request.sendall(b"OKAY" + tid)
         return target
+
+    def _forwarding(self, fake: FakeAdbServer, req: str) -> str | None:
+        """host-serial:S:forward:L;R, list-forward, killforward:L (adb's port forwards); else None."""
+        m = re.fullmatch(r"host-serial:(.+):(forward(?::norebind)?:(tcp:\d+);(tcp:\d+)|list-forward|killforward:(tcp:\d+))", req)
+        if m is None:
+            return None
+        serial, service = m.group(1), m.group(2)
+        if serial not in fake.serials:
+            return self._fail(f"device '{serial}' not found")
+        if service.startswith("forward"):
+            error = fake.forward(serial, m.group(3), m.group(4))
+            return self._fail(error) if error else self._okay(b"OKAY", close=True)  # adb answers OKAY twice
+        if service == "list-forward":
+            with fake.lock:
+                rows = [f"{s} {local} {remote}\n" for local, (s, remote, _) in fake.forwards.items() if s == serial]
+            return self._okay(block("".join(rows)), close=True)
+        if not fake.remove_forward(m.group(5)):
+            return self._fail(f"listener '{m.group(5)}' not found")
+        return self._okay(b"OKAY", close=True)
 
     def _service(self, fake: FakeAdbServer, serial: str, req: str) -> None:
         if req.startswith("shell:"):

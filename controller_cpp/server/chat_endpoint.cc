@@ -18,6 +18,7 @@ namespace {
 constexpr int64_t kAudioLifetimeS = 24 * 3600;  // how long a client may refer to the audio (nothing is kept here)
 
 struct Reply {
+  tcp::socket* socket = nullptr;
   CompletionHead head;
   std::string failure, message;  // a failed request's reason and error
   bool audio = false;
@@ -101,9 +102,10 @@ bool StreamChat(Serving& s, tcp::socket& socket, const HttpRequest& req, Session
 // --- whole ---
 
 int OnPlainEvent(const OeEvent* ev, void* user) {
+  auto* reply = static_cast<Reply*>(user);
   std::string piece, pcm;
-  static_cast<Reply*>(user)->got.Take(*ev, &piece, &pcm);
-  return 0;
+  reply->got.Take(*ev, &piece, &pcm);
+  return PeerClosed(*reply->socket) ? 1 : 0;  // a client that went away cancels the request
 }
 
 bool PlainChat(Serving& s, tcp::socket& socket, const HttpRequest& req, SessionLease& session,
@@ -145,6 +147,7 @@ bool ServeChat(Serving& s, tcp::socket& socket, const HttpRequest& req) {
   if (session.get() == nullptr) return SendBusy(s, "chat", socket, req);
   const ControllerRequest cr(std::move(*parsed));
   Reply reply;
+  reply.socket = &socket;
   reply.head = {NewId("chatcmpl"), int64_t(std::time(nullptr)), s.options.model};
   reply.audio = cr.chat().audio_out;
   reply.audio_id = NewId("audio");

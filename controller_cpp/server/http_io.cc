@@ -55,6 +55,17 @@ bool SendFailure(tcp::socket& socket, const HttpRequest& req, const std::string&
   return SendError(socket, req, StatusOf(reason), message, ErrorType(reason), "", reason);
 }
 
+bool PeerClosed(tcp::socket& socket) {
+  char byte;
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  const size_t n = socket.receive(net::buffer(&byte, 1), tcp::socket::message_peek, ec);
+  const bool closed = (!ec && n == 0) || (ec && ec != net::error::would_block && ec != net::error::try_again);
+  beast::error_code ignored;
+  socket.non_blocking(false, ignored);
+  return closed;
+}
+
 ChunkedResponse::ChunkedResponse(tcp::socket& socket, const HttpRequest& req, const char* content_type, Headers headers)
     : socket_(socket), head_{http::status::ok, req.version()}, serializer_{head_} {
   head_.set(http::field::server, "omni-edge");

@@ -32,6 +32,10 @@ bool SendFailure(tcp::socket& socket, const HttpRequest& req, const std::string&
 const char* ErrorType(const std::string& reason);
 http::status StatusOf(const std::string& reason);
 
+// Whether the client closed its side (checked without blocking or consuming: a pipelined next
+// request is data, not a close). A request whose response is not streamed polls it per event.
+bool PeerClosed(tcp::socket& socket);
+
 class ChunkedResponse {
  public:
   ChunkedResponse(tcp::socket& socket, const HttpRequest& req, const char* content_type, Headers headers = {});

@@ -8,7 +8,7 @@
 namespace omni_edge::server {
 namespace {
 
-std::string Refusal(const std::string& body) {
+std::string SpeechRefusal(const std::string& body) {
   auto r = ParseSpeech(body, 16);
   return r.ok() ? "ok" : r.status().reason() + " " + ErrorParam(r.status()) + " | " + r.status().message();
 }
@@ -32,19 +32,19 @@ TEST(OpenAiSpeech, ReadsWhatTheOpenAiClientSends) {
 }
 
 TEST(OpenAiSpeech, RefusalsNameTheParam) {
-  EXPECT_EQ(Refusal(R"({"model": "m", "input": "x", "response_format": "mp3"})").substr(0, 32),
+  EXPECT_EQ(SpeechRefusal(R"({"model": "m", "input": "x", "response_format": "mp3"})").substr(0, 32),
             "invalid_request response_format ");
-  EXPECT_EQ(Refusal(R"({"model": "m", "input": "x", "speed": 2})").substr(0, 22), "invalid_request speed ");
-  EXPECT_EQ(Refusal(R"({"model": "m", "input": ""})").substr(0, 22), "invalid_request input ");
-  EXPECT_EQ(Refusal(R"({"model": "m", "input": "seventeen bytes!!"})").substr(0, 22), "invalid_request input ");
-  EXPECT_EQ(Refusal(R"({"model": "m", "input": "x", "instructions": "whisper"})").substr(0, 29),
+  EXPECT_EQ(SpeechRefusal(R"({"model": "m", "input": "x", "speed": 2})").substr(0, 22), "invalid_request speed ");
+  EXPECT_EQ(SpeechRefusal(R"({"model": "m", "input": ""})").substr(0, 22), "invalid_request input ");
+  EXPECT_EQ(SpeechRefusal(R"({"model": "m", "input": "seventeen bytes!!"})").substr(0, 22), "invalid_request input ");
+  EXPECT_EQ(SpeechRefusal(R"({"model": "m", "input": "x", "instructions": "whisper"})").substr(0, 29),
             "invalid_request instructions ");
-  EXPECT_EQ(Refusal(R"({"model": "m", "input": "x", "voice": 3})").substr(0, 22), "invalid_request voice ");
-  EXPECT_EQ(Refusal(R"({"model": "m", "input": "x", "stream_format": "ogg"})").substr(0, 30),
+  EXPECT_EQ(SpeechRefusal(R"({"model": "m", "input": "x", "voice": 3})").substr(0, 22), "invalid_request voice ");
+  EXPECT_EQ(SpeechRefusal(R"({"model": "m", "input": "x", "stream_format": "ogg"})").substr(0, 30),
             "invalid_request stream_format ");
-  EXPECT_NE(Refusal(R"({"model": "m", "input": "x", "colour": "blue"})").find("colour"), std::string::npos);
-  EXPECT_NE(Refusal(R"({"model": "m", "input": "a\u0000b"})").find("NUL"), std::string::npos);
-  EXPECT_EQ(Refusal("[1]").substr(0, 16), "invalid_request ");
+  EXPECT_NE(SpeechRefusal(R"({"model": "m", "input": "x", "colour": "blue"})").find("colour"), std::string::npos);
+  EXPECT_NE(SpeechRefusal(R"({"model": "m", "input": "a\u0000b"})").find("NUL"), std::string::npos);
+  EXPECT_EQ(SpeechRefusal("[1]").substr(0, 16), "invalid_request ");
 }
 
 TEST(OpenAiSpeech, EventsCarryBase64AudioAndFrameUsage) {

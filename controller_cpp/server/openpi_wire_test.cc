@@ -89,7 +89,7 @@ TEST(OpenPiWire, AnObservationBecomesTheControllersRequest) {
   EXPECT_EQ(obs->noise, (std::vector<float>{1, 2, 3, 4, 5, 6}));
 }
 
-std::string Refusal(const std::function<void(Packer&)>& fill) {
+std::string ObservationRefusal(const std::function<void(Packer&)>& fill) {
   msgpack::sbuffer b;
   Packer pk(&b);
   fill(pk);
@@ -99,21 +99,21 @@ std::string Refusal(const std::function<void(Packer&)>& fill) {
 
 TEST(OpenPiWire, BadObservationsAreRefusedByName) {
   EXPECT_EQ(ParseObservation("\xc1").status().reason(), "invalid_request");  // 0xc1: never used in msgpack
-  EXPECT_EQ(Refusal([](Packer& pk) { pk.pack_array(0); }), "an observation is a msgpack map");
-  EXPECT_EQ(Refusal([](Packer& pk) { pk.pack_map(1), pk.pack(std::string("observation/image")), pk.pack(1); })
+  EXPECT_EQ(ObservationRefusal([](Packer& pk) { pk.pack_array(0); }), "an observation is a msgpack map");
+  EXPECT_EQ(ObservationRefusal([](Packer& pk) { pk.pack_map(1), pk.pack(std::string("observation/image")), pk.pack(1); })
                 .rfind("observation/image: not read here", 0), 0u);
-  EXPECT_EQ(Refusal([](Packer& pk) {
+  EXPECT_EQ(ObservationRefusal([](Packer& pk) {
               pk.pack_map(1), pk.pack(std::string("images")), pk.pack_map(1), pk.pack(std::string("cam"));
               NdArray(pk, std::string(24, '\0'), "<f4", {2, 1, 3});
             }).rfind("images.cam: expected an H x W x 3", 0), 0u);
-  EXPECT_EQ(Refusal([](Packer& pk) {
+  EXPECT_EQ(ObservationRefusal([](Packer& pk) {
               pk.pack_map(1), pk.pack(std::string("state"));
               NdArray(pk, std::string(7, '\0'), "<f4", {2});
             }).rfind("state: data holds 7 bytes", 0), 0u);
-  EXPECT_EQ(Refusal([](Packer& pk) {
+  EXPECT_EQ(ObservationRefusal([](Packer& pk) {
               pk.pack_map(1), pk.pack(std::string("state")), pk.pack_array(1), pk.pack(std::nan(""));
             }).rfind("state: a value that is not finite", 0), 0u);
-  EXPECT_EQ(Refusal([](Packer& pk) { pk.pack_map(1), pk.pack(std::string("endpoint")), pk.pack(std::string("x")); }),
+  EXPECT_EQ(ObservationRefusal([](Packer& pk) { pk.pack_map(1), pk.pack(std::string("endpoint")), pk.pack(std::string("x")); }),
             "endpoint: infer or reset");
 }
 

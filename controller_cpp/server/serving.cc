@@ -22,6 +22,12 @@ void ServerMetrics::Record(const std::string& endpoint, int status, const Json& 
     prompt_tokens_ += metrics["text"].value("n_prompt_tokens", int64_t(0));
   }
   if (metrics.contains("audio")) audio_ms_ += metrics["audio"].value("audio_ms", 0.0);
+  for (const auto& [stream, m] : metrics.items()) {
+    if (m.value("kind", "") == "cancelled") {
+      ++cancelled_;  // the client went away (or the server is stopping)
+      break;
+    }
+  }
   if (!metrics.empty()) last_ = metrics;
 }
 
@@ -37,6 +43,8 @@ std::string ServerMetrics::Prometheus(const SessionPool& pool) const {
          "omni_edge_generated_tokens_total " + std::to_string(tokens_) + "\n";
   out += "# HELP omni_edge_prompt_tokens_total Prompt tokens read.\n# TYPE omni_edge_prompt_tokens_total counter\n"
          "omni_edge_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+  out += "# HELP omni_edge_cancelled_total Requests cancelled before their end (the client went away, or shutdown).\n"
+         "# TYPE omni_edge_cancelled_total counter\nomni_edge_cancelled_total " + std::to_string(cancelled_) + "\n";
   Gauge(&out, "omni_edge_audio_seconds_total", "Audio generated, in seconds.", audio_ms_ / 1000);
   Gauge(&out, "omni_edge_sessions", "Sessions the server opened.", double(pool.size()));
   Gauge(&out, "omni_edge_sessions_busy", "Sessions running a request now.", double(pool.busy()));

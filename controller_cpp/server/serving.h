@@ -25,7 +25,7 @@ class ServerMetrics {
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, int64_t> responses_;
-  int64_t tokens_ = 0, prompt_tokens_ = 0;
+  int64_t tokens_ = 0, prompt_tokens_ = 0, cancelled_ = 0;
   double audio_ms_ = 0;
   Json last_ = Json::object();
 };

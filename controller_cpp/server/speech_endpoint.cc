@@ -12,6 +12,7 @@ namespace omni_edge::server {
 namespace {
 
 struct Speaking {
+  tcp::socket* socket = nullptr;
   const SpeechRequest* request = nullptr;
   int64_t sample_rate = 0;
   ChunkedResponse* out = nullptr;  // null: the whole file at the end
@@ -40,7 +41,8 @@ int OnSpeechEvent(const OeEvent* ev, void* user) {
   auto* s = static_cast<Speaking*>(user);
   std::string piece, pcm;
   s->got.Take(*ev, &piece, &pcm);
-  if (s->out == nullptr || pcm.empty()) return s->out != nullptr && s->out->gone() ? 1 : 0;
+  if (s->out == nullptr) return PeerClosed(*s->socket) ? 1 : 0;  // a client that went away cancels the request
+  if (pcm.empty()) return s->out->gone() ? 1 : 0;
   return s->Send(pcm) ? 0 : 1;  // a client that went away cancels the request
 }
 
@@ -99,6 +101,7 @@ bool ServeSpeech(Serving& s, tcp::socket& socket, const HttpRequest& req) {
   const char* type = parsed->stream_format == "sse" ? "text/event-stream" : SpeechMediaType(parsed->response_format);
   ChunkedResponse out(socket, req, type);
   Speaking sp;
+  sp.socket = &socket;
   sp.request = &*parsed;
   sp.sample_rate = s.pool.facts().sample_rate;
   sp.out = parsed->stream_format.empty() ? nullptr : &out;

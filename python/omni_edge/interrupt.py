@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 _T = TypeVar("_T")
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # The omni-edge commands that keep this contract from the process's first line to its exit.
-GUARDED_COMMANDS = ("run", "speak", "act")
+GUARDED_COMMANDS = ("run", "speak", "act", "serve")
 
 
 class CancelOnSignal:

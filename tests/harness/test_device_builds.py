@@ -237,3 +237,37 @@ def test_ctrl_c_during_run_on_qemu_cancels_the_device_process(bundles: dict[str,
     refused = cli("run", "--plan", str(tiny_artifact / "plan.onnx.json"), "--prompt", "hi", "--json", "--device", "host",
                   "--workdir", str(tmp_path / "host"), "--runtime", str(bundles["linux-aarch64"]))
     assert refused.returncode == 1 and json.loads(refused.stdout)["reason"] == "device"
+
+
+def test_the_aarch64_server_answers_the_openai_client_through_the_adb_forward(bundles: dict[str, Path],
+                                                                               tiny_artifact: Path, tmp_path: Path) -> None:
+    """`omni-edge serve --device` on an aarch64 phone behind the ADB test server: the bundle's
+    omni-edge-run serves under qemu on the phone's loopback, `adb forward` brings the port here,
+    and the official client's greedy reply equals the host's native run of the same chat."""
+    import openai
+
+    plan = tiny_artifact / "plan.onnx.json"
+    native = subprocess.run([str(CLI.parent / "omni-edge-run"), "--plan", str(plan), "--chat", "--prompt", "def greet(name):",
+                             "--max-new-tokens", "8", "--temperature", "0", "--json"], capture_output=True, text=True,
+                            timeout=300)
+    assert native.returncode == 0, native.stderr[-2000:]
+    text = "".join(e.get("text", "") for e in map(json.loads, native.stdout.splitlines()) if e["kind"] == "token")
+    phone = {"ro.product.cpu.abi": "arm64-v8a"}
+    with FakeAdbServer({"arm-1": phone}, qemu=frozenset({"arm-1"})) as server:
+        proc = subprocess.Popen([str(CLI), "serve", "--plan", str(plan), "--device", "arm-1", "--adb-port", str(server.port),
+                                 "--workdir", str(tmp_path / "data-local-tmp"), "--runtime", str(bundles["linux-aarch64"]),
+                                 "--api-key", "k"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            listening = json.loads(proc.stdout.readline() or "{}")
+            assert listening.get("kind") == "listening", proc.stderr.read() if proc.stderr else ""
+            assert listening["device"] == "arm-1" and listening["url"] != listening["device_url"]
+            assert any(r.startswith("host-serial:arm-1:forward:tcp:") for r in server.requests)
+            client = openai.OpenAI(base_url=listening["url"], api_key="k", max_retries=0, timeout=300)
+            reply = client.chat.completions.create(model=listening["model"], max_tokens=8, temperature=0,
+                                                   messages=[{"role": "user", "content": "def greet(name):"}])
+            assert reply.choices[0].message.content == text
+        finally:
+            proc.send_signal(signal.SIGINT)  # the remote server gets SIGTERM, ends, and the forward is removed
+            assert proc.wait(timeout=120) == 0
+        assert server.forwards == {}

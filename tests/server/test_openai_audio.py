@@ -126,3 +126,36 @@ def test_chat_with_audio_on_the_omni_plan_equals_the_native_run(omni_server: dic
         api.chat.completions.create(model=model, messages=messages, stream=True, modalities=["text", "audio"],
                                     audio={"voice": "default", "format": "wav"})
     assert bad.value.param == "audio.format"
+
+
+def test_a_client_that_leaves_a_whole_response_cancels_it(speech_server: dict[str, Any]) -> None:
+    """Not streamed, the response is written at the end: the server sees the client close its
+    side while the request runs, and cancels it at the next frame (its session is free at once)."""
+    import socket
+    import time
+
+    host, port = speech_server["url"].removeprefix("http://").removesuffix("/v1").split(":")
+    before = _cancelled(speech_server)
+    body = json.dumps({"model": speech_server["model"], "input": TEXT, "max_new_tokens": 1500}).encode()
+    with socket.create_connection((host, int(port))) as raw:  # 1500 frames: two minutes of audio, seconds of work
+        raw.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(0.3)
+    api = client(speech_server)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            api.audio.speech.create(model=speech_server["model"], voice="default", input=TEXT, extra_body={"max_new_tokens": 2})
+            break
+        except openai.RateLimitError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert _cancelled(speech_server) == before + 1
+
+
+def _cancelled(server: dict[str, Any]) -> int:
+    """The server's count of requests cancelled before their end (GET /metrics)."""
+    request = urllib.request.Request(server["url"].removesuffix("/v1") + "/metrics", headers={"Authorization": "Bearer secret"})
+    with urllib.request.urlopen(request, timeout=30) as page:
+        [line] = [row for row in page.read().decode().splitlines() if row.startswith("omni_edge_cancelled_total ")]
+    return int(line.split()[1])

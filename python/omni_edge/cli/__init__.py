@@ -2,6 +2,7 @@
 
     export.py         make-checkpoint, export llm|tts|policy|omni
     run.py            run, speak, act (one request through a plan, in-process or on a device)
+    serve.py          serve (the plan over HTTP: OpenAI, OpenPI; here or on a device)
     verify.py         verify, conformance
     deploy.py         devices, push, bundle
     profile.py        profile, budget
@@ -22,12 +23,12 @@ from omni_edge.interrupt import GUARD, GUARDED_COMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from omni_edge.cli import demo, deploy, export, profile, qualification, run, verify
+    from omni_edge.cli import demo, deploy, export, profile, qualification, run, serve, verify
 
     parser = argparse.ArgumentParser(prog="omni-edge", description="On-device Omni-style multi-stage model serving.")
     parser.add_argument("--version", action="version", version=f"omni-edge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (verify, export, qualification, run, deploy, profile, demo):
+    for group in (verify, export, qualification, run, serve, deploy, profile, demo):
         group.add_parsers(sub)
     return parser
 

@@ -277,10 +277,31 @@ def compile_target(target: Target, build: Path, *, tests: bool, build_type: str,
              else ["-DOMNI_EDGE_WITH_EXECUTORCH=OFF"])
     if tests:
         args.append(f"-DGTest_DIR={_gtest_prefix(target, toolchain, build, log) / 'lib/cmake/GTest'}")
+    args += _server_headers(target, build)
     _run(["cmake", "-S", str(root), "-B", str(build / "omni-edge"), *toolchain, *args], f"configuring for {target.name}", log=log)
     targets = ["omni-edge-run", *(["omni_edge_tests"] if tests else [])]
     _run(["cmake", "--build", str(build / "omni-edge"), "--target", *targets], f"building for {target.name}", log=log)
     return build / "omni-edge"
+
+
+SERVER_HEADERS = ("boost", "msgpack", "msgpack.hpp")  # Boost.Beast/Asio and msgpack-cxx: header-only
+
+
+def _server_headers(target: Target, build: Path) -> list[str]:
+    """The server's header-only libraries for a cross build: this host's Debian headers, staged
+    alone in a directory of their own (the host's /usr/include on a cross compiler's path would
+    bring the host's C library). None found, or a Windows target (not built with the server yet):
+    the bundle's omni-edge-run has no server and says so when asked to serve."""
+    include = Path("/usr/include")
+    if target.windows or target.name.startswith("android") or not all((include / h).exists() for h in SERVER_HEADERS):
+        return []
+    stage = build / "server-include"
+    stage.mkdir(parents=True, exist_ok=True)
+    for name in SERVER_HEADERS:
+        link = stage / name
+        if not link.is_symlink():
+            link.symlink_to(include / name)
+    return [f"-DOMNI_EDGE_BOOST_INCLUDE_DIR={stage}", f"-DOMNI_EDGE_MSGPACK_INCLUDE_DIR={stage}"]
 
 
 def _compiler(build: Path) -> str:

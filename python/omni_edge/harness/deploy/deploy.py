@@ -44,7 +44,8 @@ class RuntimeBundle:
     env: dict[str, str] = field(default_factory=dict)  # relative to the remote root, e.g. lib/libonnxruntime.so.1
 
 
-def _installed_binary() -> Path:
+def installed_binary() -> Path:
+    """This host's omni-edge-run (beside the Python that runs this)."""
     found = shutil.which("omni-edge-run") or str(Path(sys.executable).parent / "omni-edge-run")
     if not Path(found).exists():
         raise DeviceError("omni-edge-run is not installed: run scripts/setup.sh (or pass --runtime DIR)")
@@ -67,7 +68,7 @@ def _linked_libraries(binary: Path) -> dict[str, Path]:
 
 def host_runtime(needs_qnn: bool) -> RuntimeBundle:
     """This host's installed omni-edge-run with the wheels' runtime libraries."""
-    binary = _installed_binary()
+    binary = installed_binary()
     libs = _linked_libraries(binary)
     env: dict[str, str] = {}
     try:
@@ -188,8 +189,8 @@ def deploy(device: Device, artifact: Path, *, plan_name: str = "plan.json", name
     with tempfile.TemporaryDirectory(prefix="omni-edge-deploy-") as tmp:
         staged = Path(tmp)
         (staged / "lib").mkdir()
-        for remote_name, local in bundle.libraries.items():
-            (staged / "lib" / remote_name).symlink_to(local)
+        for remote_name, local in bundle.libraries.items():  # absolute: a relative --runtime would dangle here
+            (staged / "lib" / remote_name).symlink_to(local.resolve())
         if bundle.libraries:
             report.merge(device.push(staged / "lib", f"{root}/lib"))
         for remote, component in components.items():

@@ -47,7 +47,7 @@ def native_arguments(args: argparse.Namespace, command: str) -> list[str]:
     return out + _flag("--ignore-stop-tokens", args.ignore_stop_tokens)
 
 
-class _RemoteProcess:
+class RemoteProcess:
     """What a signal cancels during `--device`: the device's omni-edge-run, sent SIGTERM, which
     ends its streams with their terminal events (streamed back like every other line)."""
 
@@ -80,7 +80,7 @@ def run_on_device(args: argparse.Namespace, command: str) -> int:
             device.shell(["mkdir", "-p", str(PurePosixPath(remote_wav).parent)])
             argv += ["--out", remote_wav]
         print(f"[{device.serial}] {deployment.binary} ({deployment.report.bytes_sent} bytes pushed)", file=sys.stderr)
-        remote = _RemoteProcess(device)
+        remote = RemoteProcess(device)
         result = GUARD.run(remote, lambda: device.stream(argv, lambda line: print(line, flush=True), env=deployment.env,
                                                          on_start=remote.started))
         if result.stderr:

@@ -227,6 +227,16 @@ class AdbDevice(Device):
         finally:
             part.unlink(missing_ok=True)
 
+    # ---- ports ----------------------------------------------------------------------------
+    def forward(self, remote_port: int) -> int:
+        """`adb forward tcp:LOCAL tcp:REMOTE` on a free local port (an existing one is reused)."""
+        with self._errors(f"forwarding port {remote_port}"):
+            return int(self._device.forward_port(remote_port))
+
+    def remove_forward(self, local_port: int) -> None:
+        with self._errors(f"removing the forward of port {local_port}"):
+            self._device.forward_remove(f"tcp:{local_port}", raise_non_found=False)
+
     # ---- processes -------------------------------------------------------------------------
     def kill(self, pid: int, hard: bool = False) -> None:
         done = self.shell(["kill", *(["-9"] if hard else []), str(pid)], timeout=15)

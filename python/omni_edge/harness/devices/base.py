@@ -180,6 +180,15 @@ class Device(ABC):
             return SensorSample(t=t)
         return parse_sensors(done.stdout, marker, t)
 
+    def forward(self, remote_port: int) -> int:
+        """A port of this host that reaches `remote_port` on the device's loopback. The host and
+        qemu devices are this machine: the same port."""
+        return remote_port
+
+    def remove_forward(self, local_port: int) -> None:
+        """Ends what forward() set up (nothing to end on this machine)."""
+        return None
+
     def drop_page_cache(self) -> bool:
         """Evict file pages so the next start reads artifacts from storage (a cold start);
         needs root on the target. False when it could not be done: the start is then warm."""
