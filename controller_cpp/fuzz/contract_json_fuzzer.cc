@@ -24,7 +24,7 @@
 #include "runtime/weights_index.h"
 #include "server/openai_chat.h"
 #include "server/openai_speech.h"
-#ifdef OMNI_EDGE_WITH_SERVER
+#ifdef OMNI_EDGE_WITH_OPENPI
 #include "server/openpi_wire.h"
 #endif
 #include "text/tokenizer.h"
@@ -199,7 +199,7 @@ void FuzzSpeech(const std::string& text) {
 
 // An OpenPI observation frame (msgpack, openpi's numpy arrays), where the server is built.
 void FuzzObservation(const std::string& frame) {
-#ifdef OMNI_EDGE_WITH_SERVER
+#ifdef OMNI_EDGE_WITH_OPENPI
   omni_edge::server::OpenPiLimits limits;
   limits.max_side = 64;
   auto r = omni_edge::server::ParseObservation(frame, limits);
