@@ -68,7 +68,7 @@ grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" build/asan/CMakeCache.txt || rm -
 CC=clang CXX=clang++ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DOMNI_EDGE_SANITIZE=address,undefined \
   -DCMAKE_UNITY_BUILD=ON -DOMNI_EDGE_BUILD_FUZZERS=ON >/dev/null
-cmake --build build/asan -j"$jobs" --target omni_edge_tests contract_json_fuzzer
+cmake --build build/asan -j"$jobs" --target omni_edge_tests contract_json_fuzzer omni-edge-run  # the last for tests/server/test_server_sanitized.py
 ctest --test-dir build/asan -j"$jobs" --output-on-failure
 
 step "fuzz the native JSON decoders"

@@ -17,19 +17,23 @@ from paths import RUN
 
 
 @contextmanager
-def serving(plan: Path, *flags: str, api_key: str = "secret") -> Iterator[dict[str, Any]]:
-    """{"url", "model", "plan", "proc", "key"} of a server on `plan` (one session, one thread unless `flags` say)."""
-    proc = subprocess.Popen([str(RUN), "serve", "--plan", str(plan), "--port", "0", "--threads", "1", *flags],
+def serving(plan: Path, *flags: str, api_key: str = "secret", binary: Path = RUN,
+            env: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """{"url", "model", "plan", "proc", "key", "stderr"} of a server on `plan` (one session, one
+    thread unless `flags` say); "stderr" holds what it wrote once it has stopped."""
+    proc = subprocess.Popen([str(binary), "serve", "--plan", str(plan), "--port", "0", "--threads", "1", *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "OMNI_EDGE_API_KEY": api_key})
-    assert proc.stdout is not None
+                            env={**os.environ, **(env or {}), "OMNI_EDGE_API_KEY": api_key})
+    assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
-    assert first, proc.stderr.read() if proc.stderr else ""
+    assert first, proc.stderr.read()
+    running = {**json.loads(first), "plan": plan, "proc": proc, "key": api_key, "stderr": ""}
     try:
-        yield {**json.loads(first), "plan": plan, "proc": proc, "key": api_key}
+        yield running
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
+        _, running["stderr"] = proc.communicate(timeout=120)
+        assert proc.returncode == 0, running["stderr"][-3000:]
 
 
 def client(server: dict[str, Any], key: str | None = None) -> openai.OpenAI:
