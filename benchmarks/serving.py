@@ -2,9 +2,9 @@
 """Serving overhead: the same plan and chat, greedy, through `omni-edge-run serve` with the
 official `openai` client streaming (what a client sees: time to the first content chunk, the
 decode rate between the first and the last), against the same controller in-process
-(`omni-edge-run --chat --json`: its own ttft_ms and decode rate, and the wall clock of the
-process for reference). Both in one run, same threads; the server's own metrics for each
-response (its `: metrics` comment) separate the controller's time from the transport's.
+(`omni-edge-run --chat --json --repeat`: each request's own ttft_ms and decode rate, warm as the
+server's session is). Both in one run, same threads; the server's own metrics for each response
+(GET /metrics after it) separate the controller's time from the transport's.
 
     python benchmarks/serving.py                       # the main job's SmolLM2, results/serving.json
     python benchmarks/serving.py --plan PLAN --tokens 64 --requests 10 --threads 2
@@ -32,15 +32,14 @@ RUN = ROOT / ".venv" / "bin" / "omni-edge-run"
 PROMPT = "Write a short story about a robot who learns to paint."
 
 
-def in_process(plan: Path, tokens: int, threads: int) -> dict[str, float]:
-    start = time.perf_counter()
+def in_process(plan: Path, tokens: int, threads: int, requests: int) -> list[dict[str, float]]:
+    """The same chat `requests` times in one omni-edge-run process (--repeat), the first a warm-up:
+    each request's own ttft_ms and decode rate, as the server's session runs them (warm)."""
     done = subprocess.run([str(RUN), "--plan", str(plan), "--chat", "--prompt", PROMPT, "--max-new-tokens", str(tokens),
-                           "--ignore-stop-tokens", "--temperature", "0", "--threads", str(threads), "--json"],
-                          capture_output=True, text=True, check=True)
-    wall_ms = (time.perf_counter() - start) * 1000
-    end = json.loads(done.stdout.splitlines()[-1])
-    return {"ttft_ms": end["ttft_ms"], "decode_tok_s": end["decode_tok_s"], "tokens": end["n_generated_tokens"],
-            "process_wall_ms": wall_ms}
+                           "--ignore-stop-tokens", "--temperature", "0", "--threads", str(threads), "--json", "--repeat",
+                           str(requests + 1)], capture_output=True, text=True, check=True)
+    ends = [json.loads(line) for line in done.stdout.splitlines() if '"kind":"done"' in line]
+    return [{"ttft_ms": e["ttft_ms"], "decode_tok_s": e["decode_tok_s"]} for e in ends[1:]]
 
 
 def through_server(client: Any, model: str, tokens: int) -> dict[str, float]:
@@ -82,7 +81,7 @@ def main() -> int:
         p.error(f"{args.plan}: no plan (the default is the main job's: run ./scripts/setup.sh first)")
     import openai
 
-    local = [in_process(args.plan, args.tokens, args.threads) for _ in range(args.requests + 1)][1:]
+    local = in_process(args.plan, args.tokens, args.threads, args.requests)
     server = subprocess.Popen([str(RUN), "serve", "--plan", str(args.plan), "--port", "0", "--threads", str(args.threads)],
                               stdout=subprocess.PIPE, text=True, env={k: v for k, v in os.environ.items()
                                                                        if k != "OMNI_EDGE_API_KEY"})
@@ -103,7 +102,7 @@ def main() -> int:
         server.wait(timeout=60)
     result = {
         "plan": str(args.plan), "tokens": args.tokens, "requests": args.requests, "threads": args.threads,
-        "in_process": {k: median(local, k) for k in ("ttft_ms", "decode_tok_s", "process_wall_ms")},
+        "in_process": {k: median(local, k) for k in ("ttft_ms", "decode_tok_s")},
         "server_client_side": {k: median(remote, k) for k in ("ttft_ms", "decode_tok_s")},
         "server_controller_side": {k: median(controller, k) for k in ("ttft_ms", "decode_tok_s")},
     }
