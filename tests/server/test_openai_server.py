@@ -24,7 +24,7 @@ QUESTION = "def greet(name):"
 
 @pytest.fixture(scope="module")
 def server(tiny_artifact: Path) -> Iterator[dict[str, Any]]:
-    with serving(tiny_artifact / "plan.json", "--max-sessions", "1") as running:
+    with serving(tiny_artifact / "plan.json", "--max-sessions", "2") as running:
         yield running
 
 
@@ -94,19 +94,21 @@ def test_bad_requests_are_openai_errors_naming_the_param(server: dict[str, Any])
 def test_a_busy_server_answers_429_and_a_dropped_stream_frees_its_session(server: dict[str, Any]) -> None:
     client, model = _client(server), server["model"]
     messages: Any = [{"role": "user", "content": QUESTION}]
-    held = client.chat.completions.create(model=model, messages=messages, max_tokens=400, temperature=0, stream=True,
-                                          extra_body={"ignore_eos": True})
-    next(iter(held))  # the one session is now generating
+    held = [client.chat.completions.create(model=model, messages=messages, max_tokens=400, temperature=0, stream=True,
+                                           extra_body={"ignore_eos": True}) for _ in range(2)]
+    for stream in held:
+        next(iter(stream))  # both sessions are now generating, concurrently
     with pytest.raises(openai.RateLimitError) as busy:
         client.chat.completions.create(model=model, messages=messages, max_tokens=2)
-    assert "busy" in busy.value.message
-    held.close()  # the client goes away: its request is cancelled at the next token
+    assert "all 2 sessions are busy" in busy.value.message
+    for stream in held:
+        stream.close()  # the client goes away: its request is cancelled at the next token
     deadline = time.monotonic() + 30
     while True:
         try:
             reply = client.chat.completions.create(model=model, messages=messages, max_tokens=2)
             break
         except openai.RateLimitError:
-            assert time.monotonic() < deadline, "the dropped stream's session never came back"
+            assert time.monotonic() < deadline, "the dropped streams' sessions never came back"
             time.sleep(0.05)
     assert reply.usage is not None and reply.usage.completion_tokens <= 2
