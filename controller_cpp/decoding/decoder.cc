@@ -324,7 +324,11 @@ Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens, const std
   bool chunk = false;
   for (size_t i = 0; i < tokens.size();) {
     const int64_t remaining = int64_t(tokens.size() - i);
-    chunk = remaining > 1 && C > 1;
+    // Position 0 always goes through the prefill graph, even alone: a quantized decode graph's
+    // activation ranges were calibrated on steps after a prefill, never on the first token,
+    // whose activations (the attention sink's) run 1000x larger. SmolLM2 at w8a16 on the HTP
+    // lost its text from a first token fed alone (perplexity x33), and kept it from a prefill.
+    chunk = (remaining > 1 || position_ == 0) && C > 1;
     const int64_t n = chunk ? std::min(remaining, C) : 1;
     step_bytes_ = {};
     OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk, splices));
