@@ -2,22 +2,10 @@
 
 #include <cstring>
 
+#include "base/little_endian.h"
 #include "base/pcm.h"
 
 namespace omni_edge {
-namespace {
-
-void Put16(std::string* s, uint32_t v) {
-  s->push_back(char(v & 0xff));
-  s->push_back(char((v >> 8) & 0xff));
-}
-
-void Put32(std::string* s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s->push_back(char((v >> (8 * i)) & 0xff));
-}
-
-}  // namespace
-
 std::string WavHeader(int64_t sample_rate, int64_t n_samples) {
   // RIFF header, "fmt " chunk (format 1: integer PCM, mono, 16 bits), "data" chunk.
   const bool open_ended = n_samples < 0;
@@ -25,17 +13,17 @@ std::string WavHeader(int64_t sample_rate, int64_t n_samples) {
   std::string h;
   h.reserve(44);
   h += "RIFF";
-  Put32(&h, open_ended ? 0xFFFFFFFFu : 36 + data);
+  PutLe32(&h, open_ended ? 0xFFFFFFFFu : 36 + data);
   h += "WAVEfmt ";
-  Put32(&h, 16);
-  Put16(&h, 1);
-  Put16(&h, 1);
-  Put32(&h, uint32_t(sample_rate));
-  Put32(&h, uint32_t(sample_rate * 2));
-  Put16(&h, 2);
-  Put16(&h, 16);
+  PutLe32(&h, 16);
+  PutLe16(&h, 1);
+  PutLe16(&h, 1);
+  PutLe32(&h, uint32_t(sample_rate));
+  PutLe32(&h, uint32_t(sample_rate * 2));
+  PutLe16(&h, 2);
+  PutLe16(&h, 16);
   h += "data";
-  Put32(&h, data);
+  PutLe32(&h, data);
   return h;
 }
 

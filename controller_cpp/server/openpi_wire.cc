@@ -6,6 +6,7 @@
 
 #include <msgpack.hpp>
 
+#include "base/little_endian.h"
 #include "server/openai_common.h"
 
 namespace omni_edge::server {
@@ -42,6 +43,7 @@ struct NdArray {
   std::vector<int64_t> shape;
   const char* data = nullptr;
   size_t size = 0;
+  size_t width = 0;  // bytes per value
 };
 
 // openpi's ndarray map, checked: a known dtype, a shape whose product matches the bytes.
@@ -55,9 +57,9 @@ Result<NdArray> ReadNdArray(const Object& o, const std::string& param) {
       shape->type != msgpack::type::ARRAY || shape->via.array.size > 4) {
     return Refuse(param, "a numpy array needs data (bytes), dtype and a shape of at most 4 dimensions");
   }
-  NdArray a{*Text(*dtype), {}, data->via.bin.ptr, data->via.bin.size};
-  size_t width = a.dtype == "|u1" ? 1 : (a.dtype == "<f4" || a.dtype == "<i4") ? 4 : (a.dtype == "<f8" || a.dtype == "<i8") ? 8 : 0;
-  if (width == 0) return Refuse(param, "dtype " + a.dtype + " is not read here (uint8, float32/64, int32/64)");
+  NdArray a{*Text(*dtype), {}, data->via.bin.ptr, data->via.bin.size, 0};
+  a.width = a.dtype == "|u1" ? 1 : (a.dtype == "<f4" || a.dtype == "<i4") ? 4 : (a.dtype == "<f8" || a.dtype == "<i8") ? 8 : 0;
+  if (a.width == 0) return Refuse(param, "dtype " + a.dtype + " is not read here (uint8, float32/64, int32/64)");
   uint64_t count = 1;
   for (uint32_t i = 0; i < shape->via.array.size; ++i) {
     const Object& d = shape->via.array.ptr[i];
@@ -66,8 +68,8 @@ Result<NdArray> ReadNdArray(const Object& o, const std::string& param) {
     count *= d.via.u64;
     if (count > (uint64_t(1) << 32)) return Refuse(param, "too many values");
   }
-  if (count * width != a.size) {
-    return Refuse(param, "data holds " + std::to_string(a.size) + " bytes, the shape asks " + std::to_string(count * width));
+  if (count * a.width != a.size) {
+    return Refuse(param, "data holds " + std::to_string(a.size) + " bytes, the shape asks " + std::to_string(count * a.width));
   }
   return a;
 }
@@ -83,9 +85,8 @@ Result<std::vector<float>> ReadFloats(const Object& o, const std::string& param,
     }
   } else {
     OE_ASSIGN_OR_RETURN(NdArray a, ReadNdArray(o, param));
-    const size_t width = a.dtype == "|u1" ? 1 : (a.dtype == "<f4" || a.dtype == "<i4") ? 4 : 8;
-    for (size_t i = 0; i < a.size / width && out.size() <= max; ++i) {
-      const char* p = a.data + i * width;
+    for (size_t i = 0; i < a.size / a.width && out.size() <= max; ++i) {
+      const char* p = a.data + i * a.width;
       if (a.dtype == "<f4") { float v; std::memcpy(&v, p, 4); out.push_back(v); }
       else if (a.dtype == "<f8") { double v; std::memcpy(&v, p, 8); out.push_back(float(v)); }
       else if (a.dtype == "<i4") { int32_t v; std::memcpy(&v, p, 4); out.push_back(float(v)); }
@@ -100,9 +101,6 @@ Result<std::vector<float>> ReadFloats(const Object& o, const std::string& param,
   return out;
 }
 
-void Put16(std::string* s, uint32_t v) { s->push_back(char(v & 0xff)), s->push_back(char((v >> 8) & 0xff)); }
-void Put32(std::string* s, uint32_t v) { for (int i = 0; i < 4; ++i) s->push_back(char((v >> (8 * i)) & 0xff)); }
-
 // H x W x 3 (or 3 x H x W) uint8 as a 24-bit BMP: rows bottom-up, BGR, each padded to 4 bytes.
 Result<std::string> Bmp(const NdArray& a, const std::string& param, int64_t max_side) {
   const bool hwc = a.shape.size() == 3 && a.shape[2] == 3;
@@ -114,9 +112,9 @@ Result<std::string> Bmp(const NdArray& a, const std::string& param, int64_t max_
   }
   const int64_t row = (w * 3 + 3) / 4 * 4;
   std::string out = "BM";
-  Put32(&out, uint32_t(54 + row * h)), Put32(&out, 0), Put32(&out, 54);
-  Put32(&out, 40), Put32(&out, uint32_t(w)), Put32(&out, uint32_t(h)), Put16(&out, 1), Put16(&out, 24);
-  for (int i = 0; i < 6; ++i) Put32(&out, 0);
+  PutLe32(&out, uint32_t(54 + row * h)), PutLe32(&out, 0), PutLe32(&out, 54);
+  PutLe32(&out, 40), PutLe32(&out, uint32_t(w)), PutLe32(&out, uint32_t(h)), PutLe16(&out, 1), PutLe16(&out, 24);
+  for (int i = 0; i < 6; ++i) PutLe32(&out, 0);
   const auto* px = reinterpret_cast<const uint8_t*>(a.data);
   for (int64_t y = h - 1; y >= 0; --y) {
     for (int64_t x = 0; x < w; ++x) {
