@@ -87,6 +87,21 @@ OeError* oe_ledger_snapshot(const OeLedger* ledger, char** out_json) {
   });
 }
 
+OeError* oe_ledger_reserve(OeLedger* ledger, const char* owner, int64_t bytes, int64_t* out_reservation) {
+  return Guard([&]() -> omni_edge::Status {
+    if (ledger == nullptr || owner == nullptr || out_reservation == nullptr) {
+      return omni_edge::Status::Error("invalid_argument", "ledger, owner and out_reservation are required");
+    }
+    *out_reservation = 0;
+    OE_ASSIGN_OR_RETURN(*out_reservation, ledger->ledger.Reserve(owner, {{omni_edge::StagePool(ledger->wsl), bytes}}));
+    return omni_edge::Status::Ok();
+  });
+}
+
+void oe_ledger_release(OeLedger* ledger, int64_t reservation) {
+  if (ledger != nullptr && reservation != 0) (void)ledger->ledger.Release(reservation, true);
+}
+
 OeError* oe_plan_budget(const char* plan_path, int sessions, char** out_json) {
   return Guard([&]() -> omni_edge::Status {
     if (plan_path == nullptr || out_json == nullptr) return omni_edge::Status::Error("invalid_argument", "plan_path and out_json are required");

@@ -99,6 +99,29 @@ TEST(CApi, DeprecatedRequestDefaultsUseThePlansSampling) {
   oe_speak_params_default(nullptr);
 }
 
+TEST(CApi, AnEmbeddersOwnMemoryIsReservedInTheLedger) {
+  OeLedger* ledger = nullptr;
+  ASSERT_EQ(oe_ledger_create("{\"device_ram\": 1000}", &ledger), nullptr);
+  int64_t first = 0, second = 0;
+  ASSERT_EQ(oe_ledger_reserve(ledger, "connection", 600, &first), nullptr);
+  EXPECT_NE(first, 0);
+  OeError* refused = oe_ledger_reserve(ledger, "request body", 600, &second);
+  ASSERT_NE(refused, nullptr);  // all or nothing: 400 are free
+  EXPECT_STREQ(oe_error_reason(refused), "admission");
+  EXPECT_NE(std::string(oe_error_message(refused)).find("connection"), std::string::npos);  // who holds the rest
+  oe_error_free(refused);
+  EXPECT_EQ(second, 0);
+  oe_ledger_release(ledger, first);
+  ASSERT_EQ(oe_ledger_reserve(ledger, "request body", 600, &second), nullptr);
+  oe_ledger_release(ledger, second);
+  oe_ledger_release(ledger, 0);  // nothing held: a no-op
+  OeError* missing = oe_ledger_reserve(nullptr, "x", 1, &first);
+  ASSERT_NE(missing, nullptr);
+  EXPECT_STREQ(oe_error_reason(missing), "invalid_argument");
+  oe_error_free(missing);
+  oe_ledger_free(ledger);
+}
+
 TEST(CApi, ErrorsAreValuesNotExceptions) {
   char* json = nullptr;
   OeError* error = oe_manifest_verify("/nonexistent/artifact", &json, nullptr);

@@ -51,6 +51,12 @@ OE_API OeError* oe_ledger_create(const char* pools_json, OeLedger** out_ledger);
 OE_API void oe_ledger_free(OeLedger* ledger);
 /* {"pools": {name: {capacity, reserved, quarantined, free}}, "reservations": [...]} */
 OE_API OeError* oe_ledger_snapshot(const OeLedger* ledger, char** out_json);
+/* An embedder's own memory (a server's connections and request bodies) in the same ledger as its
+ * sessions: `bytes` of this machine's memory pool (device_ram; wsl_quota under WSL), all or
+ * nothing (error "admission" with the numbers when it does not fit). Released by
+ * oe_ledger_release. */
+OE_API OeError* oe_ledger_reserve(OeLedger* ledger, const char* owner, int64_t bytes, int64_t* out_reservation);
+OE_API void oe_ledger_release(OeLedger* ledger, int64_t reservation);
 /* The budget a plan reserves per pool for `sessions` sessions, computed from its manifests
  * without loading anything: {"sessions", "stages": [{weights, state, loading_peak, ...}], "pools"}. */
 OE_API OeError* oe_plan_budget(const char* plan_path, int sessions, char** out_json);

@@ -9,8 +9,10 @@ namespace omni_edge::server {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 
-bool Send(tcp::socket& socket, const HttpRequest& req, http::status status, const std::string& body,
-          const char* content_type, const Headers& headers) {
+namespace {
+
+http::response<http::string_body> Response(const HttpRequest& req, http::status status, const std::string& body,
+                                           const char* content_type, const Headers& headers) {
   http::response<http::string_body> res{status, req.version()};
   res.set(http::field::server, "omni-edge");
   res.set(http::field::content_type, content_type);
@@ -18,18 +20,35 @@ bool Send(tcp::socket& socket, const HttpRequest& req, http::status status, cons
   res.keep_alive(req.keep_alive());
   res.body() = body;
   res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+bool Send(tcp::socket& socket, const HttpRequest& req, http::status status, const std::string& body,
+          const char* content_type, const Headers& headers) {
+  const auto res = Response(req, status, body, content_type, headers);
   beast::error_code ec;
   http::write(socket, res, ec);
   return !ec;
 }
 
-bool SendError(tcp::socket& socket, const HttpRequest& req, http::status status, const std::string& message,
-               const std::string& type, const std::string& param, const std::string& code) {
+http::response<http::string_body> ErrorResponse(const HttpRequest& req, http::status status, const std::string& message,
+                                                const std::string& type, const std::string& param,
+                                                const std::string& code) {
   Headers headers;
   if (status == http::status::too_many_requests || status == http::status::service_unavailable) {
     headers.push_back({"x-should-retry", "false"});  // busy now: retrying at once would not help
   }
-  return Send(socket, req, status, ErrorBody(message, type, param, code).dump(), "application/json", headers);
+  return Response(req, status, ErrorBody(message, type, param, code).dump(), "application/json", headers);
+}
+
+bool SendError(tcp::socket& socket, const HttpRequest& req, http::status status, const std::string& message,
+               const std::string& type, const std::string& param, const std::string& code) {
+  const auto res = ErrorResponse(req, status, message, type, param, code);
+  beast::error_code ec;
+  http::write(socket, res, ec);
+  return !ec;
 }
 
 bool SendRefusal(tcp::socket& socket, const HttpRequest& req, const Status& refusal) {

@@ -19,6 +19,10 @@ using tcp = boost::asio::ip::tcp;
 using HttpRequest = http::request<http::string_body>;
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// An OpenAI error response (for a write of its own; SendError writes one at once).
+http::response<http::string_body> ErrorResponse(const HttpRequest& req, http::status status, const std::string& message,
+                                                const std::string& type, const std::string& param = "",
+                                                const std::string& code = "");
 bool Send(tcp::socket& socket, const HttpRequest& req, http::status status, const std::string& body,
           const char* content_type = "application/json", const Headers& headers = {});
 // An OpenAI error body; 429 and 503 also say x-should-retry: false (the client would retry).

@@ -1,13 +1,16 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
@@ -83,14 +86,40 @@ bool IsOpenPi(const HttpRequest& req) {
   return websocket::is_upgrade(req) && (target == "/" || target.rfind("/v1/realtime/robot/openpi", 0) == 0);
 }
 
-void Connection(std::shared_ptr<Server> s, tcp::socket socket) {
+// What the ledger is charged for the server's own memory. A connection: its thread's stack, read
+// buffer and a request's header (an idle keep-alive one measured 16 KiB of RSS after a request;
+// the rest is a request's stack depth). A request's body, before it is read: its text, the JSON
+// parsed from it, media decoded out of it and the allocator's slack (the peak RSS grew 3.4-5.3x
+// the body for bodies of 1-24 MiB, measured with VmHWM reset before each).
+constexpr int64_t kConnectionBytes = int64_t(256) << 10;
+constexpr int64_t kBodyCopies = 6;
+constexpr uint32_t kHeaderLimit = 16 * 1024;
+
+void Connection(std::shared_ptr<Server> s, tcp::socket socket, LedgerReservation held) {
+  (void)held;  // released when the connection ends
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(16 * 1024);
+    parser.header_limit(kHeaderLimit);
     parser.body_limit(s->options.max_body_bytes);
     beast::error_code ec;
-    http::read(socket, buffer, parser, ec);
+    http::read_header(socket, buffer, parser, ec);
+    // The body's memory is admitted before it is read; a chunked one, at the limit.
+    const auto length = parser.content_length();
+    const auto body_bytes = int64_t(length ? std::min<uint64_t>(*length, s->options.max_body_bytes)
+                                           : parser.chunked() ? s->options.max_body_bytes : 0);
+    std::optional<LedgerReservation> body;
+    if (!ec && body_bytes > 0) {
+      body.emplace(s->pool.ledger(), "server: request body", kBodyCopies * body_bytes);
+      if (!body->held()) {
+        HttpRequest req = parser.get();
+        req.keep_alive(false);  // its body is left unread
+        SendError(socket, req, http::status::too_many_requests, "the server has no memory for this body now: " +
+                  body->refusal(), "rate_limit_error", "", "admission");
+        break;
+      }
+    }
+    if (!ec) http::read(socket, buffer, parser, ec);
     if (ec == http::error::body_limit) {
       HttpRequest req;
       SendError(socket, req, http::status::payload_too_large, "the body is over " +
@@ -101,20 +130,57 @@ void Connection(std::shared_ptr<Server> s, tcp::socket socket) {
     const HttpRequest& req = parser.get();
     if (IsOpenPi(req) && Authorized(*s, req)) {
       ServeOpenPi(*s, std::move(socket), req);  // the websocket owns the connection from here
-      return;
+      break;
     }
     if (!Route(*s, socket, req) || !req.keep_alive() || s->stopping) break;
   }
   beast::error_code ignored;
   socket.shutdown(tcp::socket::shutdown_send, ignored);
+  s->metrics.Connected(-1);
 }
 
-// Each connection on its own thread, holding the server: one idle in a keep-alive read at
-// shutdown keeps it alive until the process ends.
+// A connection the server cannot take (over --max-connections, or no memory for it), answered
+// on the accepting thread without a thread of its own: its request's header is read (2 s at
+// most), then 429 with the reason, and it is closed.
+void Refuse(const std::shared_ptr<Server>& s, tcp::socket socket, std::string reason) {
+  struct Refused {
+    explicit Refused(tcp::socket socket) : stream(std::move(socket)) {}
+    beast::tcp_stream stream;
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    http::response<http::string_body> res;
+  };
+  s->metrics.ConnectionRefused();
+  auto r = std::make_shared<Refused>(std::move(socket));
+  r->parser.header_limit(kHeaderLimit);
+  r->stream.expires_after(std::chrono::seconds(2));
+  http::async_read_header(r->stream, r->buffer, r->parser, [r, reason = std::move(reason)](beast::error_code ec, size_t) {
+    if (ec) return;  // nothing asked in time: closed
+    HttpRequest req = r->parser.get();
+    req.keep_alive(false);
+    r->res = ErrorResponse(req, http::status::too_many_requests, reason, "rate_limit_error", "", "connections");
+    http::async_write(r->stream, r->res, [r](beast::error_code, size_t) {
+      beast::error_code ignored;
+      r->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    });
+  });
+}
+
+// Each connection on its own thread, holding the server and its memory's reservation: one idle
+// in a keep-alive read at shutdown keeps it alive until the process ends.
 void Accept(const std::shared_ptr<Server>& s, tcp::acceptor* acceptor) {
   acceptor->async_accept([s, acceptor](beast::error_code ec, tcp::socket socket) {
     if (ec) return;  // closed at shutdown
-    std::thread(Connection, s, std::move(socket)).detach();
+    const int open = s->metrics.connections();
+    if (open >= s->options.max_connections) {
+      Refuse(s, std::move(socket), "the server has " + std::to_string(open) + " connections open, its limit "
+             "(--max-connections " + std::to_string(s->options.max_connections) + "); close one or retry later");
+    } else if (LedgerReservation memory(s->pool.ledger(), "server: connection", kConnectionBytes); !memory.held()) {
+      Refuse(s, std::move(socket), "the server has no memory for another connection now: " + memory.refusal());
+    } else {
+      s->metrics.Connected(+1);
+      std::thread(Connection, s, std::move(socket), std::move(memory)).detach();
+    }
     Accept(s, acceptor);
   });
 }

@@ -1,9 +1,10 @@
 // omni-edge-run serve: a loaded plan over HTTP, as the OpenAI client libraries expect it —
 // GET /v1/models, POST /v1/chat/completions (plain or streamed as server-sent events; text, and
 // audio on an omni plan), POST /v1/audio/speech (a speech plan), GET /metrics (Prometheus) — on
-// Boost.Beast. One thread per connection; each request runs on a session of a fixed pool opened
-// at start (--max-sessions, admitted by the memory ledger): none free is 429 at once, never a
-// queue. A client that goes away cancels its request at the next step.
+// Boost.Beast. One thread per connection (at most --max-connections); each request runs on a
+// session of a fixed pool opened at start (--max-sessions, admitted by the memory ledger): none
+// free is 429 at once, never a queue. Connections and request bodies are charged to the same
+// ledger; what does not fit is 429 too. A client that goes away cancels its request at the next step.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,8 @@ struct ServeOptions {
   int threads = 0;            // per session's backends; 0: all cores
   bool allow_unqualified = false;
   size_t max_body_bytes = size_t(32) << 20;
+  int max_connections = 32;   // each on a thread; one beyond is answered 429 and closed
+  std::string memory_pools;   // the ledger's pools as JSON ({"device_ram": bytes}); empty: this machine's
 };
 
 // Opens the sessions, listens, prints {"kind": "listening", "url": "http://HOST:PORT/v1",

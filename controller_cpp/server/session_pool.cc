@@ -43,7 +43,7 @@ SessionPool::~SessionPool() {
 }
 
 OeError* SessionPool::Open(const ServeOptions& o) {
-  if (OeError* e = oe_ledger_create(nullptr, &ledger_)) return e;
+  if (OeError* e = oe_ledger_create(o.memory_pools.empty() ? nullptr : o.memory_pools.c_str(), &ledger_)) return e;
   OeSessionConfig config;
   oe_session_config_default(&config);
   config.plan_path = o.plan.c_str();
@@ -88,6 +88,13 @@ void SessionPool::CancelAll(std::chrono::milliseconds limit) {
 int SessionPool::busy() const {
   std::lock_guard<std::mutex> lock(mu_);
   return busy_;
+}
+
+LedgerReservation::LedgerReservation(OeLedger* ledger, const char* owner, int64_t bytes) : ledger_(ledger) {
+  if (OeError* e = oe_ledger_reserve(ledger, owner, bytes, &id_)) {
+    refusal_ = oe_error_message(e);
+    oe_error_free(e);
+  }
 }
 
 }  // namespace omni_edge::server

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/json_fields.h"
@@ -45,6 +46,7 @@ class SessionPool {
   size_t size() const { return all_.size(); }
   int busy() const;
   const PlanFacts& facts() const { return facts_; }
+  OeLedger* ledger() const { return ledger_; }
 
  private:
   OeLedger* ledger_ = nullptr;
@@ -54,6 +56,27 @@ class SessionPool {
   std::condition_variable idle_;
   std::vector<OeSession*> free_;
   int busy_ = 0;
+};
+
+// Bytes of the sessions' ledger held while it lives (a connection's buffers, a request's body):
+// the server's own memory is admitted as the sessions' is, and refused the same way.
+class LedgerReservation {
+ public:
+  LedgerReservation(OeLedger* ledger, const char* owner, int64_t bytes);
+  LedgerReservation(LedgerReservation&& other) noexcept
+      : ledger_(other.ledger_), id_(std::exchange(other.id_, 0)), refusal_(std::move(other.refusal_)) {}
+  LedgerReservation(const LedgerReservation&) = delete;
+  LedgerReservation& operator=(const LedgerReservation&) = delete;
+  LedgerReservation& operator=(LedgerReservation&&) = delete;
+  ~LedgerReservation() { oe_ledger_release(ledger_, id_); }
+
+  bool held() const { return refusal_.empty(); }
+  const std::string& refusal() const { return refusal_; }  // the ledger's reason, with the numbers
+
+ private:
+  OeLedger* ledger_;
+  int64_t id_ = 0;
+  std::string refusal_;
 };
 
 // A session taken from the pool for one request. Given back as soon as the request has run,

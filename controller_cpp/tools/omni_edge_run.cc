@@ -11,8 +11,9 @@
 //                 [--memory-pools auto|off|JSON] [--repeat N] [--profile] [--speak OUT.wav [--max-frames N]]
 //   omni-edge-run speak --plan PLAN (--text TEXT | --text-ids 1,2,3) --out OUT.wav [--json] [--profile] ...
 //   omni-edge-run serve --plan PLAN [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-sessions N]
-//                 [--model ID] [--threads N] [--allow-unqualified] (OpenAI Chat Completions over HTTP;
-//                 the key also from OMNI_EDGE_API_KEY; server/http_server.h)
+//                 [--model ID] [--threads N] [--allow-unqualified] [--max-body-mb N] [--max-connections N]
+//                 [--memory-pools JSON] (OpenAI chat/speech and OpenPI over HTTP; the key also from
+//                 OMNI_EDGE_API_KEY; server/http_server.h)
 //   omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]
 //                 [--deadline-ms D] [--capture-age-ms A] [--json] ... (a policy plan: the last line is
 //                 the action chunk; --capture-age-ms restamps the observation A ms before each request)
@@ -65,7 +66,8 @@ const char* const kUsage =
     "                     [--min-p M] [--repetition-penalty R] [--seed S] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile] [--memory-pools auto|off|JSON]\n"
     "       omni-edge-run serve --plan PLAN [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-sessions N]\n"
-    "                     [--model ID] [--threads N] [--allow-unqualified]   (OpenAI Chat Completions over HTTP)\n"
+    "                     [--model ID] [--threads N] [--allow-unqualified] [--max-body-mb N]\n"
+    "                     [--max-connections N] [--memory-pools JSON]   (OpenAI and OpenPI over HTTP)\n"
     "       omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]\n"
     "                     [--deadline-ms D] [--capture-age-ms A] [--json] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile]\n"

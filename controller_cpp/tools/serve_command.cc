@@ -28,6 +28,8 @@ int ServeCommand(int argc, char** argv, int first) {
     else if (a == "--threads") o.threads = int(args.Whole(flag, 0, 1024));
     else if (a == "--allow-unqualified") o.allow_unqualified = true;
     else if (a == "--max-body-mb") o.max_body_bytes = size_t(args.Whole(flag, 1, 1024)) << 20;
+    else if (a == "--max-connections") o.max_connections = int(args.Whole(flag, 1, 4096));
+    else if (a == "--memory-pools") o.memory_pools = args.Value(flag);
     else {
       std::fprintf(stderr, "omni-edge-run serve: unknown flag %s\n", flag);
       return 2;

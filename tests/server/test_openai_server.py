@@ -6,6 +6,7 @@ client that drops its stream freeing the session, and a signal ending the server
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 import urllib.error
@@ -112,3 +113,45 @@ def test_a_busy_server_answers_429_and_a_dropped_stream_frees_its_session(server
             assert time.monotonic() < deadline, "the dropped streams' sessions never came back"
             time.sleep(0.05)
     assert reply.usage is not None and reply.usage.completion_tokens <= 2
+
+
+def test_connections_and_request_bodies_are_capped_and_in_the_ledger(tiny_artifact: Path) -> None:
+    """Beyond --max-connections a connection is answered 429 at once, and a body the ledger has no
+    memory for is refused 429 before it is read; both name their limit, and the server serves on."""
+    plan = tiny_artifact / "plan.json"
+    from omni_edge.harness.qualification.ledger import estimate_plan_budget
+
+    sessions = estimate_plan_budget(plan, 1, wsl=False).to_dict()["pools"]["device_ram"]
+    pools = json.dumps({"device_ram": sessions + (4 << 20)})  # the session, connections, small bodies
+    with serving(plan, "--max-connections", "2", "--memory-pools", pools) as running:
+        api, model = client(running), running["model"]
+        messages: Any = [{"role": "user", "content": QUESTION}]
+        held = [socket.create_connection(("127.0.0.1", _port(running))) for _ in range(2)]
+        time.sleep(0.2)  # both accepted
+        with pytest.raises(openai.RateLimitError) as over:
+            api.chat.completions.create(model=model, messages=messages, max_tokens=2)
+        assert over.value.code == "connections" and "--max-connections 2" in over.value.message
+        held.pop().close()
+        time.sleep(0.2)
+        with pytest.raises(openai.RateLimitError) as big:  # 1 MiB: six times that is not free
+            api.chat.completions.create(model=model, messages=[{"role": "user", "content": "a" * (1 << 20)}], max_tokens=2)
+        assert big.value.code == "admission" and "server: request body" in big.value.message
+        reply = api.chat.completions.create(model=model, messages=messages, max_tokens=2)
+        assert reply.usage is not None and reply.usage.completion_tokens <= 2
+        held.pop().close()
+        metrics = _metrics(running)
+        assert metrics["omni_edge_connections_refused_total"] == 1
+        assert metrics['omni_edge_memory_reserved_bytes{holder="sessions"}'] == sessions
+        assert metrics['omni_edge_memory_reserved_bytes{holder="server"}'] > 0  # this request's connection
+
+
+def _port(server: dict[str, Any]) -> int:
+    return int(server["url"].rsplit(":", 1)[1].split("/", 1)[0])
+
+
+def _metrics(server: dict[str, Any]) -> dict[str, float]:
+    request = urllib.request.Request(server["url"].removesuffix("/v1") + "/metrics",
+                                     headers={"Authorization": f"Bearer {server['key']}"})
+    page = urllib.request.urlopen(request, timeout=30).read().decode()
+    rows = [line.rsplit(" ", 1) for line in page.splitlines() if line and not line.startswith("#")]
+    return {name: float(value) for name, value in rows}

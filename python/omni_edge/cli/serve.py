@@ -24,6 +24,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--max-sessions", type=flags.whole(1, 64), default=1,
                    help="sessions opened at start; a request beyond them is answered 429")
     p.add_argument("--max-body-mb", type=flags.whole(1, 1024), default=32)
+    p.add_argument("--max-connections", type=flags.whole(1, 4096), default=32,
+                   help="connections open at once (a thread each); one beyond is answered 429")
     p.add_argument("--threads", type=flags.whole(0, 1024), default=0, help="per session (0: all cores)")
     p.add_argument("--allow-unqualified", action="store_true", help="load artifacts whose reports did not pass")
     flags.device(p, required=False)

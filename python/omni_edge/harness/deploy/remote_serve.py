@@ -24,7 +24,8 @@ SERVE_FOREVER_S = 10 * 365 * 24 * 3600.0  # a server runs until stopped, not to 
 
 def serve_arguments(args: argparse.Namespace) -> list[str]:
     """The omni-edge-run serve options the CLI's say (the key goes by environment, not argv)."""
-    out = ["--max-sessions", str(args.max_sessions), "--max-body-mb", str(args.max_body_mb)]
+    out = ["--max-sessions", str(args.max_sessions), "--max-body-mb", str(args.max_body_mb),
+           "--max-connections", str(args.max_connections)]
     out += ["--model", args.model] if args.model else []
     out += ["--threads", str(args.threads)] if args.threads else []
     return out + (["--allow-unqualified"] if args.allow_unqualified else [])
