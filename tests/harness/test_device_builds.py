@@ -5,8 +5,10 @@ windows-x64 from this host, run where this host can run them.
   ExecuTorch) through `omni-edge run --device qemu-aarch64` and an aarch64 phone behind the ADB
   test server; its greedy ids must be the host's (a split is allowed only at a reference near tie).
 - windows-x64 runs under wine64 with the official win_amd64 ONNX Runtime DLL: the Windows
-  platform layer (wide-char paths, file mapping, LoadLibraryExW) for real, on a non-ASCII path.
-- windows-arm64 cannot run here: its headers are checked (PE32+, ARM64, the DLLs beside it).
+  platform layer (wide-char paths, file mapping, LoadLibraryExW) for real, on a non-ASCII path,
+  and its server (Asio on Winsock) answering the `openai` client.
+- windows-arm64 cannot run here: its headers are checked (PE32+, ARM64, the DLLs beside it, the
+  server's Winsock imports).
 - android-arm64 needs an NDK, which this machine has none of: it must say so and stop.
 """
 
@@ -20,6 +22,7 @@ import subprocess
 import warnings
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -124,28 +127,46 @@ def test_an_aarch64_phone_behind_adb_pushes_runs_and_profiles_the_bundle(bundles
     assert report["device"]["abi"] == "arm64-v8a" and report["deployment"]["device"] == "arm-1"
 
 
+@pytest.fixture(scope="session")
+def wine_prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One Wine prefix for the session's Windows runs (made at the first, ~10 s)."""
+    assert WINE is not None, "wine64 is not installed (scripts/install_cross_toolchains.sh installs it)"
+    return tmp_path_factory.mktemp("wine") / "prefix"
+
+
+def _wine_env(prefix: Path) -> dict[str, str]:
+    return {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all"}
+
+
 def _wine(bundle: Path, args: list[str], prefix: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all"}
     return subprocess.run([str(WINE), str(bundle / "bin" / "omni-edge-run.exe"), *args], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=prefix.parent)
+                          env=_wine_env(prefix), timeout=600, cwd=prefix.parent)
+
+
+def _native_chat(plan: Path, prompt: str, n: int) -> str:
+    """The host's native greedy reply to a one-turn chat."""
+    native = subprocess.run([str(CLI.parent / "omni-edge-run"), "--plan", str(plan), "--chat", "--prompt", prompt,
+                             "--max-new-tokens", str(n), "--temperature", "0", "--json"], capture_output=True, text=True,
+                            timeout=300)
+    assert native.returncode == 0, native.stderr[-2000:]
+    return "".join(e.get("text", "") for e in map(json.loads, native.stdout.splitlines()) if e["kind"] == "token")
 
 
 def test_windows_x64_runs_its_bundled_plan_under_wine_from_a_non_ascii_path(bundles: dict[str, Path], tiny_artifact: Path,
-                                                                            tmp_path: Path) -> None:
-    assert WINE is not None, "wine64 is not installed (scripts/install_cross_toolchains.sh installs it)"
+                                                                            tmp_path: Path, wine_prefix: Path) -> None:
     bundle = tmp_path / "модель-ü 1"  # the binary finds onnxruntime.dll beside itself, by a UTF-8 path
     shutil.copytree(bundles["windows-x64"], bundle)
     assert verify_bundle(bundle)["files"] > 3 and (bundle / "artifacts" / "thinker-onnx" / "manifest.json").is_file()
     host, _ = run_greedy_ids(tiny_artifact / "plan.onnx.json", [1, 2, 3, 4], 24)
     done = _wine(bundle, ["--plan", str(bundle / "plan.json"), "--prompt-ids", "1,2,3,4",
-                          "--max-new-tokens", "24", "--ignore-stop-tokens", "--json"], tmp_path / "wine")
+                          "--max-new-tokens", "24", "--ignore-stop-tokens", "--json"], wine_prefix)
     assert done.returncode == 0, done.stderr[-2000:]
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert [t for e in events if e["kind"] == "token" for t in e["token_ids"]] == host
     assert events[-1]["kind"] == "done"
-    verified = _wine(bundle, ["verify", str(bundle / "artifacts" / "thinker-onnx")], tmp_path / "wine")
+    verified = _wine(bundle, ["verify", str(bundle / "artifacts" / "thinker-onnx")], wine_prefix)
     assert verified.returncode == 0 and json.loads(verified.stdout.splitlines()[-1])["qualified"] is True
-    missing = _wine(bundle, ["--plan", str(bundle / "nope.json"), "--prompt", "hi"], tmp_path / "wine")
+    missing = _wine(bundle, ["--plan", str(bundle / "nope.json"), "--prompt", "hi"], wine_prefix)
     assert missing.returncode != 0 and "nope.json" in missing.stderr and "cannot open plan" in missing.stderr
 
 
@@ -153,7 +174,7 @@ def test_windows_arm64_bundle_is_a_pe32plus_arm64_executable_with_its_dlls(bundl
     bundle = bundles["windows-arm64"]
     exe = read_pe(bundle / "bin" / "omni-edge-run.exe")
     assert exe is not None and exe.machine == "arm64" and exe.pe32_plus and exe.executable
-    assert "KERNEL32.dll" in exe.imports
+    assert "KERNEL32.dll" in exe.imports and "WS2_32.dll" in exe.imports  # the server: Asio on Winsock
     # ONNX Runtime is loaded at run time from beside the executable, as on Linux.
     assert b"$ORIGIN/onnxruntime.dll" in (bundle / "bin" / "omni-edge-run.exe").read_bytes()
     for dll in ("onnxruntime.dll", "onnxruntime_providers_qnn.dll", "QnnHtp.dll", "QnnSystem.dll", "QnnHtpV73Stub.dll"):
@@ -247,11 +268,7 @@ def test_the_aarch64_server_answers_the_openai_client_through_the_adb_forward(bu
     import openai
 
     plan = tiny_artifact / "plan.onnx.json"
-    native = subprocess.run([str(CLI.parent / "omni-edge-run"), "--plan", str(plan), "--chat", "--prompt", "def greet(name):",
-                             "--max-new-tokens", "8", "--temperature", "0", "--json"], capture_output=True, text=True,
-                            timeout=300)
-    assert native.returncode == 0, native.stderr[-2000:]
-    text = "".join(e.get("text", "") for e in map(json.loads, native.stdout.splitlines()) if e["kind"] == "token")
+    text = _native_chat(plan, "def greet(name):", 8)
     phone = {"ro.product.cpu.abi": "arm64-v8a"}
     with FakeAdbServer({"arm-1": phone}, qemu=frozenset({"arm-1"})) as server:
         proc = subprocess.Popen([str(CLI), "serve", "--plan", str(plan), "--device", "arm-1", "--adb-port", str(server.port),
@@ -271,3 +288,30 @@ def test_the_aarch64_server_answers_the_openai_client_through_the_adb_forward(bu
             proc.send_signal(signal.SIGINT)  # the remote server gets SIGTERM, ends, and the forward is removed
             assert proc.wait(timeout=120) == 0
         assert server.forwards == {}
+
+
+def test_the_windows_x64_server_answers_the_openai_client_under_wine(bundles: dict[str, Path], tiny_artifact: Path,
+                                                                      wine_prefix: Path) -> None:
+    """The Windows bundle's server (Asio on Winsock) under wine64: the official client's greedy
+    reply, plain and streamed, equals the host's native run of the same chat."""
+    import openai
+
+    text = _native_chat(tiny_artifact / "plan.onnx.json", "def greet(name):", 8)
+    bundle = bundles["windows-x64"]
+    proc = subprocess.Popen([str(WINE), str(bundle / "bin" / "omni-edge-run.exe"), "serve", "--plan",
+                             str(bundle / "plan.json"), "--port", "0", "--threads", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_wine_env(wine_prefix), cwd=wine_prefix.parent)
+    try:
+        assert proc.stdout is not None
+        listening = json.loads(proc.stdout.readline() or "{}")
+        assert listening.get("kind") == "listening", proc.stderr.read() if proc.stderr else ""
+        client = openai.OpenAI(base_url=listening["url"], api_key="none", max_retries=0, timeout=300)
+        messages: Any = [{"role": "user", "content": "def greet(name):"}]
+        reply = client.chat.completions.create(model=listening["model"], messages=messages, max_tokens=8, temperature=0)
+        assert reply.choices[0].message.content == text
+        stream = client.chat.completions.create(model=listening["model"], messages=messages, max_tokens=8, temperature=0,
+                                                stream=True)
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == text
+    finally:
+        proc.kill()  # wine does not pass a POSIX signal on as a console control event
+        proc.communicate(timeout=60)

@@ -290,10 +290,11 @@ SERVER_HEADERS = ("boost", "msgpack", "msgpack.hpp")  # Boost.Beast/Asio and msg
 def _server_headers(target: Target, build: Path) -> list[str]:
     """The server's header-only libraries for a cross build: this host's Debian headers, staged
     alone in a directory of their own (the host's /usr/include on a cross compiler's path would
-    bring the host's C library). None found, or a Windows target (not built with the server yet):
-    the bundle's omni-edge-run has no server and says so when asked to serve."""
+    bring the host's C library); Boost and msgpack-cxx pick their platform from the compiler's
+    macros, so one copy serves every target. None found: the bundle's omni-edge-run has no server
+    and says so when asked to serve."""
     include = Path("/usr/include")
-    if target.windows or target.name.startswith("android") or not all((include / h).exists() for h in SERVER_HEADERS):
+    if not all((include / h).exists() for h in SERVER_HEADERS):
         return []
     stage = build / "server-include"
     stage.mkdir(parents=True, exist_ok=True)
