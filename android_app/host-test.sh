@@ -79,7 +79,7 @@ java -Xcheck:jni -Djava.library.path="$lib" -cp "$out/classes:$junit" \
   -Domniedge.cli="$PWD/$build/controller_cpp/omni-edge-run" -Domniedge.mediaPlan="$PWD/$out/mm/plan.json" \
   -Domniedge.image="$PWD/$out/mm/red.png" -Domniedge.audio="$PWD/$out/mm/tone.wav" \
   -Domniedge.policyPlan="$PWD/$out/policy/plan.json" \
-  org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest 2>&1 | tee "$out/junit.log"
+  org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest dev.omniedge.ServerTest 2>&1 | tee "$out/junit.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "JUnit failed"; exit 1; }
 if grep -nE "WARNING in native method|FATAL ERROR in native method|JNI local refs|^WARNING: JNI" "$out/junit.log"; then
   echo "-Xcheck:jni reported the lines above"; exit 1

@@ -212,6 +212,37 @@ OE_API OeError* oe_session_info(OeSession* session, char** out_json);
 OE_API OeError* oe_session_trace(OeSession* session, int enable);
 OE_API OeError* oe_session_trace_json(OeSession* session, char** out_json);
 
+/* ---- The server: the OpenAI and OpenPI protocols over HTTP, embedded ------------------ */
+
+/* What `omni-edge-run serve` runs, in an app's own process (an Android app serving its plan to
+ * the PC over `adb forward`, or to other apps on the phone). A library built without Boost.Beast
+ * has no server: oe_server_start then fails with reason "unsupported". */
+typedef struct OeServer OeServer;
+
+typedef struct {
+  const char* plan_path;
+  const char* host;         /* the address to listen on; NULL: "127.0.0.1" (loopback only) */
+  int port;                 /* 0: any free port (oe_server_url says which) */
+  const char* api_key;      /* asked as Authorization: Bearer KEY; NULL or "": none */
+  const char* model;        /* the id clients name; NULL: the plan's directory name */
+  int max_sessions;         /* sessions opened at start; a request beyond them is answered 429 */
+  int max_connections;      /* connections open at once (a thread each); one beyond is answered 429 */
+  int threads;              /* intra-op threads per session's backends; 0 = all cores */
+  int allow_unqualified;
+  int64_t max_body_bytes;   /* a request body's limit (413 over it) */
+  const char* memory_pools; /* the ledger's pools as JSON; NULL: this machine's available memory */
+} OeServerConfig;
+
+OE_API void oe_server_config_default(OeServerConfig* config);
+/* Opens the plan's sessions and listens; serves on threads of its own from then on. Errors: the
+ * plan's (its reason), "listen" (the address), "invalid_argument", "unsupported". */
+OE_API OeError* oe_server_start(const OeServerConfig* config, OeServer** out_server);
+/* "http://HOST:PORT/v1", the port as bound; valid until oe_server_stop. */
+OE_API const char* oe_server_url(const OeServer* server);
+/* Cancels running requests (each stream ends with its terminal chunk), shuts every connection,
+ * stops listening and frees the handle; the sessions close when the last connection has ended. */
+OE_API void oe_server_stop(OeServer* server);
+
 /* ---- Deprecated in 0.3.0, removed in 0.4.0: per-kind wrappers over the session above --- */
 
 typedef struct {

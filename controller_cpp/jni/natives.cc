@@ -104,4 +104,36 @@ JNIEXPORT void JNICALL Java_dev_omniedge_NativeBridge_close(JNIEnv* env, jclass,
   std::unique_ptr<Engine> owned(engine);  // joins the worker, closes the session
 }
 
+JNIEXPORT jlong JNICALL Java_dev_omniedge_NativeBridge_serverStart(JNIEnv* env, jclass, jstring plan, jstring host,
+                                                                  jint port, jstring api_key, jint max_sessions,
+                                                                  jint threads) {
+  return Guarded<jlong>(env, 0, [&]() -> jlong {
+    const std::string plan_path = omni_edge::jni::FromJava(env, plan), address = omni_edge::jni::FromJava(env, host),
+                      key = omni_edge::jni::FromJava(env, api_key);
+    OeServerConfig config;
+    oe_server_config_default(&config);
+    config.plan_path = plan_path.c_str();
+    config.host = address.c_str();
+    config.port = int(port);
+    config.api_key = key.c_str();
+    config.max_sessions = int(max_sessions);
+    config.threads = int(threads);
+    OeServer* server = nullptr;
+    if (OeError* error = oe_server_start(&config, &server)) {
+      omni_edge::jni::ThrowOmniEdge(env, omni_edge::jni::TakeError(error));
+      return 0;
+    }
+    return reinterpret_cast<jlong>(server);  // owned by the Java Server until close()
+  });
+}
+
+JNIEXPORT jstring JNICALL Java_dev_omniedge_NativeBridge_serverUrl(JNIEnv* env, jclass, jlong server) {
+  if (server == 0) return omni_edge::jni::ThrowIllegalState(env, "the server is closed"), nullptr;
+  return omni_edge::jni::ToJava(env, oe_server_url(reinterpret_cast<OeServer*>(server)));
+}
+
+JNIEXPORT void JNICALL Java_dev_omniedge_NativeBridge_serverStop(JNIEnv*, jclass, jlong server) {
+  oe_server_stop(reinterpret_cast<OeServer*>(server));
+}
+
 }  // extern "C"

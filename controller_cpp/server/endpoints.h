@@ -14,7 +14,7 @@ bool ServeChat(Serving& s, tcp::socket& socket, const HttpRequest& req);
 bool ServeSpeech(Serving& s, tcp::socket& socket, const HttpRequest& req);
 // The OpenPI policy websocket (an upgrade on / or /v1/realtime/robot/openpi) on a policy plan:
 // the connection holds one session until it closes.
-void ServeOpenPi(Serving& s, tcp::socket socket, const HttpRequest& req);
+void ServeOpenPi(Serving& s, tcp::socket& socket, const HttpRequest& req);
 
 // What the endpoints share: the model a request names must be the one served (else reason
 // model_not_found), the voice "default" or none; a request refused before it runs is counted and

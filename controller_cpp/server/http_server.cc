@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <boost/asio.hpp>
@@ -26,6 +28,27 @@ namespace websocket = beast::websocket;
 
 struct Server : Serving {
   net::io_context ioc;  // the sockets' executor: lives as long as the last connection thread
+  std::mutex sockets_mu;
+  std::set<tcp::socket*> sockets;  // the open connections', shut at Stop
+
+  // A connection's socket, known while its thread serves it.
+  void Track(tcp::socket* socket, bool open) {
+    std::lock_guard<std::mutex> lock(sockets_mu);
+    if (open) {
+      sockets.insert(socket);
+    } else {
+      sockets.erase(socket);
+    }
+  }
+  // Every open connection's read ends now: their threads finish and let go of the server. The
+  // one call made on a socket from another thread; a shutdown is safe beside a blocked read.
+  void ShutAll() {
+    std::lock_guard<std::mutex> lock(sockets_mu);
+    for (tcp::socket* socket : sockets) {
+      beast::error_code ignored;
+      socket->shutdown(tcp::socket::shutdown_both, ignored);
+    }
+  }
 };
 
 // --- Routing and connections -----------------------------------------------------------------
@@ -97,6 +120,7 @@ constexpr uint32_t kHeaderLimit = 16 * 1024;
 
 void Connection(std::shared_ptr<Server> s, tcp::socket socket, LedgerReservation held) {
   (void)held;  // released when the connection ends
+  s->Track(&socket, true);
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -129,11 +153,12 @@ void Connection(std::shared_ptr<Server> s, tcp::socket socket, LedgerReservation
     if (ec) break;  // the client closed, or sent what is not HTTP
     const HttpRequest& req = parser.get();
     if (IsOpenPi(req) && Authorized(*s, req)) {
-      ServeOpenPi(*s, std::move(socket), req);  // the websocket owns the connection from here
+      ServeOpenPi(*s, socket, req);  // a websocket on this socket until it closes
       break;
     }
     if (!Route(*s, socket, req) || !req.keep_alive() || s->stopping) break;
   }
+  s->Track(&socket, false);
   beast::error_code ignored;
   socket.shutdown(tcp::socket::shutdown_send, ignored);
   s->metrics.Connected(-1);
@@ -193,38 +218,77 @@ std::string ModelId(const ServeOptions& o) {
 
 }  // namespace
 
-int Serve(const ServeOptions& options, bool (*stop)()) {
+struct HttpServer::Running {
+  std::shared_ptr<Server> server;
+  std::unique_ptr<tcp::acceptor> acceptor;
+  std::thread io;
+  std::string url;
+};
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ServeOptions& options) {
   auto server = std::make_shared<Server>();
   server->options = options;
   server->options.model = ModelId(options);
   if (OeError* e = server->pool.Open(server->options)) {
-    std::fprintf(stderr, "omni-edge-run serve: %s: %s\n", oe_error_reason(e), oe_error_message(e));
+    Status status = Status::Error(oe_error_reason(e), oe_error_message(e));
     oe_error_free(e);
-    return 1;
+    return status;
   }
-  tcp::acceptor acceptor(server->ioc);
+  auto acceptor = std::make_unique<tcp::acceptor>(server->ioc);
   beast::error_code ec;
   const auto address = net::ip::make_address(options.host, ec);
   const tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
-  if (!ec) acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor->open(endpoint.protocol(), ec);
+  if (!ec) acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor->bind(endpoint, ec);
+  if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
-    std::fprintf(stderr, "omni-edge-run serve: cannot listen on %s:%d: %s\n", options.host.c_str(), options.port,
-                 ec.message().c_str());
+    return Status::Error("listen", "cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " +
+                                       ec.message());
+  }
+  const auto bound = acceptor->local_endpoint();
+  std::unique_ptr<HttpServer> running(new HttpServer());
+  running->running_ = std::make_unique<Running>();
+  Running& r = *running->running_;
+  r.url = "http://" + bound.address().to_string() + ":" + std::to_string(bound.port()) + "/v1";
+  r.server = server;
+  r.acceptor = std::move(acceptor);
+  Accept(server, r.acceptor.get());
+  r.io = std::thread([server] { server->ioc.run(); });  // until Stop: the acceptor keeps it busy
+  return running;
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+const std::string& HttpServer::url() const { return running_->url; }
+const std::string& HttpServer::model() const { return running_->server->options.model; }
+
+void HttpServer::Stop() {
+  if (!running_ || !running_->io.joinable()) return;
+  Server& s = *running_->server;
+  s.stopping = true;
+  net::post(s.ioc, [acceptor = running_->acceptor.get()] {
+    beast::error_code ignored;
+    acceptor->close(ignored);
+  });
+  s.pool.CancelAll(std::chrono::seconds(10));  // each running request ends with its terminal chunk
+  s.ShutAll();
+  s.ioc.stop();
+  running_->io.join();
+}
+
+int Serve(const ServeOptions& options, bool (*stop)()) {
+  auto running = HttpServer::Start(options);
+  if (!running.ok()) {
+    std::fprintf(stderr, "omni-edge-run serve: %s: %s\n", running.status().reason().c_str(),
+                 running.status().message().c_str());
     return 1;
   }
-  const auto bound = acceptor.local_endpoint();
-  const Json listening = {{"kind", "listening"}, {"model", server->options.model},
-                          {"url", "http://" + bound.address().to_string() + ":" + std::to_string(bound.port()) + "/v1"}};
+  const Json listening = {{"kind", "listening"}, {"model", (*running)->model()}, {"url", (*running)->url()}};
   std::printf("%s\n", listening.dump().c_str());
   std::fflush(stdout);
-  Accept(server, &acceptor);
-  while (!stop()) server->ioc.run_for(std::chrono::milliseconds(50));
-  server->stopping = true;
-  acceptor.close(ec);
-  server->pool.CancelAll(std::chrono::seconds(10));
+  while (!stop()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  (*running)->Stop();
   return 0;
 }
 

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "base/status.h"
 
 namespace omni_edge::server {
 
@@ -26,10 +29,31 @@ struct ServeOptions {
   std::string memory_pools;   // the ledger's pools as JSON ({"device_ram": bytes}); empty: this machine's
 };
 
-// Opens the sessions, listens, prints {"kind": "listening", "url": "http://HOST:PORT/v1",
-// "model": ID} as one stdout line, and serves until `stop()` turns true (polled every 50 ms):
-// then running requests are cancelled (each stream still ends with its terminal chunk) and it
-// returns. The exit code: 0, or 1 when the plan or the address could not be opened.
+// A server in this process: listening once Start returns, accepting on a thread of its own
+// until Stop (or its end): then running requests are cancelled (each stream still ends with its
+// terminal chunk), open connections are shut, and the sessions close once the last connection
+// thread has let go. What an app embeds (the C ABI's oe_server_start).
+class HttpServer {
+ public:
+  // Opens the plan's sessions and listens. Errors: the plan's (its reason), or "listen".
+  static Result<std::unique_ptr<HttpServer>> Start(const ServeOptions& options);
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  ~HttpServer();
+
+  const std::string& url() const;    // "http://HOST:PORT/v1", the port as bound
+  const std::string& model() const;  // the id clients name
+  void Stop();
+
+ private:
+  HttpServer() = default;
+  struct Running;
+  std::unique_ptr<Running> running_;
+};
+
+// omni-edge-run serve: Start, print {"kind": "listening", "url": ..., "model": ID} as one stdout
+// line, serve until `stop()` turns true (polled every 50 ms), Stop. The exit code: 0, or 1 when
+// the plan or the address could not be opened.
 int Serve(const ServeOptions& options, bool (*stop)());
 
 }  // namespace omni_edge::server

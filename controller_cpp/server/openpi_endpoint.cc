@@ -17,7 +17,8 @@ namespace {
 
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
-using Socket = websocket::stream<tcp::socket>;
+using Socket = websocket::stream<tcp::socket&>;  // the connection keeps the socket
+constexpr size_t kMaxFrameBytes = size_t(64) << 20;  // vLLM-Omni's bound: a few cameras' raw frames fit
 
 double NowUnixMs() {
   return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -107,7 +108,7 @@ bool Answer(Serving& s, Socket& ws, OeSession* session, const std::string& frame
 
 }  // namespace
 
-void ServeOpenPi(Serving& s, tcp::socket socket, const HttpRequest& req) {
+void ServeOpenPi(Serving& s, tcp::socket& socket, const HttpRequest& req) {
   if (s.pool.facts().policy.is_null()) {
     SendError(socket, req, http::status::bad_request, "this plan is not a policy: the OpenPI websocket serves policy "
               "plans", "invalid_request_error");
@@ -118,11 +119,19 @@ void ServeOpenPi(Serving& s, tcp::socket socket, const HttpRequest& req) {
     SendBusy(s, "openpi", socket, req);
     return;
   }
-  Socket ws(std::move(socket));
+  // A frame as large as the limit, and the camera images decoded out of it, for as long as the
+  // connection lives.
+  LedgerReservation memory(s.pool.ledger(), "server: websocket", 2 * int64_t(kMaxFrameBytes));
+  if (!memory.held()) {
+    SendError(socket, req, http::status::too_many_requests, "the server has no memory for a policy connection now: " +
+              memory.refusal(), "rate_limit_error", "", "admission");
+    return;
+  }
+  Socket ws(socket);
   ws.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
     res.set(http::field::server, "omni-edge");
   }));
-  ws.read_message_max(64 << 20);  // vLLM-Omni's bound: a few cameras' raw frames fit
+  ws.read_message_max(kMaxFrameBytes);
   beast::error_code ec;
   ws.accept(req, ec);
   if (ec) return;

@@ -31,4 +31,13 @@ final class NativeBridge {
 
   /** Cancels, waits for the worker (and a load in progress), closes the session, frees the handle. */
   static native void close(long handle);
+
+  /** oe_server_start: opens the plan's sessions and listens; throws {@link OmniEdgeException}. */
+  static native long serverStart(String planPath, String host, int port, String apiKey, int maxSessions, int threads);
+
+  /** oe_server_url. */
+  static native String serverUrl(long server);
+
+  /** oe_server_stop: ends the streams, closes the connections, frees the handle. */
+  static native void serverStop(long server);
 }

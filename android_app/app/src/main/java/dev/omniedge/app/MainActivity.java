@@ -23,6 +23,7 @@ import dev.omniedge.PcmChunk;
 import dev.omniedge.Placement;
 import dev.omniedge.Request;
 import dev.omniedge.Result;
+import dev.omniedge.Server;
 import dev.omniedge.StreamListener;
 import dev.omniedge.TokenEvent;
 import java.io.File;
@@ -50,6 +51,7 @@ public final class MainActivity extends Activity {
   private List<File> plans = new ArrayList<>();
   private int openToken;            // a load that finishes after another plan was picked is closed
   private OmniEdge engine;          // UI thread only
+  private Server server;            // UI thread only: the Serve switch's, in place of the engine
   private Generation running;
   private PcmPlayer player;
 
@@ -59,6 +61,7 @@ public final class MainActivity extends Activity {
   private ScrollView scroll;
   private EditText prompt;
   private Switch speak;
+  private Switch serve;
   private Button send;
   private Button cancel;
 
@@ -72,6 +75,7 @@ public final class MainActivity extends Activity {
     scroll = findViewById(R.id.scroll);
     prompt = findViewById(R.id.prompt);
     speak = findViewById(R.id.speak);
+    serve = findViewById(R.id.serve);
     send = findViewById(R.id.send);
     cancel = findViewById(R.id.cancel);
     pointTheDspAtOurLibraries();
@@ -99,6 +103,7 @@ public final class MainActivity extends Activity {
     });
     send.setOnClickListener(v -> submit());
     cancel.setOnClickListener(v -> cancelRunning());
+    serve.setOnCheckedChangeListener((v, on) -> openPlan(plans.get(planPicker.getSelectedItemPosition())));
   }
 
   /** The HTP's DSP side loads its skel libraries from these directories (the QNN SDK's rule). */
@@ -114,6 +119,10 @@ public final class MainActivity extends Activity {
 
   private void openPlan(File plan) {
     closeEngine();
+    if (serve.isChecked()) {
+      startServer(plan);
+      return;
+    }
     final int token = ++openToken;
     send.setEnabled(false);
     metrics.setText(getString(R.string.loading, plan.getParentFile().getName()));
@@ -139,6 +148,36 @@ public final class MainActivity extends Activity {
         engine = loaded;
         metrics.setText(getString(R.string.loaded, Placement.byStage(loaded.placements())));
         send.setEnabled(true);
+      });
+    });
+  }
+
+  /** The plan behind the OpenAI and OpenPI protocols on this phone's loopback, port 8000. */
+  private void startServer(File plan) {
+    final int token = ++openToken;
+    send.setEnabled(false);
+    metrics.setText(getString(R.string.loading, plan.getParentFile().getName()));
+    engines.execute(() -> {
+      Server started = null;
+      String failure = null;
+      try {
+        started = Server.start(new Server.Config(plan.getAbsolutePath()).port(8000));
+      } catch (OmniEdgeException e) {
+        failure = e.getMessage();
+      }
+      final Server running = started;
+      final String error = failure;
+      ui.post(() -> {
+        if (token != openToken || isDestroyed()) {
+          if (running != null) engines.execute(running::close);
+          return;
+        }
+        if (running == null) {
+          metrics.setText(error);
+          return;
+        }
+        server = running;
+        metrics.setText(getString(R.string.serving, running.url()));
       });
     });
   }
@@ -219,6 +258,9 @@ public final class MainActivity extends Activity {
     final OmniEdge e = engine;
     engine = null;
     if (e != null) engines.execute(e::close);  // waits for the worker: never on the UI thread
+    final Server s = server;
+    server = null;
+    if (s != null) engines.execute(s::close);  // ends its streams and waits for them
   }
 
   @Override
