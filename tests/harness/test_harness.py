@@ -103,10 +103,12 @@ def test_host_push_is_hash_skipped_and_profile_writes_the_report(tiny_artifact: 
 def test_a_speech_plan_is_profiled_with_the_speech_dimensions(tts_artifact: Path, tmp_path: Path) -> None:
     out = tmp_path / "profile"
     done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan", str(tts_artifact),
-               "--runs", "4", "--warmup", "1", "--out", str(out))  # n >= 20: test_host_push_is_hash_skipped...
+               "--runs", "4", "--warmup", "1", "--serving", "--out", str(out))  # n >= 20: test_host_push_is_hash_skipped...
     assert done.returncode == 0, done.stderr[-3000:]
     report = check_speech_profile(out, "speech", 4)
     assert report["protocol"]["met"] is False  # fewer than 20 measured requests is said, not hidden
+    rows = json.loads((out / "raw" / "samples.json").read_text())["serving_rows"]  # /v1/audio/speech, as events
+    assert len(rows) == 4 and all(r["client_first_pcm_ms"] >= r["server_first_pcm_ms"] > 0 for r in rows)
     assert "ttft_ms" not in report["groups"]["concurrency-1"]["metrics"]
     assert "(speech): first_pcm p50" in done.stderr
 
@@ -127,11 +129,19 @@ def test_adb_push_and_profile_through_the_adb_protocol(tiny_artifact: Path, tmp_
 
         out = tmp_path / "profile"
         done = cli("profile", "--device", "emulator-5554", *common, "--plan", str(tiny_artifact / "plan.json"),
-                   "--runs", "20", "--warmup", "1", "--concurrency", "1", "--threads", "1", "--out", str(out))
+                   "--runs", "20", "--warmup", "1", "--concurrency", "1", "--threads", "1", "--serving", "--out", str(out))
         assert done.returncode == 0, done.stderr[-3000:]
+        assert any(r.startswith("host-serial:emulator-5554:forward:tcp:") for r in server.requests)
+        assert server.forwards == {}  # removed when the serving group ended
     report = _check_profile(out, 20, ["concurrency-1"])
     assert report["device"]["serial"] == "emulator-5554" and report["device"]["soc"] is not None
     assert report["memory"]["pss_readable"] is True  # PSS read from the device's /proc
+    # The same workload through the phone's own server, behind the ADB forward: two clocks per response.
+    serving, rows = report["serving"], json.loads((out / "raw" / "samples.json").read_text())["serving_rows"]
+    assert serving["requests"] == len(rows) == 20 and all(r["tokens"] == 32 for r in rows)
+    assert all(r["client_ttft_ms"] >= r["server_ttft_ms"] > 0 and r["server_rss_mb"] > 0 for r in rows)
+    assert serving["transport"]["ttft_ms"] > 0 and serving["in_process"]["ttft_ms"] > 0
+    assert "## Through the server" in (out / "report.md").read_text() and "through the server +" in done.stderr
 
 
 def test_devices_lists_the_host_and_adb_serials(tmp_path: Path) -> None:
@@ -382,3 +392,10 @@ def test_stream_faults_name_what_breaks_the_output_contract() -> None:
     assert stream_faults(run(token), "text") == ["text: 0 terminal lines"]
     omni = run({"stream": "text", "kind": "done", "seq": 1}, {"stream": "audio", "kind": "pcm", "seq": 1})
     assert stream_faults(omni, "omni") == ["audio: 0 terminal lines"]
+
+
+def test_profile_serving_refuses_a_policy_plan_before_deploying(policy_plan: Path, tmp_path: Path) -> None:
+    done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan", str(policy_plan),
+               "--serving", "--out", str(tmp_path / "profile"))
+    assert done.returncode == 1 and "--serving sends text, speech and omni workloads; a policy plan's" in done.stderr
+    assert not (tmp_path / "device").exists()  # nothing deployed

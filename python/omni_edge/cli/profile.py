@@ -40,6 +40,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--reliability", action="store_true",
                    help="also the protocol's reliability scenarios: slow consumer, cancel storm, 100 repeated "
                         "sessions, a killed worker (pass/fail with evidence)")
+    p.add_argument("--serving", action="store_true",
+                   help="also the workload through the device's own server (omni-edge-run serve, port forwarded), "
+                        "streamed as an OpenAI client reads it: the client's TTFT and rate against the server's own, "
+                        "beside the in-process numbers (text, speech and omni plans)")
     p.add_argument("--out", type=Path, default=Path("work/profile"))
     deployment(p)
     p.set_defaults(func=profile)
@@ -66,20 +70,24 @@ def profile(args: argparse.Namespace) -> int:
     from omni_edge.harness.deploy.deploy import deploy
     from omni_edge.harness.profiling.kinds import kind_of
     from omni_edge.harness.profiling.profile import group_names, run_profile
+    from omni_edge.harness.profiling.serving import SERVED_KINDS
 
     try:
         kind = kind_of(args.plan)
+        if args.serving and kind.name not in SERVED_KINDS:
+            raise ValueError(f"--serving sends text, speech and omni workloads; a {kind.name} plan's inputs (media, "
+                             "observations) do not go through it yet")
         device = device_of(args)
         d = deploy(device, args.plan.parent, plan_name=args.plan.name, name=args.name, runtime=runtime_of(args))
         # The kind's inputs (a multimodal plan's media, a policy's observation) pushed beside the artifacts.
         workload = kind.prepare(kind.workload(args.workload), device, d.root, args.out)
         groups = group_names(kind, args.concurrency, trace=args.trace, reliability=args.reliability,
-                             sustained=args.duration is not None)
+                             sustained=args.duration is not None, serving=args.serving)
         with tqdm(total=len(groups), unit="group", file=sys.stderr) as bar:
             report = run_profile(d, workload, args.out, kind=kind, runs=args.runs,
                                  warmup=args.warmup, concurrency=args.concurrency, threads=args.threads,
                                  prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, trace=args.trace,
-                                 reliability=args.reliability, progress=bar)
+                                 reliability=args.reliability, serving=args.serving, progress=bar)
     except (DeviceError, OSError, ValueError) as exc:
         print(f"omni-edge profile: {exc}", file=sys.stderr)
         return 1

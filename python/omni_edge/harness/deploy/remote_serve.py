@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from omni_edge.harness.deploy.deploy import deploy, runtime_from_dir
+from omni_edge.harness.deploy.deploy import Deployment, deploy, runtime_from_dir
 from omni_edge.harness.deploy.remote_run import RemoteProcess
 from omni_edge.harness.devices import DeviceError, open_device
 from omni_edge.interrupt import GUARD
@@ -33,6 +38,66 @@ def serve_arguments(args: argparse.Namespace) -> list[str]:
 
 def _port_of(url: str) -> int:
     return int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+
+
+@dataclass
+class RemoteServer:
+    """A deployment's server, running: this host's base URL to it, its model id, its pid there."""
+
+    url: str
+    model: str
+    pid: int
+
+
+@contextmanager
+def remote_server(deployment: Deployment, flags: list[str], start_timeout_s: float = 600.0) -> Iterator[RemoteServer]:
+    """The deployment's `omni-edge-run serve` on the device's loopback (any free port), forwarded
+    to this host, for the length of the block; then stopped with SIGTERM (it ends its streams and
+    exits 0, else DeviceError) and the forward removed."""
+    device = deployment.device
+    listening: queue.Queue[dict[str, Any]] = queue.Queue()
+    pid: list[int] = []
+    result: list[Any] = []
+
+    def on_line(line: str) -> None:
+        event: Any = json.loads(line) if line.startswith("{") else None
+        if isinstance(event, dict) and event.get("kind") == "listening":
+            listening.put(event)
+
+    def run() -> None:
+        argv = [deployment.binary, "serve", "--plan", deployment.plan, "--host", "127.0.0.1", "--port", "0", *flags]
+        try:
+            result.append(device.stream(argv, on_line, timeout=SERVE_FOREVER_S, env=deployment.env, on_start=pid.append))
+        except DeviceError as exc:
+            result.append(exc)
+        listening.put({})  # ended: wakes a start still waiting
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        event = listening.get(timeout=start_timeout_s)
+    except queue.Empty:
+        event = {}
+    if not event:
+        if pid:
+            device.kill(pid[0], hard=True)
+        thread.join(timeout=30)
+        ended = result[0] if result else None
+        why = ended if isinstance(ended, DeviceError) else getattr(ended, "stderr", "") or "no listening line"
+        raise DeviceError(f"{device.serial}: omni-edge-run serve did not start: {str(why).strip()[-800:]}")
+    local = device.forward(_port_of(event["url"]))
+    try:
+        yield RemoteServer(url=f"http://127.0.0.1:{local}/v1", model=str(event["model"]), pid=pid[0])
+    finally:
+        device.remove_forward(local)
+        device.kill(pid[0])
+        thread.join(timeout=120)
+    ended = result[0] if result else None
+    if isinstance(ended, DeviceError):
+        raise ended
+    if ended is None or ended.returncode != 0:
+        raise DeviceError(f"{device.serial}: omni-edge-run serve exited "
+                          f"{getattr(ended, 'returncode', None)}: {getattr(ended, 'stderr', '').strip()[-800:]}")
 
 
 def serve_on_device(args: argparse.Namespace) -> int:

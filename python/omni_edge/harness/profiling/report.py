@@ -196,6 +196,29 @@ def _reliability_lines(report: dict[str, Any]) -> list[str]:
             *[f"- not run here: {k}: {v}" for k, v in r["not_run_here"].items()]]
 
 
+def _serving_lines(report: dict[str, Any]) -> list[str]:
+    s = report.get("serving")
+    if not s:
+        return []
+    t, here = s["transport"], s["in_process"]
+    return [
+        "",
+        "## Through the server",
+        "",
+        f"{s['requests']} requests through the device's `omni-edge-run serve` (port forwarded), streamed and read as "
+        "an OpenAI client reads them; the server's clock is its own metrics comment on the same responses.",
+        "",
+        "| metric | p50 | p95 | n |",
+        "|---|---|---|---|",
+        *[f"| {k} | {_fmt(v['p50'], 2)} | {_fmt(v['p95'], 2)} | {v['n']} |" for k, v in s["metrics"].items()],
+        "",
+        f"- the transport adds: TTFT {_fmt(t['ttft_ms'], 2)} ms, first PCM {_fmt(t['first_pcm_ms'], 2)} ms, "
+        f"{_fmt(t['per_token_ms'], 3)} ms per token (client p50 - server p50)",
+        f"- in process (the first concurrency group, omni-edge-run): TTFT {_fmt(here['ttft_ms'], 2)} ms, decode "
+        f"{_fmt(here['decode_tok_s'], 2)} tok/s, first PCM {_fmt(here['first_pcm_ms'], 2)} ms",
+    ]
+
+
 def write_markdown(report: dict[str, Any], path: Path) -> None:
     d, w = report["device"], report["workload"]
     lines = [
@@ -243,6 +266,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
         for k, v in data["metrics"].items():
             lines.append(f"| {g} | {k} | {_fmt(v['p50'], 2)} | {_fmt(v['p95'], 2)} | {v['n']} |")
     lines += _speech_lines(report) + _sustained_lines(report) + _trace_lines(report) + _reliability_lines(report)
+    lines += _serving_lines(report)
     mem, led = report["memory"], report["ledger"]
     lines += [
         "",

@@ -122,6 +122,10 @@ class PlanKind:
         if report["reliability"]:
             r = report["reliability"]
             line += "; reliability " + ", ".join(f"{k} {'pass' if v['passed'] else 'FAIL'}" for k, v in r["scenarios"].items())
+        if report.get("serving"):
+            t = report["serving"]["transport"]
+            shown = t["ttft_ms"] if t["ttft_ms"] is not None else t["first_pcm_ms"]
+            line += f"; through the server +{shown or 0:.1f} ms to the first output"
         if report["trace"]:
             line += f"; trace {out}/trace.json ({report['trace']['graph_runs']} graph runs)"
         return f"{line}; report.md and {', '.join(report['plots'])}"
