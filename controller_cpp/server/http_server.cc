@@ -129,11 +129,14 @@ void Connection(std::shared_ptr<Server> s, tcp::socket socket, LedgerReservation
     beast::error_code ec;
     http::read_header(socket, buffer, parser, ec);
     // The body's memory is admitted before it is read; a chunked one, at the limit.
-    const auto length = parser.content_length();
-    const auto body_bytes = int64_t(length ? std::min<uint64_t>(*length, s->options.max_body_bytes)
-                                           : parser.chunked() ? s->options.max_body_bytes : 0);
+    int64_t body_bytes = 0;
+    if (!ec) {  // the parser answers these once a whole header was read
+      const auto length = parser.content_length();
+      body_bytes = int64_t(length ? std::min<uint64_t>(*length, s->options.max_body_bytes)
+                                  : parser.chunked() ? s->options.max_body_bytes : 0);
+    }
     std::optional<LedgerReservation> body;
-    if (!ec && body_bytes > 0) {
+    if (body_bytes > 0) {
       body.emplace(s->pool.ledger(), "server: request body", kBodyCopies * body_bytes);
       if (!body->held()) {
         HttpRequest req = parser.get();

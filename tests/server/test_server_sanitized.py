@@ -1,5 +1,6 @@
 """The server under AddressSanitizer and UndefinedBehaviorSanitizer (scripts/test.sh's clang
-build, build/asan): chat plain, streamed and dropped, bodies refused, speech whole, as events and
+build, build/asan): connections over the cap refused (one silent until the timer closes it),
+chat plain, streamed and dropped, bodies refused, speech whole, as events and
 left by its client, OpenPI observations good, stale and malformed, then SIGTERM. Each server must
 exit 0 with no sanitizer report."""
 
@@ -51,9 +52,16 @@ def _post(server: dict[str, Any], path: str, body: bytes) -> int:
 
 
 def test_chat_and_speech_under_the_sanitizers(sanitized: Path, tiny_artifact: Path, tts_artifact: Path) -> None:
-    with serving(tiny_artifact / "plan.json", binary=sanitized, env=SANITIZERS) as server:
+    with serving(tiny_artifact / "plan.json", "--max-connections", "2", binary=sanitized, env=SANITIZERS) as server:
         api, model = client(server), server["model"]
         messages: Any = [{"role": "user", "content": "def greet(name):"}]
+        host, port = server["url"].removeprefix("http://").removesuffix("/v1").split(":")
+        with socket.create_connection((host, int(port))), socket.create_connection((host, int(port))):
+            time.sleep(0.2)  # both accepted: a third is refused on the accept thread (async read, 429)
+            assert _post(server, "/chat/completions", b"{}") == 429
+            with socket.create_connection((host, int(port))) as silent:  # refused, then closed by the timer
+                silent.settimeout(10)
+                assert silent.recv(1) == b""
         assert api.chat.completions.create(model=model, messages=messages, max_tokens=5).usage is not None
         assert len(list(api.chat.completions.create(model=model, messages=messages, max_tokens=5, stream=True))) > 2
         dropped = api.chat.completions.create(model=model, messages=messages, max_tokens=200, stream=True,
