@@ -21,6 +21,8 @@ import signal
 import subprocess
 import warnings
 import wave
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +260,52 @@ def test_ctrl_c_during_run_on_qemu_cancels_the_device_process(bundles: dict[str,
     refused = cli("run", "--plan", str(tiny_artifact / "plan.onnx.json"), "--prompt", "hi", "--json", "--device", "host",
                   "--workdir", str(tmp_path / "host"), "--runtime", str(bundles["linux-aarch64"]))
     assert refused.returncode == 1 and json.loads(refused.stdout)["reason"] == "device"
+
+
+@contextmanager
+def _served_on_qemu(plan: Path, runtime: Path, workdir: Path) -> Iterator[dict[str, Any]]:
+    """`omni-edge serve --device qemu-aarch64`: its listening line; SIGINT at the end must exit 0."""
+    proc = subprocess.Popen([str(CLI), "serve", "--plan", str(plan), "--device", "qemu-aarch64", "--workdir", str(workdir),
+                             "--runtime", str(runtime), "--threads", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        listening = json.loads(proc.stdout.readline() or "{}")
+        assert listening.get("kind") == "listening", proc.stderr.read() if proc.stderr else ""
+        yield listening
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 0
+
+
+def test_the_aarch64_server_speaks_and_acts_under_qemu(bundles: dict[str, Path], tts_artifact: Path, policy_plan: Path,
+                                                       scene: dict[str, Any], tmp_path: Path) -> None:
+    """The other two protocols on the aarch64 bundle's server: /v1/audio/speech through the `openai`
+    client (the host's `speak` samples, to 60 dB: another ISA's kernels), and openpi-client's
+    `infer` (the host's `act` chunk, to 1e-4)."""
+    import openai
+    from openpi_client.websocket_client_policy import WebsocketClientPolicy
+    from pi0_unseen import act_reference, observation
+
+    host = cli("speak", "--plan", str(tts_artifact), "--text", "hello there", "--max-frames", "12",  # the plan's sampling
+               "--out", str(tmp_path / "host.wav"))
+    assert host.returncode == 0, host.stderr[-2000:]
+    with _served_on_qemu(tts_artifact, bundles["linux-aarch64"], tmp_path / "qemu") as served:
+        api = openai.OpenAI(base_url=served["url"], api_key="none", max_retries=0, timeout=600)
+        wav = api.audio.speech.create(model=served["model"], voice="default", input="hello there", response_format="wav",
+                                      extra_body={"max_new_tokens": 12}).content
+    (tmp_path / "arm.wav").write_bytes(wav)
+    (rate, want), (arm_rate, got) = _wav(tmp_path / "host.wav"), _wav(tmp_path / "arm.wav")
+    assert arm_rate == rate and len(got) == len(want) > 0
+    assert_sqnr(want, got, 60.0, "aarch64 server speech against the host's speak")
+
+    want_actions = act_reference(policy_plan, scene, tmp_path)
+    with _served_on_qemu(policy_plan, bundles["linux-aarch64"], tmp_path / "qemu") as served:
+        address = served["url"].removeprefix("http://").removesuffix("/v1").split(":")
+        policy = WebsocketClientPolicy(host=address[0], port=int(address[1]))
+        actions = policy.infer(observation(scene))["actions"]
+        policy._ws.close()  # openpi-client has no close of its own
+    assert actions.shape == want_actions.shape and np.allclose(actions, want_actions, rtol=1e-4, atol=1e-4)
 
 
 def test_the_aarch64_server_answers_the_openai_client_through_the_adb_forward(bundles: dict[str, Path],

@@ -6,9 +6,6 @@ reset; a second connection beside the one session is 429 at the upgrade."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +17,7 @@ import pytest
 import websockets.exceptions
 import websockets.sync.client
 from openpi_client.websocket_client_policy import WebsocketClientPolicy
-from paths import RUN
-from pi0_unseen import CAMERAS, TASK, UNSEEN
-from PIL import Image
+from pi0_unseen import CAMERAS, UNSEEN, act_reference, observation
 from serving import serving
 
 
@@ -37,41 +32,21 @@ def _address(server: dict[str, Any]) -> tuple[str, int]:
     return host, int(port)
 
 
-def _observation(scene: dict[str, Any], age_ms: float = 0.0) -> dict[str, Any]:
-    images = {c: np.asarray(Image.open(scene["dir"] / f"{c}.png").convert("RGB")) for c in CAMERAS}
-    images["wrist"] = images["wrist"].transpose(2, 0, 1).copy()  # channels first, as openpi's ALOHA example sends
-    return {"images": images, "state": np.array(scene["state"], np.float32), "prompt": TASK,
-            "timestamp_ms": time.time() * 1000.0 - age_ms, "noise": scene["noise"]}
-
-
-def _act(plan: Path, scene: dict[str, Any], tmp_path: Path) -> np.ndarray:
-    for c in CAMERAS:  # an observation names files beside it only
-        shutil.copy(scene["dir"] / f"{c}.png", tmp_path)
-    obs = tmp_path / "obs.json"
-    obs.write_text(json.dumps({"timestamp_ms": time.time() * 1000.0, "state": scene["state"], "prompt": TASK,
-                               "images": {c: f"{c}.png" for c in CAMERAS}}))
-    done = subprocess.run([str(RUN), "act", "--plan", str(plan), "--observation", str(obs), "--noise",
-                           str(scene["dir"] / "noise.npy"), "--threads", "1", "--json"], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return np.array(json.loads(done.stdout.splitlines()[-1])["actions"], np.float32)
-
-
 def test_infer_equals_act_and_a_stale_observation_is_refused(server: dict[str, Any], scene: dict[str, Any],
                                                              tmp_path: Path) -> None:
-    want = _act(server["plan"], scene, tmp_path)
+    want = act_reference(server["plan"], scene, tmp_path)
     host, port = _address(server)
     policy = WebsocketClientPolicy(host=host, port=port, api_key=server["key"])
     metadata = policy.get_server_metadata()
     assert metadata["action_horizon"] == UNSEEN.chunk and metadata["policy"]["cameras"] == list(CAMERAS)
-    got = policy.infer(_observation(scene))
+    got = policy.infer(observation(scene))
     assert got["actions"].dtype == np.float32 and np.array_equal(got["actions"], want)
     assert got["server_timing"]["infer_ms"] > 0
     with pytest.raises(RuntimeError, match="stale_observation"):
-        policy.infer(_observation(scene, age_ms=60_000))  # the plan's limit is 5 s
+        policy.infer(observation(scene, age_ms=60_000))  # the plan's limit is 5 s
     with pytest.raises(RuntimeError, match="unknown: not read here"):
-        policy.infer({**_observation(scene), "unknown": 1})
-    again = policy.infer(_observation(scene))  # the connection serves on
+        policy.infer({**observation(scene), "unknown": 1})
+    again = policy.infer(observation(scene))  # the connection serves on
     assert np.array_equal(again["actions"], want) and "prev_total_ms" in again["server_timing"]
     # One session: a second connection is refused at the upgrade, at once.
     with pytest.raises(websockets.exceptions.InvalidStatus) as busy:
