@@ -93,6 +93,7 @@ OeError* oe_ledger_reserve(OeLedger* ledger, const char* owner, int64_t bytes, i
       return omni_edge::Status::Error("invalid_argument", "ledger, owner and out_reservation are required");
     }
     *out_reservation = 0;
+    if (bytes < 0) return omni_edge::Status::Error("invalid_argument", "bytes must not be negative");
     OE_ASSIGN_OR_RETURN(*out_reservation, ledger->ledger.Reserve(owner, {{omni_edge::StagePool(ledger->wsl), bytes}}));
     return omni_edge::Status::Ok();
   });

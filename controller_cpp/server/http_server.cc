@@ -1,13 +1,14 @@
 #include "server/http_server.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include <boost/asio.hpp>
@@ -28,27 +29,40 @@ namespace websocket = beast::websocket;
 
 struct Server : Serving {
   net::io_context ioc;  // the sockets' executor: lives as long as the last connection thread
-  std::mutex sockets_mu;
-  std::set<tcp::socket*> sockets;  // the open connections', shut at Stop
 
-  // A connection's socket, known while its thread serves it.
-  void Track(tcp::socket* socket, bool open) {
-    std::lock_guard<std::mutex> lock(sockets_mu);
-    if (open) {
-      sockets.insert(socket);
-    } else {
-      sockets.erase(socket);
+  enum class Use { http, websocket, closed };
+  // A connection's socket and what it serves, known from its accept until its thread lets go.
+  // Once shut (Stop), a socket tracked later is shut at once: none is left reading.
+  void Track(tcp::socket* socket, Use use) {
+    std::lock_guard<std::mutex> lock(sockets_mu_);
+    if (use == Use::closed) {
+      sockets_.erase(socket);
+      return;
+    }
+    sockets_[socket] = use;
+    if (shut_ == Use::http || (shut_ == Use::websocket && use == Use::websocket)) Shut(socket);
+  }
+  // The reads of every connection serving `use` (websockets first, between observations: a
+  // session they hold would keep Stop waiting; then every one) end now, and their threads let
+  // go of the server. The one call made on a socket from another thread; a shutdown is safe
+  // beside a blocked read.
+  void ShutAll(Use use) {
+    std::lock_guard<std::mutex> lock(sockets_mu_);
+    shut_ = use;
+    for (const auto& [socket, serving] : sockets_) {
+      if (use == Use::http || serving == use) Shut(socket);
     }
   }
-  // Every open connection's read ends now: their threads finish and let go of the server. The
-  // one call made on a socket from another thread; a shutdown is safe beside a blocked read.
-  void ShutAll() {
-    std::lock_guard<std::mutex> lock(sockets_mu);
-    for (tcp::socket* socket : sockets) {
-      beast::error_code ignored;
-      socket->shutdown(tcp::socket::shutdown_both, ignored);
-    }
+
+ private:
+  static void Shut(tcp::socket* socket) {
+    beast::error_code ignored;
+    socket->shutdown(tcp::socket::shutdown_both, ignored);
   }
+
+  std::mutex sockets_mu_;
+  std::map<tcp::socket*, Use> sockets_;
+  Use shut_ = Use::closed;  // nothing shut yet; websocket: those; http: all
 };
 
 // --- Routing and connections -----------------------------------------------------------------
@@ -118,59 +132,96 @@ constexpr int64_t kConnectionBytes = int64_t(256) << 10;
 constexpr int64_t kBodyCopies = 6;
 constexpr uint32_t kHeaderLimit = 16 * 1024;
 
-void Connection(std::shared_ptr<Server> s, tcp::socket socket, LedgerReservation held) {
-  (void)held;  // released when the connection ends
-  s->Track(&socket, true);
+// Reads what is left of a refused request (2 s at most) before closing: closing a socket with
+// unread data resets it, and the client would lose the answer just written.
+struct Draining : std::enable_shared_from_this<Draining> {
+  explicit Draining(tcp::socket socket) : stream(std::move(socket)) {}
+  void Next() {
+    stream.async_read_some(net::buffer(scrap), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (!ec) self->Next();  // ends at the client's close, an error, or the deadline
+    });
+  }
+  beast::tcp_stream stream;
+  std::array<char, 16 * 1024> scrap{};
+};
+
+void Drain(tcp::socket socket) {
+  beast::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  auto d = std::make_shared<Draining>(std::move(socket));
+  d->stream.expires_after(std::chrono::seconds(2));
+  d->Next();
+}
+
+// What a connection's thread owns; its members end in reverse order: the reservation, the
+// socket, and last the server (whose ledger and io_context the first two still use).
+struct ConnectionState {
+  std::shared_ptr<Server> s;
+  tcp::socket socket;
+  LedgerReservation memory;  // released when the connection ends
+};
+
+void Connection(std::unique_ptr<ConnectionState> c) {
+  Server& s = *c->s;
+  tcp::socket& socket = c->socket;
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(kHeaderLimit);
-    parser.body_limit(s->options.max_body_bytes);
+    parser.body_limit(s.options.max_body_bytes);
     beast::error_code ec;
     http::read_header(socket, buffer, parser, ec);
     // The body's memory is admitted before it is read; a chunked one, at the limit.
     int64_t body_bytes = 0;
     if (!ec) {  // the parser answers these once a whole header was read
       const auto length = parser.content_length();
-      body_bytes = int64_t(length ? std::min<uint64_t>(*length, s->options.max_body_bytes)
-                                  : parser.chunked() ? s->options.max_body_bytes : 0);
+      body_bytes = int64_t(length ? std::min<uint64_t>(*length, s.options.max_body_bytes)
+                                  : parser.chunked() ? s.options.max_body_bytes : 0);
     }
     std::optional<LedgerReservation> body;
     if (body_bytes > 0) {
-      body.emplace(s->pool.ledger(), "server: request body", kBodyCopies * body_bytes);
+      body.emplace(s.pool.ledger(), "server: request body", kBodyCopies * body_bytes);
       if (!body->held()) {
         HttpRequest req = parser.get();
         req.keep_alive(false);  // its body is left unread
         SendError(socket, req, http::status::too_many_requests, "the server has no memory for this body now: " +
                   body->refusal(), "rate_limit_error", "", "admission");
+        s.Track(&socket, Server::Use::closed);
+        Drain(std::move(socket));
         break;
       }
     }
     if (!ec) http::read(socket, buffer, parser, ec);
     if (ec == http::error::body_limit) {
       HttpRequest req;
+      req.keep_alive(false);
       SendError(socket, req, http::status::payload_too_large, "the body is over " +
-                std::to_string(s->options.max_body_bytes) + " bytes", "invalid_request_error");
+                std::to_string(s.options.max_body_bytes) + " bytes", "invalid_request_error");
+      s.Track(&socket, Server::Use::closed);
+      Drain(std::move(socket));
       break;
     }
     if (ec) break;  // the client closed, or sent what is not HTTP
     const HttpRequest& req = parser.get();
-    if (IsOpenPi(req) && Authorized(*s, req)) {
-      ServeOpenPi(*s, socket, req);  // a websocket on this socket until it closes
+    if (IsOpenPi(req) && Authorized(s, req)) {
+      s.Track(&socket, Server::Use::websocket);
+      ServeOpenPi(s, socket, req);  // a websocket on this socket until it closes
       break;
     }
-    if (!Route(*s, socket, req) || !req.keep_alive() || s->stopping) break;
+    if (!Route(s, socket, req) || !req.keep_alive() || s.stopping) break;
   }
-  s->Track(&socket, false);
-  beast::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_send, ignored);
-  s->metrics.Connected(-1);
+  s.Track(&socket, Server::Use::closed);
+  if (socket.is_open()) {
+    beast::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_send, ignored);
+  }
+  s.metrics.Connected(-1);
 }
 
 // A connection the server cannot take (over --max-connections, or no memory for it), answered
 // on the accepting thread without a thread of its own: its request's header is read (2 s at
-// most), then 429 with the reason, and it is closed.
-void Refuse(const std::shared_ptr<Server>& s, tcp::socket socket, std::string reason) {
+// most), then 429 with the reason, and it is drained and closed.
+void Refuse(Server& s, tcp::socket socket, std::string reason) {
   struct Refused {
     explicit Refused(tcp::socket socket) : stream(std::move(socket)) {}
     beast::tcp_stream stream;
@@ -178,7 +229,7 @@ void Refuse(const std::shared_ptr<Server>& s, tcp::socket socket, std::string re
     http::request_parser<http::string_body> parser;
     http::response<http::string_body> res;
   };
-  s->metrics.ConnectionRefused();
+  s.metrics.ConnectionRefused();
   auto r = std::make_shared<Refused>(std::move(socket));
   r->parser.header_limit(kHeaderLimit);
   r->stream.expires_after(std::chrono::seconds(2));
@@ -187,29 +238,36 @@ void Refuse(const std::shared_ptr<Server>& s, tcp::socket socket, std::string re
     HttpRequest req = r->parser.get();
     req.keep_alive(false);
     r->res = ErrorResponse(req, http::status::too_many_requests, reason, "rate_limit_error", "", "connections");
-    http::async_write(r->stream, r->res, [r](beast::error_code, size_t) {
-      beast::error_code ignored;
-      r->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    http::async_write(r->stream, r->res, [r](beast::error_code written, size_t) {
+      if (!written) Drain(r->stream.release_socket());
     });
   });
 }
 
-// Each connection on its own thread, holding the server and its memory's reservation: one idle
-// in a keep-alive read at shutdown keeps it alive until the process ends.
-void Accept(const std::shared_ptr<Server>& s, tcp::acceptor* acceptor) {
-  acceptor->async_accept([s, acceptor](beast::error_code ec, tcp::socket socket) {
-    if (ec) return;  // closed at shutdown
+// Each connection on its own thread, holding the server and its memory's reservation. The
+// accept loop holds the server weakly: a handler still queued at Stop must not keep it alive.
+void Accept(const std::weak_ptr<Server>& weak, tcp::acceptor* acceptor) {
+  acceptor->async_accept([weak, acceptor](beast::error_code ec, tcp::socket socket) {
+    const std::shared_ptr<Server> s = weak.lock();
+    if (s == nullptr || s->stopping || ec == net::error::operation_aborted) return;  // closed at Stop
+    if (ec) {  // out of descriptors, a connection reset before it was taken: try again shortly
+      auto retry = std::make_shared<net::steady_timer>(s->ioc, std::chrono::milliseconds(100));
+      retry->async_wait([weak, acceptor, retry](beast::error_code) { Accept(weak, acceptor); });
+      return;
+    }
     const int open = s->metrics.connections();
     if (open >= s->options.max_connections) {
-      Refuse(s, std::move(socket), "the server has " + std::to_string(open) + " connections open, its limit "
+      Refuse(*s, std::move(socket), "the server has " + std::to_string(open) + " connections open, its limit "
              "(--max-connections " + std::to_string(s->options.max_connections) + "); close one or retry later");
     } else if (LedgerReservation memory(s->pool.ledger(), "server: connection", kConnectionBytes); !memory.held()) {
-      Refuse(s, std::move(socket), "the server has no memory for another connection now: " + memory.refusal());
+      Refuse(*s, std::move(socket), "the server has no memory for another connection now: " + memory.refusal());
     } else {
       s->metrics.Connected(+1);
-      std::thread(Connection, s, std::move(socket), std::move(memory)).detach();
+      auto c = std::make_unique<ConnectionState>(ConnectionState{s, std::move(socket), std::move(memory)});
+      s->Track(&c->socket, Server::Use::http);  // before its thread runs: Stop sees it either way
+      std::thread(Connection, std::move(c)).detach();
     }
-    Accept(s, acceptor);
+    Accept(weak, acceptor);
   });
 }
 
@@ -256,7 +314,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ServeOptions& option
   r.url = "http://" + bound.address().to_string() + ":" + std::to_string(bound.port()) + "/v1";
   r.server = server;
   r.acceptor = std::move(acceptor);
-  Accept(server, r.acceptor.get());
+  Accept(server, r.acceptor.get());  // weakly
   r.io = std::thread([server] { server->ioc.run(); });  // until Stop: the acceptor keeps it busy
   return running;
 }
@@ -274,10 +332,16 @@ void HttpServer::Stop() {
     beast::error_code ignored;
     acceptor->close(ignored);
   });
+  s.ShutAll(Server::Use::websocket);  // a policy connection holds its session between observations
   s.pool.CancelAll(std::chrono::seconds(10));  // each running request ends with its terminal chunk
-  s.ShutAll();
+  s.ShutAll(Server::Use::http);
   s.ioc.stop();
   running_->io.join();
+  // What the io thread left queued (an accept, a refusal's read) ends here, with its sockets.
+  beast::error_code ignored;
+  running_->acceptor->close(ignored);
+  s.ioc.restart();
+  s.ioc.poll();
 }
 
 int Serve(const ServeOptions& options, bool (*stop)()) {

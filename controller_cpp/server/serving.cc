@@ -81,7 +81,7 @@ std::string ServerMetrics::Prometheus(const SessionPool& pool) const {
   Gauge(&out, "omni_edge_sessions", "Sessions the server opened.", double(pool.size()));
   Gauge(&out, "omni_edge_sessions_busy", "Sessions running a request now.", double(pool.busy()));
   Gauge(&out, "omni_edge_connections", "Connections open now (each on a thread).", double(connections_));
-  out += "# HELP omni_edge_connections_refused_total Connections refused over --max-connections.\n"
+  out += "# HELP omni_edge_connections_refused_total Connections refused (over --max-connections, or no memory for one).\n"
          "# TYPE omni_edge_connections_refused_total counter\nomni_edge_connections_refused_total " +
          std::to_string(connections_refused_) + "\n";
   out += LedgerGauges(pool.ledger());

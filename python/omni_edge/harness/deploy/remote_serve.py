@@ -68,33 +68,37 @@ def remote_server(deployment: Deployment, flags: list[str], start_timeout_s: flo
         argv = [deployment.binary, "serve", "--plan", deployment.plan, "--host", "127.0.0.1", "--port", "0", *flags]
         try:
             result.append(device.stream(argv, on_line, timeout=SERVE_FOREVER_S, env=deployment.env, on_start=pid.append))
-        except DeviceError as exc:
+        except Exception as exc:  # any failure is the start's answer, not a 10-minute wait
             result.append(exc)
-        listening.put({})  # ended: wakes a start still waiting
+        finally:
+            listening.put({})  # ended: wakes a start still waiting
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    try:
-        event = listening.get(timeout=start_timeout_s)
-    except queue.Empty:
-        event = {}
-    if not event:
-        if pid:
-            device.kill(pid[0], hard=True)
-        thread.join(timeout=30)
-        ended = result[0] if result else None
-        why = ended if isinstance(ended, DeviceError) else getattr(ended, "stderr", "") or "no listening line"
-        raise DeviceError(f"{device.serial}: omni-edge-run serve did not start: {str(why).strip()[-800:]}")
-    local = device.forward(_port_of(event["url"]))
-    try:
+    local: int | None = None
+    try:  # whatever happens from here (a failed forward, a signal, the block raising), the server stops
+        try:
+            event = listening.get(timeout=start_timeout_s)  # the listening line, or {} when the server ended
+        except queue.Empty:
+            event = {}
+        if not event:
+            ended = result[0] if result else None
+            why = ended if isinstance(ended, Exception) else getattr(ended, "stderr", "") or "no listening line in time"
+            raise DeviceError(f"{device.serial}: omni-edge-run serve did not start: {str(why).strip()[-800:]}")
+        local = device.forward(_port_of(event["url"]))
         yield RemoteServer(url=f"http://127.0.0.1:{local}/v1", model=str(event["model"]), pid=pid[0])
     finally:
-        device.remove_forward(local)
-        device.kill(pid[0])
+        if pid:
+            device.kill(pid[0])  # SIGTERM: it ends its streams and exits 0
         thread.join(timeout=120)
+        if pid and thread.is_alive():
+            device.kill(pid[0], hard=True)
+            thread.join(timeout=30)
+        if local is not None:
+            device.remove_forward(local)
     ended = result[0] if result else None
-    if isinstance(ended, DeviceError):
-        raise ended
+    if isinstance(ended, Exception):
+        raise ended if isinstance(ended, DeviceError) else DeviceError(f"{device.serial}: omni-edge-run serve: {ended}")
     if ended is None or ended.returncode != 0:
         raise DeviceError(f"{device.serial}: omni-edge-run serve exited "
                           f"{getattr(ended, 'returncode', None)}: {getattr(ended, 'stderr', '').strip()[-800:]}")

@@ -66,6 +66,8 @@ def _chat_row(server: RemoteServer, workload: Workload, audio: bool) -> dict[str
         if kind == "metrics":
             metrics = payload
             continue
+        if "error" in payload:  # a failure after the stream began comes as an event
+            raise DeviceError(f"/chat/completions: {payload['error']}")
         tokens = (payload.get("usage") or {}).get("completion_tokens", tokens)
         delta = payload["choices"][0].get("delta", {}) if payload.get("choices") else {}
         content += [t] if delta.get("content") or (delta.get("audio") or {}).get("transcript") else []

@@ -68,15 +68,21 @@ public final class Server implements AutoCloseable {
   private long handle;
   private final String url;
 
-  private Server(long handle) {
+  private Server(long handle, String url) {
     this.handle = handle;
-    this.url = NativeBridge.serverUrl(handle);
+    this.url = url;
   }
 
   /** Loads the plan's sessions and listens; blocks while they load, so call it off the UI thread. */
   public static Server start(Config config) {
-    return new Server(NativeBridge.serverStart(config.planPath, config.host, config.port,
-        config.apiKey == null ? "" : config.apiKey, config.maxSessions, config.threads));
+    long handle = NativeBridge.serverStart(config.planPath, config.host, config.port,
+        config.apiKey == null ? "" : config.apiKey, config.maxSessions, config.threads);
+    try {
+      return new Server(handle, NativeBridge.serverUrl(handle));
+    } catch (RuntimeException e) {
+      NativeBridge.serverStop(handle);  // not left running without an owner
+      throw e;
+    }
   }
 
   /** The base URL clients take, e.g. "http://127.0.0.1:8000/v1". */
