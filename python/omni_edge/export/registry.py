@@ -12,7 +12,7 @@ from typing import Any
 
 from omni_edge.export import gguf
 from omni_edge.export.architecture import Architecture
-from omni_edge.export.models import llama, pi0, qwen2, qwen3, qwen3_tts, qwen25_omni
+from omni_edge.export.models import llama, minicpmo45, pi0, qwen2, qwen3, qwen3_tts, qwen25_omni
 from omni_edge.export.options import TargetOptions
 
 ARCHITECTURES: tuple[Architecture, ...] = (
@@ -21,6 +21,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     llama.ARCHITECTURE,
     qwen3_tts.ARCHITECTURE,
     qwen25_omni.ARCHITECTURE,
+    minicpmo45.ARCHITECTURE,
     pi0.ARCHITECTURE,
 )
 TASKS = ("llm", "tts", "policy")
@@ -45,11 +46,15 @@ def of_checkpoint(checkpoint: Path) -> Architecture:
     if not config.is_file():
         raise ValueError(f"{checkpoint}: not a checkpoint directory (no config.json)")
     try:
-        model_type = json.loads(config.read_text()).get("model_type")
+        fields = json.loads(config.read_text())
+        model_type = fields.get("model_type")
     except (OSError, ValueError, AttributeError) as exc:
         raise ValueError(f"{config}: not a readable config ({exc})") from None
     for arch in ARCHITECTURES:
         if model_type in arch.model_types:
+            error = arch.config_error(fields, checkpoint) if arch.config_error else None
+            if error:
+                raise ValueError(error)
             return arch
     known = ", ".join(model_types())
     raise ValueError(f"{checkpoint}: model_type {model_type!r} is not supported (known: {known})")

@@ -1,0 +1,165 @@
+"""Writes the MiniCPM-o 4.5 thinker fixture of tests/export/models/minicpmo45/test_minicpmo45_reference.py:
+a tiny checkpoint in the release's layout (`omni-edge make-checkpoint --arch minicpmo-4.5`), loaded
+into vLLM-Omni 0.30.0's own thinker (`MiniCPMO45OmniLLMForConditionalGeneration`, built by its own
+__init__, its weights through its own load_weights), and what that code makes of real media:
+its image processor's slices, tgt_sizes and placeholder text for each image, its
+get_vision_hidden_states and get_audio_hidden_states (reference.safetensors + reference.json, beside
+the checkpoint/ directory; each slice's pixels kept at every STRIDE-th column).
+
+vLLM itself is not importable here (no GPU build): its modules are stubbed, the thinker's file is
+loaded by path, and its LLM (a vLLM Qwen3) is left out: the encoders, resampler, projector and
+processor are vLLM-Omni's code as published; the LLM is transformers' Qwen3 on both sides.
+
+Not run by the tests. To regenerate (the wheel is read, never installed):
+    pip download --no-deps vllm-omni==0.30.0 -d /tmp/vo && unzip -q /tmp/vo/*.whl -d /tmp/vo/src
+    .venv/bin/python tests/data/minicpmo45/make_fixture.py /tmp/vo/src tests/data/minicpmo45
+"""
+
+import importlib.util
+import json
+import logging
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests"))
+from minicpmo45_media import audio_inputs, image_inputs  # noqa: E402
+
+MODELS = "vllm_omni/model_executor/models/minicpmo_4_5"
+STRIDE = 29  # of the slices' pixel strips kept: enough to tell a resize or crop apart, 1/29 of the bytes
+
+
+class _Anything:
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __class_getitem__(cls, item: object) -> type:
+        return cls
+
+
+class _Stub(types.ModuleType):
+    """A module whose every attribute is a placeholder class (vLLM's types in annotations and bases)."""
+
+    def __getattr__(self, name: str) -> type:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = type(name, (_Anything,), {})
+        setattr(self, name, value)
+        return value
+
+
+def _stub(name: str, **attrs: object) -> None:
+    module = _Stub(name)
+    module.__path__ = []  # type: ignore[attr-defined]
+    module.__dict__.update(attrs)
+    sys.modules[name] = module
+
+
+def _load(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Llm(torch.nn.Module):
+    """Where vLLM's Qwen3 would be: only its hidden size is read by the thinker's __init__."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.config = types.SimpleNamespace(hidden_size=hidden)
+        self.make_empty_intermediate_tensors = None
+
+    def load_weights(self, weights: object) -> set[str]:
+        return set()
+
+
+def upstream_thinker(src: Path, checkpoint: Path) -> tuple[object, types.ModuleType]:
+    for name in ("vllm", "vllm.config", "vllm.config.multimodal", "vllm.inputs", "vllm.model_executor",
+                 "vllm.model_executor.models", "vllm.model_executor.models.interfaces", "vllm.multimodal.inputs",
+                 "vllm.multimodal.parse", "vllm.multimodal.processing", "vllm.sequence", "vllm.utils",
+                 "vllm.utils.tensor_schema", "vllm_omni", "vllm_omni.model_executor", "vllm_omni.model_executor.models",
+                 "vllm_omni.model_executor.models.model_local_kv", "vllm_omni.model_executor.models.minicpmo_4_5",
+                 "vllm_omni.model_executor.models.minicpmo_4_5.duplex"):
+        _stub(name)
+    config = json.loads((checkpoint / "config.json").read_text())
+    registry = types.SimpleNamespace(register_processor=lambda *a, **k: (lambda cls: cls))
+    _stub("vllm.logger", init_logger=logging.getLogger)
+    _stub("vllm.multimodal", MULTIMODAL_REGISTRY=registry)
+    _stub("vllm.model_executor.models.utils", _merge_multimodal_embeddings=None, flatten_bn=None,
+          init_vllm_registered_model=lambda **k: _Llm(config["hidden_size"]),
+          maybe_prefix=lambda prefix, name: f"{prefix}.{name}" if prefix else name)
+    _load("vllm_omni.model_executor.models.minicpmo_4_5.duplex.compat", src / MODELS / "duplex/compat.py")
+    thinker_file = _load("minicpmo_4_5_omni_llm", src / MODELS / "minicpmo_4_5_omni_llm.py")
+    hf_config = thinker_file.MiniCPMOConfig(**config)
+    assert thinker_file.get_version_by_config(hf_config) == (4, 5)
+    limits = types.SimpleNamespace(get_limit_per_prompt=lambda modality: 1)
+    vllm_config = types.SimpleNamespace(model_config=types.SimpleNamespace(
+        hf_config=hf_config, multimodal_config=limits, _attn_implementation="eager"))
+    model = thinker_file.MiniCPMO45OmniLLMForConditionalGeneration(vllm_config=vllm_config)
+    weights = load_file(str(checkpoint / "model.safetensors"))
+    loaded = model.load_weights(weights.items())
+    expected = {k for k in weights if not k.startswith("llm.")}
+    assert expected <= loaded, sorted(expected - loaded)[:5]
+    for name, module in (("vpm", model.vpm), ("resampler", model.resampler), ("apm", model.apm),
+                         ("audio_projection_layer", model.audio_projection_layer)):
+        own = {k for k in weights if k.startswith(name + ".")}
+        assert {f"{name}.{k}" for k in module.state_dict()} == own, name  # every tensor has its place
+    return model.eval(), thinker_file
+
+
+def main(src: Path, out: Path) -> None:
+    from omni_edge.export.models.minicpmo45.checkpoint import make_checkpoint
+
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    make_checkpoint(tmp, preset="tiny", seed=0)
+    model, thinker_file = upstream_thinker(src, tmp)
+    torch.set_grad_enabled(False)
+    c = model.config
+    processor = thinker_file.MiniCPMVImageProcessor(max_slice_nums=c.slice_config.max_slice_nums,
+                                                    scale_resolution=c.image_size, patch_size=c.vision_config.patch_size,
+                                                    use_image_id=c.use_image_id, image_feature_size=c.query_num)
+    tensors: dict[str, torch.Tensor] = {}
+    cases: dict[str, list[dict[str, object]]] = {"images": [], "audio": []}
+    for i, (name, image) in enumerate(image_inputs()):
+        got = processor.preprocess([image], return_tensors=None)
+        pixels = [torch.from_numpy(p) for p in got["pixel_values"][0]]
+        tgt = torch.from_numpy(np.asarray(got["tgt_sizes"][0])).long()
+        embeds = model.get_vision_hidden_states({"pixel_values": pixels, "tgt_sizes": tgt})
+        tensors[f"image.{name}.embeddings"] = embeds.flatten(0, 1).contiguous()
+        for j, p in enumerate(pixels):
+            tensors[f"image.{name}.strip{j}"] = p[..., ::STRIDE].contiguous()
+        cases["images"].append({"name": name, "size": list(image.size), "tgt_sizes": tgt.tolist(),
+                                "grid": processor.get_sliced_grid(image.size, c.slice_config.max_slice_nums),
+                                "placeholder": processor.get_slice_image_placeholder(image.size, image_idx=i)})
+    extractor = __import__("transformers").WhisperFeatureExtractor(feature_size=80)
+    for name, samples in audio_inputs():
+        pieces, lens = [], []
+        for start in range(0, len(samples), 480000):  # the release processor's 30 s pieces
+            got = extractor(samples[start:start + 480000], sampling_rate=16000, return_attention_mask=True,
+                            padding="max_length", return_tensors="pt")
+            n = int(got["attention_mask"][0].sum())
+            pieces.append(got["input_features"][0, :, :n])
+            lens.append(n)
+        embeds = model.get_audio_hidden_states({"audio_features": pieces, "audio_feature_lens": [torch.tensor(lens)]})
+        tensors[f"audio.{name}.embeddings"] = embeds[0].contiguous()
+        cases["audio"].append({"name": name, "samples": len(samples), "mel_frames": lens})
+    shutil.rmtree(out / "checkpoint", ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(tmp), str(out / "checkpoint"))
+    save_file(tensors, str(out / "reference.safetensors"))
+    (out / "reference.json").write_text(json.dumps({"upstream": "vllm-omni 0.30.0", "cases": cases}, indent=1) + "\n")
+    print(f"wrote {out / 'checkpoint'}: {len(tensors)} reference tensors")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

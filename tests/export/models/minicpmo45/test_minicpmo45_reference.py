@@ -1,0 +1,127 @@
+"""MiniCPM-o 4.5's thinker reference against vLLM-Omni 0.30.0's own code: a tiny checkpoint in the
+release's layout, loaded by vLLM-Omni's thinker, and what its image processor, vision tower +
+resampler and audio encoder + projector made of real media (tests/data/minicpmo45/make_fixture.py).
+The same checkpoint through the local modules must give the same slices, placeholders and
+embeddings (rule 2: committed fixture, compared by SQNR)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from minicpmo45_media import audio_inputs, image_inputs
+from numeric import assert_sqnr
+from omni_edge.export.models.minicpmo45.config import read_config
+from omni_edge.export.models.minicpmo45.reference import (
+    Media,
+    Thinker,
+    audio_embeddings,
+    generate,
+    image_embeddings,
+    load_thinker,
+    render_prompt,
+)
+from omni_edge.export.models.minicpmo45.vision import image_placeholder, patch_strip, slice_image
+from omni_edge.export.registry import of_checkpoint
+from paths import DATA
+from safetensors.torch import load_file
+
+FIXTURE = DATA / "minicpmo45"
+CHECKPOINT = FIXTURE / "checkpoint"
+CASES: dict[str, Any] = json.loads((FIXTURE / "reference.json").read_text())["cases"]
+REFERENCE = load_file(str(FIXTURE / "reference.safetensors"))
+STRIDE = 29  # make_fixture.py keeps every 29th column of the pixel strips
+EMBEDDINGS_DB = 100.0  # fp32, summation order only (measured 132-133 dB images, 131-135 dB audio)
+PIXELS_DB = 120.0      # the same Pillow resize and float32 normalization (measured: bit-equal)
+
+
+@pytest.fixture(scope="module")
+def thinker() -> Thinker:
+    return load_thinker(CHECKPOINT)
+
+
+@pytest.mark.parametrize("case", range(len(CASES["images"])))
+def test_images_are_sliced_placed_and_embedded_as_vllm_omni_does(thinker: Thinker, case: int) -> None:
+    expected = CASES["images"][case]
+    name, image = image_inputs()[case]
+    assert name == expected["name"]
+    sliced = slice_image(image, thinker.config.slices)
+    patch = thinker.config.vision.patch
+    assert [[h // patch, w // patch] for h, w in sliced.sizes] == expected["tgt_sizes"]
+    assert (list(sliced.grid) if sliced.grid else None) == expected["grid"]
+    assert image_placeholder(sliced, thinker.config.slices, case) == expected["placeholder"]
+    for j, x in enumerate(sliced.slices):
+        assert_sqnr(REFERENCE[f"image.{name}.strip{j}"], patch_strip(x, patch)[..., ::STRIDE], PIXELS_DB, f"{name} slice {j}")
+    assert_sqnr(REFERENCE[f"image.{name}.embeddings"], image_embeddings(thinker, image), EMBEDDINGS_DB, name)
+
+
+@pytest.mark.parametrize("case", range(len(CASES["audio"])))
+def test_audio_is_embedded_as_vllm_omni_does(thinker: Thinker, case: int) -> None:
+    expected = CASES["audio"][case]
+    name, samples = audio_inputs()[case]
+    assert name == expected["name"] and len(samples) == expected["samples"]
+    got = audio_embeddings(thinker, samples)
+    reference = REFERENCE[f"audio.{name}.embeddings"]
+    assert got.shape == reference.shape  # 10 a second; a clip past 30 s in two pieces
+    assert_sqnr(reference, got, EMBEDDINGS_DB, name)
+
+
+def test_a_request_places_every_embedding_and_stops_on_the_speech_end(thinker: Thinker) -> None:
+    """The red square and the tone in one spoken request: the prompt's `<unk>`s are exactly the
+    media's embeddings, the turn ends with thinking off and `<|tts_bos|>`, and the greedy reply is
+    the same whether the embeddings are placed by the reference or fed row by row."""
+    media = [Media("image", image_inputs()[0][1]), Media("audio", audio_inputs()[0][1])]
+    text = render_prompt(thinker, media, "What do you see and hear?", speech=True)
+    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n<|tts_bos|>")
+    assert text.count("<unk>") == thinker.config.slices.query_num + 20  # one slice; 2 s of audio
+    ids, reply = generate(thinker, media, "What do you see and hear?", 12, speech=True)
+    assert reply.hidden.shape == (len(reply.ids), thinker.config.hidden)
+    embeds = thinker.llm.model.embed_tokens(torch.tensor([ids]))
+    with torch.no_grad():
+        # Replacing the media rows by zeros changes the reply's first logits: they are read.
+        from omni_edge.export.models.minicpmo45.reference import input_embeddings
+
+        placed = input_embeddings(thinker, ids, media)
+        assert not torch.equal(placed, embeds)
+        first = thinker.llm(inputs_embeds=placed).logits[0, -1]
+    assert reply.ids[0] == int(torch.argmax(first))
+
+
+def test_the_registry_takes_4_5_and_refuses_2_6_by_name(tmp_path: Path) -> None:
+    assert of_checkpoint(CHECKPOINT).name == "minicpmo-4.5"
+    config = json.loads((CHECKPOINT / "config.json").read_text())
+    for version, said in (("2.6", "MiniCPM-o 2.6 is not supported"), (None, "without a version")):
+        target = tmp_path / str(version)
+        shutil.copytree(CHECKPOINT, target)
+        changed = {k: v for k, v in config.items() if k != "version"} | ({"version": version} if version else {})
+        (target / "config.json").write_text(json.dumps(changed))
+        with pytest.raises(ValueError, match=said):
+            of_checkpoint(target)
+        with pytest.raises(ValueError, match=said):
+            read_config(target)
+
+
+def test_a_checkpoint_missing_a_tensor_or_shaped_otherwise_is_refused_by_name(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    weights = load_file(str(CHECKPOINT / "model.safetensors"))
+    for name, change in (("resampler.query", None), ("apm.conv1.weight", torch.zeros(3, 3, 3))):
+        target = tmp_path / name
+        shutil.copytree(CHECKPOINT, target)
+        changed = {k: v for k, v in weights.items() if k != name} | ({name: change} if change is not None else {})
+        save_file(changed, str(target / "model.safetensors"))
+        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+            load_thinker(target)
+
+
+def test_the_media_inputs_are_real(thinker: Thinker) -> None:
+    """The photo is a photo and the speech is speech (not silence): what the fixture measured."""
+    hopper = np.asarray(image_inputs()[1][1], np.float32)
+    assert hopper.std() > 30
+    speech = audio_inputs()[1][1]
+    assert np.abs(speech).max() > 0.1

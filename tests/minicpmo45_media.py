@@ -1,0 +1,43 @@
+"""The real media MiniCPM-o 4.5's checks run on: the roadmap's red square and 440 Hz tone, a
+photo (matplotlib's Grace Hopper, sliced into a grid; also stretched wide for a 3x1 grid) and
+recorded speech (pocketsphinx-testdata's LibriVox clips, one alone and several joined past 30 s
+so that the audio encoder's pieces split)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")  # scripts/install_system_deps.sh
+
+
+def photo() -> object:
+    import matplotlib
+    from PIL import Image
+
+    return Image.open(Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg").convert("RGB")
+
+
+def image_inputs() -> list[tuple[str, object]]:
+    from PIL import Image
+
+    hopper = photo()
+    return [("red_square", Image.new("RGB", (448, 448), (255, 0, 0))), ("hopper", hopper),
+            ("hopper_wide", hopper.resize((1000, 400), Image.Resampling.BICUBIC))]
+
+
+def tone(seconds: float = 2.0, hz: float = 440.0, rate: int = 16000) -> np.ndarray:
+    return (0.5 * np.sin(2 * np.pi * hz * np.arange(int(seconds * rate)) / rate)).astype(np.float32)
+
+
+def speech_clips() -> list[np.ndarray]:
+    from omni_edge.runtime.media import read_wav
+
+    return [read_wav(path)[0] for path in sorted(LIBRIVOX.glob("*.wav"))]
+
+
+def audio_inputs() -> list[tuple[str, np.ndarray]]:
+    clips = speech_clips()
+    joined = np.concatenate(clips * (1 + int(31 * 16000 // sum(len(c) for c in clips))))[: 33 * 16000 + 77]
+    return [("tone", tone()), ("speech", clips[0]), ("speech_33s", joined)]
