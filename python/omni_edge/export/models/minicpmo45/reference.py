@@ -183,12 +183,13 @@ class Reply:
     ids: list[int]        # generated, without the stop token
     hidden: torch.Tensor  # [len(ids), hidden]: the final norm's output at each generated token's position
     stop: int | None      # the stop id that ended it, None at max_new_tokens
+    logits: list[torch.Tensor] = field(default_factory=list)  # [vocab] before each pick
 
 
 @torch.no_grad()
 def generate(thinker: Thinker, media: list[Media], text: str, max_new_tokens: int, chat: bool = True,
-             speech: bool = False, system: str | None = None) -> tuple[list[int], Reply]:
-    """The prompt's ids and the greedy reply."""
+             speech: bool = False, system: str | None = None, ignore_stop: bool = False) -> tuple[list[int], Reply]:
+    """The prompt's ids and the greedy reply (`ignore_stop`: all max_new_tokens, through stop ids)."""
     from transformers import DynamicCache
 
     ids = list(thinker.tokenizer.encode(render_prompt(thinker, media, text, chat, speech, system), add_special_tokens=False))
@@ -196,9 +197,11 @@ def generate(thinker: Thinker, media: list[Media], text: str, max_new_tokens: in
     out = thinker.llm(inputs_embeds=input_embeddings(thinker, ids, media), past_key_values=cache, use_cache=True)
     reply: list[int] = []
     hidden: list[torch.Tensor] = []
-    stop_ids, stop = thinker.stop_ids, None
+    logits: list[torch.Tensor] = []
+    stop_ids, stop = () if ignore_stop else thinker.stop_ids, None
     for _ in range(max_new_tokens):
-        token = int(torch.argmax(out.logits[0, -1]))
+        logits.append(out.logits[0, -1].clone())
+        token = int(torch.argmax(logits[-1]))
         if token in stop_ids:
             stop = token
             break
@@ -207,4 +210,4 @@ def generate(thinker: Thinker, media: list[Media], text: str, max_new_tokens: in
                           output_hidden_states=True)
         hidden.append(out.hidden_states[-1][0, -1])
     rows = torch.stack(hidden) if hidden else torch.zeros(0, thinker.config.hidden)
-    return ids, Reply(reply, rows, stop)
+    return ids, Reply(reply, rows, stop, logits)

@@ -1,0 +1,86 @@
+"""`omni-edge export llm` on a MiniCPM-o 4.5 checkpoint: the thinker's Qwen3 decoder through the
+shared text decoder export (every target and precision it has: ONNX Runtime fp32/int8/int4,
+ExecuTorch, QNN HTP per SoC; plan.json is its text plan), and on the CPU the encoders as ONNX
+components beside it:
+
+    vision-onnx/  one graph per slice size of the --image-sizes images (slice_<rows>x<cols>.onnx)
+    audio-onnx/   the 30 s piece graph (audio_piece.onnx)
+
+Each encoder's numerical report holds its graphs against the reference modules; their task
+report (shared) runs a whole image + audio request through the exported graphs (encoders on
+ONNX Runtime, their rows in place of the prompt's `<unk>`s, the thinker on the native engine),
+greedy, against the PyTorch reference.
+
+Not yet: the plan that runs the encoders natively (the controller's encoder stage slices images
+the Qwen2-VL way), the talker and token2wav."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tqdm import tqdm
+
+from omni_edge.artifacts import identity_report, new_component, write_validated
+from omni_edge.contracts import ReportCheck, ValidationReport
+from omni_edge.export.decoder.export import checked, export_decoder_lm
+from omni_edge.export.models.minicpmo45.onnx import export_audio, export_vision
+from omni_edge.export.models.minicpmo45.reference import Thinker, load_thinker
+from omni_edge.export.models.minicpmo45.validation import media_report
+from omni_edge.export.models.minicpmo45.vision import slice_image
+from omni_edge.export.options import LlmExportOptions
+
+ENCODER_SQNR_DB = 60.0  # fp32 graphs vs the reference modules: summation order only (measured 120+ dB)
+PREPROCESSOR = ("tokenizer.json", "config.json", "preprocessor_config.json")
+
+
+def slice_sizes(thinker: Thinker, image_sizes: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    """The (rows, cols) patch sizes of every slice of images of these (width, height) sizes."""
+    from PIL import Image
+
+    sizes: set[tuple[int, int]] = set()
+    patch = thinker.config.vision.patch
+    for width, height in image_sizes:
+        sliced = slice_image(Image.new("RGB", (width, height)), thinker.config.slices)
+        sizes |= {(h // patch, w // patch) for h, w in sliced.sizes}
+    return sorted(sizes)
+
+
+def export(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
+    opts = checked(opts)
+    thinker = load_thinker(checkpoint)
+    plans = export_decoder_lm(thinker.llm, checkpoint, out, opts)
+    if opts.target == "cpu" and "onnx" in opts.formats:
+        _encoders(checkpoint, out, thinker, plans[0], opts)
+    return plans
+
+
+def _identity(checkpoint: Path, bucket: str) -> dict[str, str]:
+    revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
+    return dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32", shape_bucket=bucket,
+                target_abi="x86_64-linux")
+
+
+def _encoders(checkpoint: Path, out: Path, thinker: Thinker, plan: Path, opts: LlmExportOptions) -> None:
+    import torch
+    from onnxruntime import __version__ as ort_version
+
+    sizes = slice_sizes(thinker, opts.image_sizes)
+    preprocessor = [checkpoint / "preprocessor_config.json"]
+    with tqdm(total=len(sizes) + 1, desc="export minicpm-o 4.5 encoders", unit="graph", leave=False) as bar:
+        vision = export_vision(new_component(out / "vision-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker, sizes, bar)
+        audio = export_audio(new_component(out / "audio-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker, bar)
+    # One task for both: the whole request's greedy ids with their outputs in place.
+    media: tuple[ReportCheck, ...] = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
+    if opts.validate:
+        media = media_report(thinker, plan, out, opts.image_sizes[0], opts.threads)
+    for kind, result, extra in (("vision", vision, {"slice_sizes": [list(s) for s in sizes]}),
+                                ("audio", audio, {"piece_frames": audio["piece_frames"], "pool_step": audio["pool_step"]})):
+        identity = _identity(checkpoint, "slices-" + "-".join(vision["graphs"]) if kind == "vision" else
+                             f"piece{audio['piece_frames']}")
+        numerical = identity_report("numerical", identity, (ReportCheck("embeds_sqnr_db", result["sqnr_db"], ENCODER_SQNR_DB, ">="),))
+        task: ValidationReport = identity_report("task", identity, media)
+        write_validated(out / f"{kind}-onnx", f"{kind}-onnx", identity, numerical, task, runtime="onnxruntime",
+                        runtime_version=ort_version, compiler_version=f"torch-{torch.__version__}",
+                        extra_metadata={kind: {"graphs": result["graphs"], "hidden_size": thinker.config.hidden,
+                                               "query_num": thinker.config.slices.query_num, **extra}})

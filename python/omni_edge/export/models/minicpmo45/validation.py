@@ -1,0 +1,81 @@
+"""The media check of a MiniCPM-o 4.5 export: the roadmap's request (a red square and a 2 s
+440 Hz tone, "What do you see and hear?") through the exported graphs (each slice and audio
+piece on ONNX Runtime, their rows in place of the prompt's `<unk>`s, the thinker on the native
+engine with positions 0..N-1), greedy, against the PyTorch reference on the same request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from omni_edge.contracts import ReportCheck
+from omni_edge.export.comparison import FP32_TIE_GAP
+from omni_edge.export.models.minicpmo45.audio import log_mel_pieces
+from omni_edge.export.models.minicpmo45.onnx import run_audio_pieces, slice_key
+from omni_edge.export.models.minicpmo45.reference import Media, Reply, Thinker, generate
+from omni_edge.export.models.minicpmo45.vision import patch_strip, slice_image
+from omni_edge.export.targets.onnx_target import cpu_session
+
+MEDIA_TOKENS = 16
+QUESTION = "What do you see and hear?"
+
+
+def request(size: tuple[int, int]) -> list[Media]:
+    from PIL import Image
+
+    t = np.arange(32000) / 16000
+    return [Media("image", Image.new("RGB", size, (255, 0, 0))),
+            Media("audio", (0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32))]
+
+
+def exported_rows(thinker: Thinker, out: Path, media: list[Media]) -> np.ndarray:
+    """The media's embeddings through the exported encoder graphs, in prompt order."""
+    patch, rows = thinker.config.vision.patch, []
+    for item in media:
+        if item.kind == "image":
+            sliced = slice_image(item.value, thinker.config.slices)
+            for x, (h, w) in zip(sliced.slices, sliced.sizes, strict=True):
+                graph = out / "vision-onnx" / f"slice_{slice_key(h // patch, w // patch)}.onnx"
+                if not graph.is_file():
+                    raise ValueError(f"no vision graph for a {h // patch}x{w // patch} slice ({graph.name})")
+                rows.append(cpu_session(graph).run(None, {"pixel_strip": patch_strip(x, patch)[None]})[0][0])
+        else:
+            session = cpu_session(out / "audio-onnx" / "audio_piece.onnx")
+            rows.append(run_audio_pieces(session, log_mel_pieces(item.value, thinker.config.audio.mel_bins), 3000,
+                                         thinker.config.audio.pool_step))
+    return np.concatenate(rows).astype(np.float32)
+
+
+def exported_generate(thinker: Thinker, plan: Path, out: Path, ids: list[int], media: list[Media], max_new_tokens: int,
+                      threads: int = 0) -> list[int]:
+    from omni_edge import _native
+
+    slots = [i for i, t in enumerate(ids) if t == thinker.token("<unk>")]
+    engine = _native.LlmEngine.open(str(plan), threads)
+    logits = np.frombuffer(engine.feed(ids, exported_rows(thinker, out, media).tobytes(), slots), np.float32)
+    got: list[int] = []
+    for _ in range(max_new_tokens):
+        got.append(int(np.argmax(logits)))
+        logits = np.frombuffer(engine.feed([got[-1]]), np.float32)
+    return got
+
+
+def greedy_agreement(got: list[int], ref: Reply) -> float:
+    """1.0 when the picks agree up to near ties of the reference; else the share before the first
+    decided difference."""
+    for i, (a, b) in enumerate(zip(got, ref.ids, strict=False)):
+        if a != b:
+            logits = ref.logits[i].double()
+            return 1.0 if float(logits.max() - logits[a]) < FP32_TIE_GAP else i / len(ref.ids)
+    return 1.0
+
+
+def media_report(thinker: Thinker, plan: Path, out: Path, size: tuple[int, int], threads: int) -> tuple[ReportCheck, ...]:
+    media = request(size)
+    with torch.no_grad():
+        ids, ref = generate(thinker, media, QUESTION, MEDIA_TOKENS, ignore_stop=True)
+    got = exported_generate(thinker, plan, out, ids, media, MEDIA_TOKENS, threads)
+    return (ReportCheck("media_greedy_agreement", greedy_agreement(got, ref), 1.0, ">="),
+            ReportCheck("media_prompt_tokens", float(len(ids)), 1.0, ">="))
