@@ -18,8 +18,9 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
     """Writes the graphs into `component_dir`; returns the stage's graph groups for the plan."""
     C = opts.prefill_chunk
     # ONNX Runtime's CPU kernels fuse the "fused" norm pattern (one kernel instead of six per norm:
-    # 285 -> ~200 nodes a body); the HTP's converter takes the ReduceMean form.
-    norm = "fused" if opts.target == "cpu" else "mean"
+    # 285 -> ~200 nodes a body); the HTP's converter takes the ReduceMean form, and in fp16 the
+    # scaled one (squares of a real model's residual rows overflow fp16).
+    norm = "fused" if opts.target == "cpu" else "scaled" if opts.precision == "fp16" else "mean"
     embed, head = EmbedGraph(model, rows=precision != "fp32").eval(), HeadGraph(model, shape, reduce=norm).eval()
     body = BodyGraph(model, shape, reduce=norm, rope_table=rope_table).eval()
     files: list[str] = []
