@@ -29,6 +29,7 @@
 #include "families/llm/config.h"
 #include "media/audio_features.h"
 #include "media/image_preprocess.h"
+#include "media/image_slices.h"
 #include "media/placeholders.h"
 #include "pipeline/latest_queue.h"
 #include "pipeline/playback.h"
@@ -405,6 +406,22 @@ void BindMedia(nb::module_& m) {
   }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("config_json"),
      "An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: "
      "(float32 patches, grid_t, grid_h, grid_w).");
+
+  m.def("slice_image", [](nb::bytes pixels, int64_t width, int64_t height, const std::string& config_json) {
+    const Json config = Unwrap(ParseJson(config_json, "preprocessor_config"));
+    const media::SliceConfig c = Unwrap(media::SliceConfigFromJson(config, "preprocessor_config"));
+    media::RgbImage image{width, height, {}};
+    const auto* bytes = reinterpret_cast<const uint8_t*>(pixels.c_str());
+    image.pixels.assign(bytes, bytes + pixels.size());
+    const media::SlicedImage out = Unwrap(media::SliceImage(image, c));
+    std::vector<std::tuple<int64_t, int64_t, nb::bytes>> slices;
+    for (const media::ImageSlice& s : out.slices) {
+      slices.emplace_back(s.rows, s.cols, nb::bytes(reinterpret_cast<const char*>(s.strip.data()), s.strip.size() * sizeof(float)));
+    }
+    return std::make_tuple(out.grid_cols, out.grid_rows, std::move(slices));
+  }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("config_json"),
+     "An 8-bit RGB image as MiniCPM-V / MiniCPM-o 4.5 slice it: (grid cols, grid rows (0, 0: not cut), "
+     "[(rows, cols, float32 strip [3, patch, rows*cols*patch])] source first).");
 
   m.def("policy_pixels", [](nb::bytes pixels, int64_t width, int64_t height, int64_t size, std::vector<float> mean,
                             std::vector<float> std_dev) {

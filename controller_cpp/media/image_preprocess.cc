@@ -138,7 +138,16 @@ Result<std::pair<int64_t, int64_t>> SmartResize(int64_t height, int64_t width, i
 }
 
 RgbImage ResizeBicubic(const RgbImage& in, int64_t width, int64_t height) {
+  // Pillow 13 runs the vertical pass first when the height shrinks by more than twice what the
+  // width does (ImagingResampleInner); each pass rounds to 8 bits, so the order shows in the
+  // result (Pillow 12 and earlier ran the horizontal pass first always: a few levels apart).
+  const bool vertical_first = in.height - height > 0 && in.height - height > (in.width - width) * 2;
   RgbImage out = in;
+  if (vertical_first) {
+    out = Pass(out, height, /*horizontal=*/false);
+    if (width != in.width) out = Pass(out, width, /*horizontal=*/true);
+    return out;
+  }
   if (width != in.width) out = Pass(out, width, /*horizontal=*/true);
   if (height != in.height) out = Pass(out, height, /*horizontal=*/false);
   return out;

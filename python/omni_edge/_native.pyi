@@ -28,6 +28,11 @@ def preprocess_image(pixels: bytes, width: int, height: int, config_json: str) -
     An 8-bit RGB image (rows of interleaved pixels) as a Qwen2-VL vision encoder reads it: (float32 patches, grid_t, grid_h, grid_w).
     """
 
+def slice_image(pixels: bytes, width: int, height: int, config_json: str) -> tuple[int, int, list[tuple[int, int, bytes]]]:
+    """
+    An 8-bit RGB image as MiniCPM-V / MiniCPM-o 4.5 slice it: (grid cols, grid rows (0, 0: not cut), [(rows, cols, float32 strip [3, patch, rows*cols*patch])] source first).
+    """
+
 def policy_pixels(pixels: bytes, width: int, height: int, size: int, mean: Sequence[float], std: Sequence[float]) -> bytes:
     """
     An 8-bit RGB image as a π0 policy reads a camera: float32 [3, size, size], resized with padding, normalized.

@@ -125,3 +125,22 @@ def test_the_media_inputs_are_real(thinker: Thinker) -> None:
     assert hopper.std() > 30
     speech = audio_inputs()[1][1]
     assert np.abs(speech).max() > 0.1
+
+
+@pytest.mark.parametrize("size", [None, (300, 2000), (168, 1400), (500, 500), (1337, 211), (20, 30)])
+def test_the_native_slicing_is_bit_equal_to_the_reference(thinker: Thinker, size: tuple[int, int] | None) -> None:
+    """The controller's slices (what a device computes) against the reference processor's, for
+    the fixture's images and shapes where Pillow 13 resizes vertically first (tall ones)."""
+    from minicpmo45_media import photo
+    from omni_edge import _native
+
+    images = [image for _, image in image_inputs()] if size is None else [photo().resize(size)]
+    config = (CHECKPOINT / "preprocessor_config.json").read_text()
+    for image in images:
+        cols, rows, native = _native.slice_image(np.asarray(image, np.uint8).tobytes(), image.size[0], image.size[1], config)
+        reference = slice_image(image, thinker.config.slices)
+        assert ((cols, rows) if cols else None) == reference.grid
+        assert len(native) == len(reference.slices)
+        for (h, w, strip), x in zip(native, reference.slices, strict=True):
+            assert (h * 14, w * 14) == x.shape[1:]
+            assert np.array_equal(np.frombuffer(strip, np.float32), patch_strip(x, 14).ravel())
