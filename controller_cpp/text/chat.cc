@@ -13,7 +13,7 @@ std::string Trim(const std::string& s) {
 std::string Turns(const ChatFormat& f, const std::vector<ChatMessage>& messages) {
   std::string out;
   for (const auto& m : messages) out += f.Turn(m);
-  return out + f.Open("assistant");
+  return out + f.Reply();
 }
 
 }  // namespace

@@ -23,6 +23,9 @@ struct ChatFormat {
   std::string end_of_turn;  // the token the model ends its turn with
   std::string after_turn;   // what follows end_of_turn in the rendered conversation
   bool trim = false;        // contents stripped of surrounding whitespace (Llama 3's `| trim`)
+  // What the generation prompt adds after the assistant's opening (a plan's
+  // chat_generation_prompt: MiniCPM-o 4.5's thinking-off "<think>\n\n</think>\n\n").
+  std::string generation_prompt;
 
   // The whole conversation, ending with the assistant's generation prompt.
   std::string Format(const std::vector<ChatMessage>& messages) const;
@@ -33,6 +36,8 @@ struct ChatFormat {
   std::string Body(const std::string& content) const;
   // One finished turn: opened, its body, closed.
   std::string Turn(const ChatMessage& m) const;
+  // The assistant's opening and the generation prompt: where its reply starts.
+  std::string Reply() const { return Open("assistant") + generation_prompt; }
   // A turn's opening (role included), and the close of one.
   std::string Open(const std::string& role) const { return role_prefix + role + role_suffix; }
   std::string Close() const { return end_of_turn + after_turn; }

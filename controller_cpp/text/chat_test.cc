@@ -33,6 +33,15 @@ TEST(ChatFormat, ContinuingEqualsFormattingTheWholeConversation) {
   }
 }
 
+// MiniCPM-o 4.5 replies with thinking off: the plan's generation prompt follows the assistant's
+// opening wherever a reply starts.
+TEST(ChatFormat, TheGenerationPromptFollowsTheAssistantsOpening) {
+  ChatFormat f = *ChatFormatNamed("chatml");
+  f.generation_prompt = "<think>\n\n</think>\n\n";
+  EXPECT_EQ(f.Format({{"user", "hi"}}), "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(f.Continue({{"user", "b"}}), "\n<|im_start|>user\nb<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
 TEST(ChatFormat, OtherNamesHaveNoFormat) {
   EXPECT_FALSE(ChatFormatNamed("none").has_value());
   EXPECT_FALSE(ChatFormatNamed("ChatML").has_value());

@@ -1,16 +1,20 @@
 // The "encoder" section of a media encoder stage (one-shot: llm_generation): which media it
-// reads (image or audio), the checkpoint's preprocessor_config.json, the width of the rows it
-// emits and the width of its input rows, and its graphs (role "encoder": one graph per image patch grid "TxHxW", or the audio
-// chunk graph "chunk").
+// reads (image or audio), how (its style), the checkpoint's preprocessor_config.json, the width
+// of the rows it emits and the width of its input rows, and its graphs (role "encoder").
+// Style "qwen2.5-omni" (the default): one graph per image patch grid "TxHxW", or the audio chunk
+// graph "chunk". Style "minicpmo" (MiniCPM-V / MiniCPM-o 4.5): one graph per image slice size
+// "RxC" (rows x columns of patches; each slice -> query_num rows), or the 30 s audio piece graph
+// "piece" (-> one row per pool_step encoder frames).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "base/json_fields.h"
 #include <array>
 #include <optional>
+
+#include "base/json_fields.h"
 #include "runtime/plan.h"
 
 namespace omni_edge::encoder {
@@ -23,6 +27,10 @@ struct EncoderConfig final : StageConfig {
   int64_t hidden_size = 0;   // of each emitted row (the thinker's hidden size)
   int64_t input_width = 0;   // floats per input row: a patch (image), or the mel bins (audio)
   int64_t chunk_frames = 0;  // audio: mel frames per chunk graph run
+  std::string style = "qwen2.5-omni";
+  int64_t query_num = 0;  // minicpmo image: rows per slice
+  int64_t pool_step = 0;  // minicpmo audio: encoder frames per row
+  bool minicpm() const { return style == "minicpmo"; }
   std::vector<std::string> files() const override { return {preprocessor}; }
 };
 
@@ -30,5 +38,7 @@ Result<std::shared_ptr<const EncoderConfig>> ParseEncoder(const Json& j, const S
 
 // "1x32x32" -> {1, 32, 32}; nullopt for anything else.
 std::optional<std::array<int64_t, 3>> ParseGrid(const std::string& key);
+// "24x42" -> {24, 42} (a slice's rows and columns of patches); nullopt for anything else.
+std::optional<std::array<int64_t, 2>> ParseSliceSize(const std::string& key);
 
 }  // namespace omni_edge::encoder

@@ -11,6 +11,13 @@ namespace {
 
 constexpr size_t kMaxMediaBytes = size_t(256) << 20;
 
+// Rows a MiniCPM-o audio piece of `frames` mel frames makes: the stride-2 convolution, then
+// average pooling by `pool` (the reference's _get_feat_extract_output_lengths).
+int64_t PieceTokens(int64_t frames, int64_t pool) {
+  const int64_t encoded = (frames - 1) / 2 + 1;
+  return encoded < pool ? 0 : (encoded - pool) / pool + 1;  // Python's floor division: none below one pool
+}
+
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -34,7 +41,18 @@ Result<std::unique_ptr<EncoderWorker>> EncoderWorker::Open(const StagePlan& stag
     const std::string name = c.modality + "_encoder_" + key;
     OE_ASSIGN_OR_RETURN(b.graph, LoadGraph(backends, group, key, name));
     std::vector<TensorView> in, out;
-    if (c.modality == "image") {
+    if (c.minicpm() && c.modality == "image") {
+      const auto size = ParseSliceSize(key).value();
+      const int64_t P = w->slicing_.patch_size;
+      b.input = HostTensor(DType::kFloat32, {1, 3, P, size[0] * size[1] * P});
+      b.output = HostTensor(DType::kFloat32, {1, c.query_num, c.hidden_size});
+      in = {b.input.view()};
+    } else if (c.minicpm()) {
+      b.input = HostTensor(DType::kFloat32, {1, c.input_width, c.chunk_frames});
+      b.length = HostTensor(DType::kInt64, {1});
+      b.output = HostTensor(DType::kFloat32, {1, PieceTokens(c.chunk_frames, c.pool_step), c.hidden_size});
+      in = {b.input.view(), b.length.view()};
+    } else if (c.modality == "image") {
       const auto grid = ParseGrid(key).value();
       const media::VisionPreprocessing& v = w->vision_;
       const int64_t patches = grid[0] * grid[1] * grid[2], merge = v.merge_size * v.merge_size;
@@ -63,7 +81,10 @@ Status EncoderWorker::ReadPreprocessor() {
   OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(path));
   OE_ASSIGN_OR_RETURN(Json json, ParseJson(text, path));
   int64_t width = 0;
-  if (config_.modality == "image") {
+  if (config_.minicpm() && config_.modality == "image") {
+    OE_ASSIGN_OR_RETURN(slicing_, media::SliceConfigFromJson(json, path));
+    width = 3 * slicing_.patch_size * slicing_.patch_size;
+  } else if (config_.modality == "image") {
     OE_ASSIGN_OR_RETURN(vision_, media::VisionPreprocessingFromJson(json, path));
     width = 3 * vision_.temporal_patch_size * vision_.patch_size * vision_.patch_size;
   } else {
@@ -167,6 +188,61 @@ Result<std::vector<float>> EncoderWorker::EncodeAudio(const std::string& bytes) 
   return rows;
 }
 
+Result<std::vector<float>> EncoderWorker::EncodeSlices(const std::string& bytes, std::array<int64_t, 3>* grid) {
+  const auto start = std::chrono::steady_clock::now();
+  OE_ASSIGN_OR_RETURN(media::RgbImage image, media::DecodeImage(bytes));
+  OE_ASSIGN_OR_RETURN(media::SlicedImage sliced, media::SliceImage(image, slicing_));
+  preprocess_ms_ += MsSince(start);
+  *grid = {int64_t(sliced.slices.size()), sliced.grid_cols, sliced.grid_rows};
+  std::vector<float> rows;
+  for (const media::ImageSlice& s : sliced.slices) {
+    const std::string key = std::to_string(s.rows) + "x" + std::to_string(s.cols);
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      std::string have;
+      for (const auto& [k, b] : graphs_) have += (have.empty() ? "" : ", ") + k;
+      return Status::Error("invalid_media", "an image of " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                                " pixels has a slice of " + key + " patches; this plan's vision encoder has graphs for " +
+                                                have + " (export with --image-sizes to add one)");
+    }
+    Bound& b = it->second;
+    std::memcpy(b.input.data<float>(), s.strip.data(), b.input.nbytes());
+    OE_RETURN_IF_ERROR(Run(b));
+    rows.insert(rows.end(), b.output.data<float>(), b.output.data<float>() + b.output.nbytes() / sizeof(float));
+  }
+  return rows;
+}
+
+Result<std::vector<float>> EncoderWorker::EncodeAudioPieces(const std::string& bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  OE_ASSIGN_OR_RETURN(media::Pcm pcm, media::DecodeWav(bytes));
+  OE_ASSIGN_OR_RETURN(std::vector<float> samples, media::Resample(pcm.samples, pcm.rate, audio_.sampling_rate));
+  std::vector<media::LogMel> pieces;  // each n_samples (30 s) piece on its own, as the reference
+  for (size_t at = 0; at < samples.size(); at += size_t(audio_.n_samples)) {
+    const size_t end = std::min(samples.size(), at + size_t(audio_.n_samples));
+    OE_ASSIGN_OR_RETURN(media::LogMel mel, media::WhisperLogMel({samples.begin() + long(at), samples.begin() + long(end)}, audio_));
+    pieces.push_back(std::move(mel));
+  }
+  preprocess_ms_ += MsSince(start);
+  audio_seconds_ = double(samples.size()) / double(audio_.sampling_rate);
+  Bound& b = graphs_.at("piece");
+  const int64_t F = config_.chunk_frames, H = config_.hidden_size;
+  std::vector<float> rows;
+  for (const media::LogMel& mel : pieces) {
+    if (mel.frames > F) return Status::Error("invalid_plan", "an audio piece of " + std::to_string(mel.frames) + " frames exceeds the graph's " + std::to_string(F));
+    const int64_t tokens = PieceTokens(mel.frames, config_.pool_step);
+    if (tokens < 1) continue;  // a tail too short for one row, as the reference keeps none
+    float* in = b.input.data<float>();
+    std::memset(in, 0, b.input.nbytes());
+    for (int64_t m = 0; m < mel.mel; ++m) std::memcpy(in + m * F, mel.values.data() + m * mel.frames, size_t(mel.frames) * sizeof(float));
+    b.length.data<int64_t>()[0] = mel.frames;
+    OE_RETURN_IF_ERROR(Run(b));
+    rows.insert(rows.end(), b.output.data<float>(), b.output.data<float>() + tokens * H);
+  }
+  if (rows.empty()) return Status::Error("invalid_media", "the audio is too short for one audio token (it needs 100 ms)");
+  return rows;
+}
+
 Result<pipeline::StepResult> EncoderWorker::Step(pipeline::StepContext& ctx) {
   using pipeline::StepResult;
   if (!forward_.empty()) {  // the earlier encoders' rows, passed on first
@@ -179,7 +255,8 @@ Result<pipeline::StepResult> EncoderWorker::Step(pipeline::StepContext& ctx) {
   const auto& [index, bytes] = items_[next_++];
   std::array<int64_t, 3> grid{};
   const double preprocess_before = preprocess_ms_, encode_before = encode_ms_;
-  auto rows = config_.modality == "image" ? EncodeImage(bytes, &grid) : EncodeAudio(bytes);
+  auto rows = config_.modality == "image" ? (config_.minicpm() ? EncodeSlices(bytes, &grid) : EncodeImage(bytes, &grid))
+                                          : (config_.minicpm() ? EncodeAudioPieces(bytes) : EncodeAudio(bytes));
   if (!rows.ok()) return Status::Error(rows.status().reason(), "media[" + std::to_string(index) + "]: " + rows.status().message());
   const int64_t tokens = int64_t(rows->size()) / config_.hidden_size;
   tokens_ += tokens;

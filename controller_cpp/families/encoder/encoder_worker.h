@@ -18,6 +18,7 @@
 #include "families/encoder/config.h"
 #include "media/audio_features.h"
 #include "media/image_preprocess.h"
+#include "media/image_slices.h"
 #include "pipeline/stage_worker.h"
 #include "runtime/backend_pool.h"
 #include "runtime/tensor.h"
@@ -45,10 +46,15 @@ class EncoderWorker final : public pipeline::StageWorker {
   Status ReadPreprocessor();  // the verified preprocessor_config.json, checked against the plan
   Result<std::vector<float>> EncodeImage(const std::string& bytes, std::array<int64_t, 3>* grid);
   Result<std::vector<float>> EncodeAudio(const std::string& bytes);
+  // MiniCPM-o 4.5: each slice through its size's graph (grid: slices, grid columns, grid rows),
+  // each 30 s piece of audio through the piece graph.
+  Result<std::vector<float>> EncodeSlices(const std::string& bytes, std::array<int64_t, 3>* grid);
+  Result<std::vector<float>> EncodeAudioPieces(const std::string& bytes);
   Status Run(Bound& b);
 
   EncoderConfig config_;
   media::VisionPreprocessing vision_;
+  media::SliceConfig slicing_;
   media::AudioFeatureConfig audio_;
   std::map<std::string, Bound> graphs_;  // by patch grid "TxHxW", or "chunk"
   std::vector<std::pair<int64_t, std::string>> items_;  // (index in the request's media, file bytes)

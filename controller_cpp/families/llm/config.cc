@@ -34,6 +34,7 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
   const Json* sampling = r.Object("sampling", false);
   c->max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
   const Json* media = r.Object("media", false);
+  const std::string generation_prompt = r.String("chat_generation_prompt", false, false, "");
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
   for (size_t i = 0; i < stops->size(); ++i) {
@@ -44,6 +45,7 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
   if (!c->chat && c->chat_format != "none") {
     return PlanError(where + ".chat_format: must be chatml, llama3 or none, got '" + c->chat_format + "'");
   }
+  if (c->chat) c->chat->generation_prompt = generation_prompt;
   OE_RETURN_IF_ERROR(decoding::ParseKv(*kv, where, c->decoder));
   if (!std::filesystem::is_regular_file(c->tokenizer)) {
     return Status::Error("file_missing", where + ".tokenizer: " + c->tokenizer);
@@ -55,11 +57,19 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
   if (media != nullptr) {
     FieldReader m(*media, where + ".media");
     c->media_config = ResolvePath(stage.artifact, m.String("config"));
+    c->media_style = m.String("style", false, true, "qwen2.5-omni");
     OE_RETURN_IF_ERROR(m.Done());
     if (!std::filesystem::is_regular_file(c->media_config)) {
       return Status::Error("file_missing", where + ".media.config: " + c->media_config);
     }
-    if (c->decoder.position_rows != 3) return PlanError(where + ".media: a multimodal thinker's decoder has position_rows 3");
+    if (c->media_style != "qwen2.5-omni" && c->media_style != "minicpmo") {
+      return PlanError(where + ".media.style: must be qwen2.5-omni or minicpmo, got '" + c->media_style + "'");
+    }
+    // Qwen2.5-Omni's thinker reads M-RoPE (three position rows); MiniCPM-o's plain positions.
+    const int64_t rows = c->media_style == "minicpmo" ? 1 : 3;
+    if (c->decoder.position_rows != rows) {
+      return PlanError(where + ".media: a " + c->media_style + " thinker's decoder has position_rows " + std::to_string(rows));
+    }
   } else if (!stage.input_sources.empty()) {
     return PlanError(where + ": an llm stage without media reads the request's text, not other stages (input_sources)");
   }

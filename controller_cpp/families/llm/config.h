@@ -29,6 +29,7 @@ struct LlmConfig final : StageConfig {
   // A multimodal thinker: the config.json its placeholder ids come from (absolute), its input
   // sources the encoder stages whose rows replace them. Empty: text only.
   std::string media_config;
+  std::string media_style = "qwen2.5-omni";  // or minicpmo: its placeholders and plain positions
   std::vector<std::string> files() const override {
     return media_config.empty() ? std::vector<std::string>{tokenizer} : std::vector<std::string>{tokenizer, media_config};
   }

@@ -29,7 +29,15 @@ Result<std::unique_ptr<LlmWorker>> LlmWorker::Open(const StagePlan& stage, Backe
   if (!config->media_config.empty()) {
     OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(config->media_config));
     OE_ASSIGN_OR_RETURN(Json thinker, ParseJson(text, config->media_config));
-    OE_ASSIGN_OR_RETURN(w->placeholders_, media::PlaceholderIdsFromJson(thinker, config->media_config));
+    if (config->media_style == "minicpmo") {
+      // Every media row replaces an <unk> of the item's placeholder text (MiniCPM-o 4.5's processor).
+      const auto unk = w->tokenizer_->Find("<unk>");
+      if (!unk) return Status::Error("invalid_plan", "a MiniCPM-o thinker's tokenizer has no <unk> token");
+      w->minicpm_ = MiniCpmMedia{*unk, thinker.value("use_image_id", true)};
+      w->placeholders_ = media::PlaceholderIds{};
+    } else {
+      OE_ASSIGN_OR_RETURN(w->placeholders_, media::PlaceholderIdsFromJson(thinker, config->media_config));
+    }
   }
   return w;
 }
@@ -62,7 +70,7 @@ Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
     head = f.begin;
     for (size_t i = 0; i + 1 < turns.size(); ++i) head += f.Turn(turns[i]);
     head += f.Open("user");
-    tail = f.Body(turns.back().content) + f.Close() + f.Open("assistant");
+    tail = f.Body(turns.back().content) + f.Close() + f.Reply();
   }
   OE_ASSIGN_OR_RETURN(media_head_, Encode(head));
   OE_ASSIGN_OR_RETURN(media_tail_, Encode(tail));
@@ -91,6 +99,7 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
   media_rows_.clear();
   std::vector<media::ImageGrid> grids;
   std::vector<int64_t> positions;
+  int64_t images_seen = 0;
   media_tokens_ = media_bytes_ = 0;
   media_kinds_ = Json::object();
   for (const auto& [index, in] : items) {
@@ -101,6 +110,19 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
                                                 std::to_string(H) + "] float32");
     }
     std::vector<int32_t> ids;
+    if (minicpm_) {
+      OE_ASSIGN_OR_RETURN(ids, MiniCpmPlaceholders(in, index, n, images_seen++));
+      for (size_t k = 0; k < ids.size(); ++k) {
+        if (ids[k] == minicpm_->unk) positions.push_back(int64_t(prompt_.size() + k));
+      }
+      const float* f = reinterpret_cast<const float*>(rows->bytes.data());
+      prompt_.insert(prompt_.end(), ids.begin(), ids.end());
+      media_rows_.insert(media_rows_.end(), f, f + n * H);
+      media_tokens_ += n;
+      media_bytes_ += int64_t(rows->bytes.size());
+      CountMedia(in, n);
+      continue;
+    }
     if (in.fields.value("modality", std::string()) == "image") {
       const Json& g = in.fields.at("grid");
       const media::ImageGrid grid{g[0].get<int64_t>(), g[1].get<int64_t>(), g[2].get<int64_t>()};
@@ -119,15 +141,7 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
     media_rows_.insert(media_rows_.end(), f, f + n * H);
     media_tokens_ += n;
     media_bytes_ += int64_t(rows->bytes.size());
-    // Per modality, what the encoders report: items, tokens, preprocessing and graph time, and
-    // for audio its length (tokens per second: how the encoder's rows align with the audio).
-    Json& kind = media_kinds_[in.fields.value("modality", std::string("unknown"))];
-    if (!kind.is_object()) kind = Json::object();
-    for (const char* key : {"preprocess_ms", "encode_ms", "seconds"}) {
-      if (in.fields.contains(key)) kind[key] = kind.value(key, 0.0) + in.fields.value(key, 0.0);
-    }
-    kind["items"] = kind.value("items", int64_t(0)) + 1;
-    kind["tokens"] = kind.value("tokens", int64_t(0)) + n;
+    CountMedia(in, n);
   }
   prompt_.insert(prompt_.end(), media_tail_.begin(), media_tail_.end());
   const decoding::KvConfig& kv = config_.decoder.kv;
@@ -137,10 +151,61 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
   }
   splices_.clear();
   for (size_t k = 0; k < positions.size(); ++k) splices_.push_back({positions[k], media_rows_.data() + k * size_t(H)});
+  if (minicpm_) return Status::Ok();  // plain positions 0..N-1
   OE_ASSIGN_OR_RETURN(media::MropePositions rope, media::ComputeMropePositions(prompt_, *placeholders_, grids));
   std::vector<int64_t> table;
   for (const auto& row : rope.rows) table.insert(table.end(), row.begin(), row.end());
   return decoder_->SetPositionTable(std::move(table), rope.next);
+}
+
+// Per modality, what the encoders report: items, tokens, preprocessing and graph time, and for
+// audio its length (tokens per second: how the encoder's rows align with the audio).
+void LlmWorker::CountMedia(const pipeline::Input& in, int64_t tokens) {
+  Json& kind = media_kinds_[in.fields.value("modality", std::string("unknown"))];
+  if (!kind.is_object()) kind = Json::object();
+  for (const char* key : {"preprocess_ms", "encode_ms", "seconds"}) {
+    if (in.fields.contains(key)) kind[key] = kind.value(key, 0.0) + in.fields.value(key, 0.0);
+  }
+  kind["items"] = kind.value("items", int64_t(0)) + 1;
+  kind["tokens"] = kind.value("tokens", int64_t(0)) + tokens;
+}
+
+// MiniCPM-o 4.5's text for one item, tokenized: an image is its id, the source slice's <unk>s
+// between <image> and </image>, then the grid's rows (one line each) of <slice>...</slice>;
+// audio is its <unk>s between <|audio_start|> and <|audio_end|>.
+Result<std::vector<int32_t>> LlmWorker::MiniCpmPlaceholders(const pipeline::Input& in, int64_t index, int64_t n,
+                                                             int64_t image) const {
+  std::string text;
+  auto unks = [](int64_t k) {
+    std::string out;
+    for (int64_t i = 0; i < k; ++i) out += "<unk>";
+    return out;
+  };
+  if (in.fields.value("modality", std::string()) == "image") {
+    const Json& g = in.fields.at("grid");  // slices, grid columns, grid rows (0 x 0: not cut)
+    const int64_t slices = g[0].get<int64_t>(), cols = g[1].get<int64_t>(), grid_rows = g[2].get<int64_t>();
+    if (slices < 1 || n % slices || slices != 1 + cols * grid_rows) {
+      return Status::Error("invalid_input", "media[" + std::to_string(index) + "]: " + std::to_string(n) +
+                                                " rows do not divide into the image's " + std::to_string(slices) + " slices");
+    }
+    const std::string slice = unks(n / slices);
+    if (minicpm_->use_image_id) text += "<image_id>" + std::to_string(image) + "</image_id>";
+    text += "<image>" + slice + "</image>";
+    for (int64_t r = 0; r < grid_rows; ++r) {
+      if (r > 0) text += "\n";
+      for (int64_t c = 0; c < cols; ++c) text += "<slice>" + slice + "</slice>";
+    }
+  } else {
+    text = "<|audio_start|>" + unks(n) + "<|audio_end|>";
+  }
+  OE_ASSIGN_OR_RETURN(std::vector<TokenId> ids, Encode(text));
+  int64_t found = 0;
+  for (TokenId t : ids) found += t == minicpm_->unk;
+  if (found != n) {
+    return Status::Error("invalid_plan", "media[" + std::to_string(index) + "]: the tokenizer made " + std::to_string(found) +
+                                             " <unk> placeholders of " + std::to_string(n));
+  }
+  return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
 Result<std::vector<TokenId>> LlmWorker::PromptTokens(const pipeline::Request& r) const {

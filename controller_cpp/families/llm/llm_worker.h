@@ -64,6 +64,13 @@ class LlmWorker final : public pipeline::StageWorker {
   std::vector<TokenId> stop_ids_;
   bool poisoned_ = false;
   std::optional<media::PlaceholderIds> placeholders_;  // a multimodal thinker's
+  struct MiniCpmMedia {
+    TokenId unk = -1;
+    bool use_image_id = true;
+  };
+  std::optional<MiniCpmMedia> minicpm_;  // a MiniCPM-o thinker: its placeholder text
+  Result<std::vector<int32_t>> MiniCpmPlaceholders(const pipeline::Input& in, int64_t index, int64_t n, int64_t image) const;
+  void CountMedia(const pipeline::Input& in, int64_t tokens);
   std::vector<TokenId> media_head_, media_tail_;       // the text ids around a request's media
   size_t media_items_ = 0;
   std::vector<float> media_rows_;  // the encoders' rows, in prompt order

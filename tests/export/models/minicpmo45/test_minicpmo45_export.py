@@ -65,3 +65,65 @@ def test_an_image_whose_slices_have_no_graph_is_refused_by_size(exported: tuple[
         ids, _ = generate(thinker, media, "Describe it.", 1)
     with pytest.raises(ValueError, match=r"no vision graph for a 20x50 slice"):
         exported_generate(thinker, plans[0], out, ids, media, 1)
+
+
+def _native_ids(plan: Path, media: list[tuple[str, str]], prompt: str, tokens: int) -> list[int]:
+    from omni_edge.runtime import Session
+
+    got: list[int] = []
+
+    def collect(event: dict[str, Any]) -> bool:
+        got.extend(event.get("token_ids", []))
+        return True
+
+    Session.open(plan).run(prompt, chat=True, on_event=collect, media=media, max_new_tokens=tokens,
+                           ignore_stop_tokens=True)
+    return got
+
+
+@pytest.mark.parametrize("case", ["red_square+tone", "photo+speech_33s"])
+def test_the_controller_runs_the_whole_thinker_as_the_reference(exported: tuple[Path, list[Path], Thinker],
+                                                               tmp_path: Path, case: str) -> None:
+    """plan.json through the native session: the controller decodes the PNG and WAV, slices the
+    image, cuts the audio into 30 s pieces, runs the encoder graphs, lays out the placeholders and
+    decodes; its greedy ids equal the reference's on the same files (rule 3)."""
+    from omni_edge.runtime.media import wav_bytes
+
+    out, _, thinker = exported
+    image, audio = (image_inputs()[0][1], audio_inputs()[0][1]) if case.startswith("red") else \
+        (image_inputs()[1][1], audio_inputs()[2][1])
+    image.save(tmp_path / "image.png")
+    (tmp_path / "audio.wav").write_bytes(wav_bytes(audio, 16000))
+    question = "What do you see and hear?"
+    with torch.no_grad():
+        _, ref = generate(thinker, [Media("image", image), Media("audio", audio)], question, 12, ignore_stop=True)
+    got = _native_ids(out / "plan.json", [("image", str(tmp_path / "image.png")), ("audio", str(tmp_path / "audio.wav"))],
+                      question, 12)
+    assert greedy_agreement(got, ref) == 1.0, (got, ref.ids)
+
+
+@pytest.mark.parametrize(("stage", "path", "value", "said"), [
+    (0, ("encoder", "style"), "minicpm", "style: must be qwen2.5-omni or minicpmo"),
+    (0, ("encoder", "query_num"), None, "query_num"),
+    (1, ("encoder", "pool_step"), None, "pool_step"),
+    (2, ("llm", "media", "style"), "qwen2.5-omni", "position_rows 3"),
+])
+def test_a_malformed_minicpmo_plan_is_refused_by_name(exported: tuple[Path, list[Path], Thinker], tmp_path: Path,
+                                                     stage: int, path: tuple[str, ...], value: Any, said: str) -> None:
+    from omni_edge.contracts.errors import ContractError
+    from omni_edge.runtime import Session
+
+    out, _, _ = exported
+    plan = json.loads((out / "plan.json").read_text())
+    section = plan["stages"][stage]
+    for key in path[:-1]:
+        section = section[key]
+    if value is None:
+        del section[path[-1]]
+    else:
+        section[path[-1]] = value
+    for s in plan["stages"]:
+        s["artifact"] = str(out / s["artifact"])
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(ContractError, match=said):
+        Session.open(tmp_path / "plan.json")

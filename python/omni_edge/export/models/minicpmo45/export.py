@@ -11,20 +11,26 @@ report (shared) runs a whole image + audio request through the exported graphs (
 ONNX Runtime, their rows in place of the prompt's `<unk>`s, the thinker on the native engine),
 greedy, against the PyTorch reference.
 
-Not yet: the plan that runs the encoders natively (the controller's encoder stage slices images
-the Qwen2-VL way), the talker and token2wav."""
+Plans: plan.onnx.json (= plan.json) is the whole thinker: the encoders as entry stages run by
+the controller (which slices images and cuts audio as the reference processors do), their rows
+in place of the prompt's `<unk>`s; plan.thinker-onnx.json the thinker alone (text -> text).
+Not yet: the talker and token2wav."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from omni_edge.artifacts import identity_report, new_component, write_validated
 from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export.decoder.export import checked, export_decoder_lm
+from omni_edge.export.models.minicpmo45.audio import audio_tokens
 from omni_edge.export.models.minicpmo45.onnx import export_audio, export_vision
+from omni_edge.export.models.minicpmo45.plan import media_plan, rewrite_thinker_plan
 from omni_edge.export.models.minicpmo45.reference import Thinker, load_thinker
 from omni_edge.export.models.minicpmo45.validation import media_report
 from omni_edge.export.models.minicpmo45.vision import slice_image
@@ -50,8 +56,16 @@ def export(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
     opts = checked(opts)
     thinker = load_thinker(checkpoint)
     plans = export_decoder_lm(thinker.llm, checkpoint, out, opts)
+    for plan in {*plans, out / "plan.json"}:
+        rewrite_thinker_plan(plan)
     if opts.target == "cpu" and "onnx" in opts.formats:
-        _encoders(checkpoint, out, thinker, plans[0], opts)
+        # The text plan keeps its own name; plan.onnx.json (and plan.json) become the whole thinker's.
+        text = out / "plan.thinker-onnx.json"
+        shutil.copy2(out / "plan.onnx.json", text)
+        vision, audio = _encoders(checkpoint, out, thinker, text, opts)
+        whole = media_plan(out / "plan.onnx.json", checkpoint.name, thinker, text, vision, audio)
+        shutil.copy2(whole, out / "plan.json")
+        plans = [whole, text, *[p for p in plans if p.name != "plan.onnx.json"]]
     return plans
 
 
@@ -61,7 +75,9 @@ def _identity(checkpoint: Path, bucket: str) -> dict[str, str]:
                 target_abi="x86_64-linux")
 
 
-def _encoders(checkpoint: Path, out: Path, thinker: Thinker, plan: Path, opts: LlmExportOptions) -> None:
+def _encoders(checkpoint: Path, out: Path, thinker: Thinker, plan: Path,
+              opts: LlmExportOptions) -> tuple[dict[str, str], dict[str, Any]]:
+    """The vision and audio components, checked; their graphs for the plan."""
     import torch
     from onnxruntime import __version__ as ort_version
 
@@ -84,3 +100,5 @@ def _encoders(checkpoint: Path, out: Path, thinker: Thinker, plan: Path, opts: L
                         runtime_version=ort_version, compiler_version=f"torch-{torch.__version__}",
                         extra_metadata={kind: {"graphs": result["graphs"], "hidden_size": thinker.config.hidden,
                                                "query_num": thinker.config.slices.query_num, **extra}})
+    audio["tokens"] = audio_tokens(audio["piece_frames"], audio["pool_step"])
+    return vision["graphs"], audio
