@@ -14,13 +14,16 @@ from omni_edge.export.registry import ARCHITECTURES, by_name, export_checkpoint,
 
 def _config_only(directory: Path, model_type: str) -> Path:
     directory.mkdir(parents=True)
-    (directory / "config.json").write_text(json.dumps({"model_type": model_type}))
+    # MiniCPM-o's model_type is shared by its generations: 4.5 is told by its version.
+    extra = {"version": "4.5"} if model_type == "minicpmo" else {}
+    (directory / "config.json").write_text(json.dumps({"model_type": model_type, **extra}))
     return directory
 
 
 def test_every_architecture_is_found_from_its_model_types(tmp_path: Path) -> None:
     names = [a.name for a in ARCHITECTURES]
-    assert names == ["qwen3", "qwen2", "llama", "qwen3-tts", "qwen2.5-omni", "pi0"] and len(set(names)) == len(names)
+    assert names == ["qwen3", "qwen2", "llama", "qwen3-tts", "qwen2.5-omni", "minicpmo-4.5", "pi0"]
+    assert len(set(names)) == len(names)
     for arch in ARCHITECTURES:
         assert by_name(arch.name) is arch and arch.task in ("llm", "tts", "policy") and arch.presets
         for model_type in arch.model_types:
@@ -95,7 +98,7 @@ def test_the_registry_agrees_with_each_folder() -> None:
     from omni_edge.export.targets import cpu_quant, qnn_target
 
     presets = {"qwen3": "PRESETS", "qwen2": "PRESETS", "llama": "PRESETS", "qwen3-tts": "TTS_PRESETS",
-               "qwen2.5-omni": "OMNI_PRESETS", "pi0": "PI0_PRESETS"}
+               "qwen2.5-omni": "OMNI_PRESETS", "minicpmo-4.5": "PRESETS", "pi0": "PI0_PRESETS"}
     for arch in ARCHITECTURES:
         assert arch.presets == tuple(getattr(arch.module("checkpoint"), presets[arch.name])), arch.name
     reference = {a.name: a.module("reference") for a in ARCHITECTURES}
@@ -105,5 +108,6 @@ def test_the_registry_agrees_with_each_folder() -> None:
     assert by_name("qwen2.5-omni").model_types == (reference["qwen2.5-omni"].THINKER_TYPE,
                                                    reference["qwen2.5-omni"].RELEASE_TYPE)
     assert by_name("pi0").model_types == (reference["pi0"].PI0_TYPE,)
+    assert by_name("minicpmo-4.5").model_types == (by_name("minicpmo-4.5").module("config").MODEL_TYPE,)
     assert set(TtsExportOptions.PRECISIONS["cpu"]) == set(cpu_quant.CPU_PRECISIONS)
     assert set(TtsExportOptions.PRECISIONS["qnn-htp"]) == set(qnn_target.PRECISIONS)

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from minicpmo45_media import audio_inputs, image_inputs  # noqa: E402
 
 MODELS = "vllm_omni/model_executor/models/minicpmo_4_5"
+TALKER_FRAMES = 80  # greedy codes of the talker (the end is masked for the first 50)
 STRIDE = 29  # of the slices' pixel strips kept: enough to tell a resize or crop apart, 1/29 of the bytes
 
 
@@ -70,6 +71,25 @@ def _load(name: str, path: Path) -> types.ModuleType:
     return module
 
 
+class _LlamaShim(torch.nn.Module):
+    """Where vLLM's LlamaModel would be (the talker's backbone): transformers' Llama on the same config."""
+
+    def __init__(self, *, vllm_config: object, prefix: str = "") -> None:
+        from transformers import LlamaModel
+
+        super().__init__()
+        self.m = LlamaModel(vllm_config.model_config.hf_config)  # type: ignore[attr-defined]
+        self.make_empty_intermediate_tensors = None
+
+    def forward(self, inputs_embeds: torch.Tensor, positions: torch.Tensor, **_: object) -> torch.Tensor:
+        return self.m(inputs_embeds=inputs_embeds[None], position_ids=positions[None], use_cache=False).last_hidden_state[0]
+
+    def load_weights(self, weights: list[tuple[str, torch.Tensor]]) -> set[str]:
+        given = dict(weights)
+        _, unexpected = self.m.load_state_dict(given, strict=False)
+        return set(given) - set(unexpected)
+
+
 class _Llm(torch.nn.Module):
     """Where vLLM's Qwen3 would be: only its hidden size is read by the thinker's __init__."""
 
@@ -88,8 +108,12 @@ def upstream_thinker(src: Path, checkpoint: Path) -> tuple[object, types.ModuleT
                  "vllm.multimodal.parse", "vllm.multimodal.processing", "vllm.sequence", "vllm.utils",
                  "vllm.utils.tensor_schema", "vllm_omni", "vllm_omni.model_executor", "vllm_omni.model_executor.models",
                  "vllm_omni.model_executor.models.model_local_kv", "vllm_omni.model_executor.models.minicpmo_4_5",
-                 "vllm_omni.model_executor.models.minicpmo_4_5.duplex"):
+                 "vllm_omni.model_executor.models.minicpmo_4_5.duplex", "vllm.v1", "vllm.v1.sample",
+                 "vllm.v1.sample.sampler", "vllm_omni.engine", "vllm_omni.engine.duplex",
+                 "vllm_omni.engine.duplex.intermediate", "vllm_omni.model_executor.models.output_templates",
+                 "vllm_omni.platforms"):
         _stub(name)
+    _stub("vllm.model_executor.models.llama", LlamaModel=_LlamaShim)
     config = json.loads((checkpoint / "config.json").read_text())
     registry = types.SimpleNamespace(register_processor=lambda *a, **k: (lambda cls: cls))
     _stub("vllm.logger", init_logger=logging.getLogger)
@@ -105,7 +129,8 @@ def upstream_thinker(src: Path, checkpoint: Path) -> tuple[object, types.ModuleT
     vllm_config = types.SimpleNamespace(model_config=types.SimpleNamespace(
         hf_config=hf_config, multimodal_config=limits, _attn_implementation="eager"))
     model = thinker_file.MiniCPMO45OmniLLMForConditionalGeneration(vllm_config=vllm_config)
-    weights = load_file(str(checkpoint / "model.safetensors"))
+    # The outer model routes tts.* to the talker (minicpmo_4_5_omni.py), the rest here.
+    weights = {k: v for k, v in load_file(str(checkpoint / "model.safetensors")).items() if not k.startswith("tts.")}
     loaded = model.load_weights(weights.items())
     expected = {k for k in weights if not k.startswith("llm.")}
     assert expected <= loaded, sorted(expected - loaded)[:5]
@@ -114,6 +139,51 @@ def upstream_thinker(src: Path, checkpoint: Path) -> tuple[object, types.ModuleT
         own = {k for k in weights if k.startswith(name + ".")}
         assert {f"{name}.{k}" for k in module.state_dict()} == own, name  # every tensor has its place
     return model.eval(), thinker_file
+
+
+def upstream_talker(src: Path, checkpoint: Path) -> object:
+    """vLLM-Omni's MiniCPMO45OmniTTSForConditionalGeneration on the checkpoint's tts_config (as
+    vLLM-Omni wraps a minicpmtts dict: a plain PretrainedConfig), its weights through its loader."""
+    from transformers import PretrainedConfig
+
+    # The package's __init__ holds only constants the talker's file reads: load it for real.
+    _load("vllm_omni.model_executor.models.minicpmo_4_5", src / MODELS / "__init__.py")
+    tts_file = _load("minicpmo_4_5_omni_tts", src / MODELS / "minicpmo_4_5_omni_tts.py")
+    config = json.loads((checkpoint / "config.json").read_text())
+
+    class _Vc:
+        def __init__(self, hf: object) -> None:
+            self.model_config = types.SimpleNamespace(hf_config=hf)
+
+        def with_hf_config(self, hf: object, architectures: object = None) -> "_Vc":
+            return _Vc(hf)
+
+    talker = tts_file.MiniCPMO45OmniTTSForConditionalGeneration(
+        vllm_config=_Vc(types.SimpleNamespace(tts_config=PretrainedConfig(**config["tts_config"]))))
+    weights = load_file(str(checkpoint / "model.safetensors"))
+    loaded = talker.load_weights(weights.items())
+    assert "head_code.0.weight" in loaded and "emb_code.0.weight" in loaded and "projector_semantic.linear1.weight" in loaded
+    return talker.eval()
+
+
+@torch.no_grad()
+def talker_codes(talker: object, ids: torch.Tensor, hidden: torch.Tensor, frames: int, min_codes: int = 50) -> list[int]:
+    """Greedy codes through vLLM-Omni's own condition, backbone call and head, the end masked for
+    the deploy config's min_tokens (50) as its sampler does."""
+    embeds = talker._build_condition_embeddings(ids, hidden)  # type: ignore[attr-defined]
+    codes: list[int] = []
+    eos = talker._codec_eos_id  # type: ignore[attr-defined]
+    for step in range(frames):
+        rows = embeds if not codes else torch.cat([embeds, talker.emb_code[0](torch.tensor(codes))])  # type: ignore[attr-defined]
+        h = talker.forward(input_ids=None, positions=torch.arange(rows.shape[0]), inputs_embeds=rows)  # type: ignore[attr-defined]
+        logits = talker.compute_logits(h[-1:])[0]  # type: ignore[attr-defined]
+        if step < min_codes:
+            logits[eos] = float("-inf")
+        code = int(torch.argmax(logits))
+        if code == eos:
+            break
+        codes.append(code)
+    return codes
 
 
 def main(src: Path, out: Path) -> None:
@@ -156,6 +226,20 @@ def main(src: Path, out: Path) -> None:
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     shutil.move(str(tmp), str(out / "checkpoint"))
+    # The talker on the thinker reference's spoken reply to the roadmap's request.
+    from omni_edge.export.models.minicpmo45.reference import Media, generate, load_thinker
+
+    thinker = load_thinker(out / "checkpoint")
+    (_, red), (_, tone) = image_inputs()[0], audio_inputs()[0]
+    _, reply = generate(thinker, [Media("image", red), Media("audio", tone)], "What do you see and hear?", 12,
+                        speech=True, ignore_stop=True)
+    torch.set_grad_enabled(False)
+    talker = upstream_talker(src, out / "checkpoint")
+    ids = torch.tensor(reply.ids)
+    tensors["talker.ids"], tensors["talker.hidden"] = ids, reply.hidden.contiguous()
+    codes = talker_codes(talker, ids, reply.hidden, TALKER_FRAMES)
+    tensors["talker.codes"] = torch.tensor(codes, dtype=torch.int64)
+    cases["talker"] = [{"frames": TALKER_FRAMES, "codes": len(codes)}]
     save_file(tensors, str(out / "reference.safetensors"))
     (out / "reference.json").write_text(json.dumps({"upstream": "vllm-omni 0.30.0", "cases": cases}, indent=1) + "\n")
     print(f"wrote {out / 'checkpoint'}: {len(tensors)} reference tensors")

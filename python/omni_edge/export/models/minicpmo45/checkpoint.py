@@ -1,7 +1,7 @@
 """MiniCPM-o 4.5 checkpoints made here, in the release's layout (openbmb/MiniCPM-o-4_5): one
 config.json (model_type "minicpmo", version "4.5", the Qwen3 LLM's fields at the top level,
-vision_config, audio_config, slice_config), the weights under the release's names (`vpm.`,
-`resampler.`, `apm.`, `audio_projection_layer.`, `llm.`), a locally trained tokenizer carrying
+vision_config, audio_config, slice_config, tts_config), the weights under the release's names
+(`vpm.`, `resampler.`, `apm.`, `audio_projection_layer.`, `llm.`, `tts.`), a locally trained tokenizer carrying
 the release's special tokens by name, and preprocessor_config.json. The LLM is briefly trained
 on text (peaked next-token distributions); the encoders keep random weights."""
 
@@ -22,7 +22,9 @@ from omni_edge.export.models.minicpmo45.config import MODEL_TYPE, VERSION
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<unk>", "<image>",
                   "</image>", "<slice>", "</slice>", "<image_id>", "</image_id>", "<|audio_start|>", "<|audio|>",
                   "<|audio_end|>", "<|spk_bos|>", "<|spk|>", "<|spk_eos|>", "<|tts_bos|>", "<|tts_eos|>",
-                  "<|tts_pad|>", "<unit>", "</unit>")
+                  "<|tts_pad|>", "<unit>", "</unit>",
+                  # The talker's audio_bos / text_eos ids are these tokens' in the release (151687, 151692).
+                  "<focus>", "</perception>")
 # ChatML as the release's template renders a turn (media parts are expanded by the processor):
 # thinking off and the spoken reply's start are switches of the generation prompt.
 CHAT_TEMPLATE = (
@@ -49,13 +51,17 @@ class Preset:
     audio_heads: int
     query_num: int
     train_steps: int
+    talker_hidden: int
+    talker_layers: int
+    talker_heads: int
 
 
 PRESETS: dict[str, Preset] = {
     # MiniCPM-o 4.5: a Qwen3-8B LLM (hidden 4096, 36 layers, 32/8 heads of 128), SigLIP-400M
     # (1152 wide, 27 layers, 26 kept), Whisper-medium's encoder (1024 wide, 24 layers), 64 queries.
-    "tiny": Preset(1024, 128, 2, 4, 2, 384, 32, 2, 2, 32, 2, 2, 16, 300),
-    "small": Preset(2048, 256, 4, 8, 4, 768, 64, 3, 4, 64, 3, 4, 32, 400),
+    # Its talker: a Llama of 768 (20 layers, 12 heads), 6562 codes (the last ends the speech).
+    "tiny": Preset(1024, 128, 2, 4, 2, 384, 32, 2, 2, 32, 2, 2, 16, 300, 32, 2, 2),
+    "small": Preset(2048, 256, 4, 8, 4, 768, 64, 3, 4, 64, 3, 4, 32, 400, 64, 3, 4),
 }
 PREPROCESSOR = {"image_processor_type": "MiniCPMVImageProcessor", "feature_extractor_type": "MiniCPMAAudioProcessor",
                 "max_slice_nums": 9, "scale_resolution": 448, "patch_size": 14, "use_image_id": True,
@@ -85,6 +91,14 @@ def release_config(p: Preset, tokenizer: Any) -> dict[str, Any]:
         "audio_config": {"model_type": "whisper", "d_model": p.audio_width, "encoder_layers": p.audio_layers,
                          "encoder_attention_heads": p.audio_heads, "encoder_ffn_dim": 4 * p.audio_width,
                          "num_mel_bins": 80, "max_source_positions": 1500, "activation_function": "gelu"},
+        "tts_config": {"model_type": "minicpmtts", "llm_dim": p.hidden, "hidden_size": p.talker_hidden,
+                       "intermediate_size": 2 * p.talker_hidden, "num_hidden_layers": p.talker_layers,
+                       "num_attention_heads": p.talker_heads, "num_key_value_heads": p.talker_heads,
+                       "max_position_embeddings": 4096, "num_audio_tokens": 6562, "num_text_tokens": p.vocab,
+                       "num_vq": 1, "audio_bos_token_id": tokenizer.token_to_id("<focus>"),
+                       "text_eos_token_id": tokenizer.token_to_id("</perception>"), "normalize_projected_hidden": True,
+                       "projector_type": "mlp", "condition_type": "hidden_text_merge", "backbone_model": "llama",
+                       "hidden_act": "silu", "rms_norm_eps": 1e-6},
     }
 
 
@@ -101,8 +115,20 @@ def _randomize(module: torch.nn.Module) -> None:
                 param.normal_(0.0, 0.02)
 
 
+def _talker_weights(tts: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """`tts.*` as the release stores them: the head as weight-norm g and v, no backbone token table."""
+    from omni_edge.export.models.minicpmo45.talker import HEAD_G, HEAD_V, Talker, TalkerConfig
+
+    talker = Talker(TalkerConfig.from_json(tts, "tts_config"))
+    _randomize(talker)
+    state = {k: v for k, v in talker.state_dict().items() if k not in ("model.embed_tokens.weight", "head_code.0.weight")}
+    v = talker.head_code[0].weight.detach()
+    state[HEAD_V], state[HEAD_G] = v.clone(), v.norm(dim=1, keepdim=True) * 4.0  # peaked codes: a 4x wider head
+    return {f"tts.{k}": t.contiguous() for k, t in state.items()}
+
+
 def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path:
-    """A MiniCPM-o 4.5 checkpoint with random encoders and a briefly trained LLM."""
+    """A MiniCPM-o 4.5 checkpoint with random encoders and talker and a briefly trained LLM."""
     from safetensors.torch import save_file
     from transformers import PreTrainedTokenizerFast, Qwen3ForCausalLM
 
@@ -128,6 +154,7 @@ def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path:
         _randomize(module)
         weights |= {f"{name}.{k}": v.contiguous() for k, v in module.state_dict().items()}
     weights |= {f"llm.{k}": v.contiguous() for k, v in llm.state_dict().items()}
+    weights |= _talker_weights(read_config(out).raw["tts_config"])
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
     fast: Any = PreTrainedTokenizerFast
     fast(tokenizer_object=tokenizer, model_max_length=8192, bos_token="<|im_start|>", eos_token="<|im_end|>",

@@ -62,7 +62,8 @@ class ThinkerConfig:
         """The decoder's transformers config (Qwen3, as vLLM-Omni builds it from the same dict)."""
         from transformers import Qwen3Config
 
-        fields = {k: v for k, v in self.raw.items() if k not in ("architectures", "auto_map", "model_type")}
+        fields = {k: v for k, v in self.raw.items() if k not in ("architectures", "auto_map", "model_type")
+                  and not (k == "rope_scaling" and v is None)}
         return Qwen3Config(**fields)
 
 

@@ -118,6 +118,16 @@ def load_thinker(checkpoint: Path) -> Thinker:
                    parts["llm"], tokenizer, skipped)
 
 
+def load_talker(checkpoint: Path) -> Any:
+    """The talker (`tts.*`) of a MiniCPM-o 4.5 directory."""
+    from omni_edge.export.models.minicpmo45.talker import Talker, TalkerConfig
+
+    config = read_config(checkpoint)
+    talker = Talker(TalkerConfig.from_json(config.raw.get("tts_config") or {}, checkpoint / "config.json"))
+    talker.load(_read_weights(checkpoint), checkpoint)
+    return talker.eval()
+
+
 # ---- a request ----------------------------------------------------------------------------
 
 @torch.no_grad()
