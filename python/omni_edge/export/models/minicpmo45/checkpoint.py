@@ -122,7 +122,7 @@ def _talker_weights(tts: dict[str, Any]) -> dict[str, torch.Tensor]:
     talker = Talker(TalkerConfig.from_json(tts, "tts_config"))
     _randomize(talker)
     state = {k: v for k, v in talker.state_dict().items() if k not in ("model.embed_tokens.weight", "head_code.0.weight")}
-    v = talker.head_code[0].weight.detach()
+    v = talker.state_dict()["head_code.0.weight"]
     state[HEAD_V], state[HEAD_G] = v.clone(), v.norm(dim=1, keepdim=True) * 4.0  # peaked codes: a 4x wider head
     return {f"tts.{k}": t.contiguous() for k, t in state.items()}
 

@@ -47,15 +47,15 @@ class TalkerConfig:
         return self.audio_tokens - 1
 
     @classmethod
-    def from_json(cls, tts: dict[str, Any], where: object) -> TalkerConfig:
+    def from_json(cls, tts: Any, where: object) -> TalkerConfig:
         if not isinstance(tts, dict) or tts.get("model_type") != "minicpmtts":
             raise ValueError(f"{where}: tts_config is not a MiniCPM-o 4.5 talker (model_type minicpmtts)")
-        if int(tts.get("num_vq", 1)) != 1:
+        if tts.get("num_vq", 1) != 1:
             raise ValueError(f"{where}: tts_config.num_vq is {tts.get('num_vq')}; the 4.5 talker has one codebook")
         try:
             return cls(int(tts["llm_dim"]), int(tts["hidden_size"]), int(tts["intermediate_size"]),
                        int(tts["num_hidden_layers"]), int(tts["num_attention_heads"]),
-                       int(tts.get("num_key_value_heads", tts["num_attention_heads"])),
+                       int(tts.get("num_key_value_heads") or tts["num_attention_heads"]),
                        int(tts.get("max_position_embeddings", 4096)), float(tts.get("rms_norm_eps", 1e-6)),
                        int(tts["num_audio_tokens"]), int(tts["num_text_tokens"]), int(tts["audio_bos_token_id"]),
                        int(tts["text_eos_token_id"]), bool(tts.get("normalize_projected_hidden", False)))
@@ -110,7 +110,7 @@ class Talker(nn.Module):
     def condition(self, ids: list[int], hidden: torch.Tensor) -> torch.Tensor:
         """The prefill [len(ids) + 2, hidden]: text + projected thinker states, text_eos, audio_bos."""
         c = self.config
-        tail = self.emb_text(torch.tensor([c.text_eos, c.audio_bos]))
+        tail: torch.Tensor = self.emb_text(torch.tensor([c.text_eos, c.audio_bos]))
         if not ids:
             return tail
         projected = self.projector_semantic(hidden)
