@@ -1,6 +1,7 @@
 """`omni-edge export llm` on a MiniCPM-o 4.5 checkpoint (the fixture written through vLLM-Omni's
 own thinker): the thinker's decoder validated as any text LLM, one vision graph per slice size
-of the asked image sizes and the audio piece graph, each held to the reference modules, and
+of the asked image sizes and the audio piece graph, each held to the reference modules, the
+talker's graphs on the native engine held to the PyTorch talker's codes, and
 real media (the photo sliced into a grid, recorded speech past 30 s) through the exported graphs
 and the native engine greedy-equal to the PyTorch reference (rule 3)."""
 
@@ -38,7 +39,7 @@ def _checks(path: Path) -> dict[str, Any]:
 def test_the_export_writes_validated_components_and_a_text_plan(exported: tuple[Path, list[Path], Thinker]) -> None:
     out, plans, _ = exported
     assert plans[0] == out / "plan.onnx.json" and (out / "plan.json").is_file()
-    for component in ("thinker-onnx", "vision-onnx", "audio-onnx"):
+    for component in ("thinker-onnx", "vision-onnx", "audio-onnx", "talker-onnx"):
         manifest = json.loads((out / component / "manifest.json").read_text())["metadata"]["artifact"]
         assert manifest["numerical_validation"]["passed"] and manifest["task_validation"]["passed"], component
     vision = json.loads((out / "vision-onnx" / "manifest.json").read_text())["metadata"]["vision"]
@@ -46,6 +47,12 @@ def test_the_export_writes_validated_components_and_a_text_plan(exported: tuple[
     assert _checks(out / "vision-onnx" / "reports" / "numerical.json")["embeds_sqnr_db"] > 100  # measured 129
     assert _checks(out / "audio-onnx" / "reports" / "numerical.json")["embeds_sqnr_db"] > 100   # measured 131
     assert _checks(out / "audio-onnx" / "reports" / "task.json")["media_greedy_agreement"] == 1.0
+    # The talker's graphs on the native engine, fed the thinker reference's spoken reply: the
+    # PyTorch talker's 64 codes (the end masked for the first 50), to the near-tie rule.
+    talker = _checks(out / "talker-onnx" / "reports" / "task.json")
+    assert talker["code_agreement"] == 1.0 and talker["codes_compared"] == 64
+    assert _checks(out / "talker-onnx" / "reports" / "numerical.json")["condition_sqnr_db"] > 100  # measured 147
+    assert plans[-1] == out / "plan.talker-onnx.json"
 
 
 def test_real_media_through_the_exported_graphs_match_the_reference(exported: tuple[Path, list[Path], Thinker]) -> None:

@@ -14,7 +14,8 @@ greedy, against the PyTorch reference.
 Plans: plan.onnx.json (= plan.json) is the whole thinker: the encoders as entry stages run by
 the controller (which slices images and cuts audio as the reference processors do), their rows
 in place of the prompt's `<unk>`s; plan.thinker-onnx.json the thinker alone (text -> text).
-Not yet: the talker and token2wav."""
+The talker (talker-onnx, talker_export.py) is exported beside them with a plan for the decoder
+engine (plan.talker-onnx.json). Not yet: the talker as a stage of the omni plan, token2wav."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from omni_edge.export.models.minicpmo45.audio import audio_tokens
 from omni_edge.export.models.minicpmo45.onnx import export_audio, export_vision
 from omni_edge.export.models.minicpmo45.plan import media_plan, rewrite_thinker_plan
 from omni_edge.export.models.minicpmo45.reference import Thinker, load_thinker
-from omni_edge.export.models.minicpmo45.validation import media_report
+from omni_edge.export.models.minicpmo45.validation import MEDIA_TOKENS, media_report
 from omni_edge.export.models.minicpmo45.vision import slice_image
 from omni_edge.export.options import LlmExportOptions
 
@@ -65,8 +66,24 @@ def export(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
         vision, audio = _encoders(checkpoint, out, thinker, text, opts)
         whole = media_plan(out / "plan.onnx.json", checkpoint.name, thinker, text, vision, audio)
         shutil.copy2(whole, out / "plan.json")
-        plans = [whole, text, *[p for p in plans if p.name != "plan.onnx.json"]]
+        plans = [whole, text, *[p for p in plans if p.name != "plan.onnx.json"], _talker(checkpoint, out, thinker, opts)]
     return plans
+
+
+def _talker(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOptions) -> Path:
+    """talker-onnx, checked on the thinker reference's spoken reply to the roadmap's request."""
+    import torch
+
+    from omni_edge.export.models.minicpmo45.reference import generate, load_talker
+    from omni_edge.export.models.minicpmo45.talker_export import export_talker
+    from omni_edge.export.models.minicpmo45.validation import QUESTION, request
+
+    span = None
+    if opts.validate:
+        with torch.no_grad():
+            _, reply = generate(thinker, request(opts.image_sizes[0]), QUESTION, MEDIA_TOKENS, speech=True, ignore_stop=True)
+        span = (reply.ids, reply.hidden)
+    return export_talker(checkpoint, out, load_talker(checkpoint), opts, span)
 
 
 def _identity(checkpoint: Path, bucket: str) -> dict[str, str]:

@@ -62,14 +62,18 @@ def exported_generate(thinker: Thinker, plan: Path, out: Path, ids: list[int], m
     return got
 
 
-def greedy_agreement(got: list[int], ref: Reply) -> float:
-    """1.0 when the picks agree up to near ties of the reference; else the share before the first
-    decided difference."""
-    for i, (a, b) in enumerate(zip(got, ref.ids, strict=False)):
+def path_agreement(got: list[int], ids: list[int], logits: list[torch.Tensor]) -> float:
+    """1.0 when the picks agree with the reference's `ids` up to near ties of its `logits` (and
+    are as many); else the share of the reference before the first decided difference."""
+    for i, (a, b) in enumerate(zip(got, ids, strict=False)):
         if a != b:
-            logits = ref.logits[i].double()
-            return 1.0 if float(logits.max() - logits[a]) < FP32_TIE_GAP else i / len(ref.ids)
-    return 1.0
+            row = logits[i].double()
+            return 1.0 if float(row.max() - row[a]) < FP32_TIE_GAP else i / max(len(ids), 1)
+    return 1.0 if len(got) >= len(ids) else len(got) / max(len(ids), 1)
+
+
+def greedy_agreement(got: list[int], ref: Reply) -> float:
+    return path_agreement(got, ref.ids, ref.logits)
 
 
 def media_report(thinker: Thinker, plan: Path, out: Path, size: tuple[int, int], threads: int) -> tuple[ReportCheck, ...]:
