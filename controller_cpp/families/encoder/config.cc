@@ -1,5 +1,6 @@
 #include "families/encoder/config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace omni_edge::encoder {
@@ -70,7 +71,15 @@ Result<std::shared_ptr<const EncoderConfig>> ParseEncoder(const Json& j, const S
       if (c->pool_step < 1 || c->chunk_frames < 2 * c->pool_step) {
         return PlanError(where + ".pool_step and chunk_frames: a piece of frames and the frames per row (minicpmo audio)");
       }
-      if (graphs.size() != 1 || graphs.count("piece") == 0) return PlanError(stage_where + ".graphs.encoder: one graph, \"piece\"");
+      int64_t largest = 0;
+      for (const auto& [key, ref] : graphs) {
+        const auto frames = ParseSizes<1>(key);
+        if (!frames || (*frames)[0] > c->chunk_frames) {
+          return PlanError(stage_where + ".graphs.encoder.graphs." + key + ": a key is a piece's mel frames, at most chunk_frames");
+        }
+        largest = std::max(largest, (*frames)[0]);
+      }
+      if (largest != c->chunk_frames) return PlanError(stage_where + ".graphs.encoder: no graph of chunk_frames frames (the largest piece)");
     }
   } else if (c->modality == "image") {
     for (const auto& [key, ref] : graphs) {

@@ -3,8 +3,9 @@
 // of the rows it emits and the width of its input rows, and its graphs (role "encoder").
 // Style "qwen2.5-omni" (the default): one graph per image patch grid "TxHxW", or the audio chunk
 // graph "chunk". Style "minicpmo" (MiniCPM-V / MiniCPM-o 4.5): one graph per image slice size
-// "RxC" (rows x columns of patches; each slice -> query_num rows), or the 30 s audio piece graph
-// "piece" (-> one row per pool_step encoder frames).
+// "RxC" (rows x columns of patches; each slice -> query_num rows), or one audio piece graph per
+// bucket of mel frames ("1000", "3000"; the largest is chunk_frames, the reference's 30 s piece;
+// each -> one row per pool_step encoder frames); a piece runs the smallest that holds it.
 #pragma once
 
 #include <memory>

@@ -48,9 +48,10 @@ Result<std::unique_ptr<EncoderWorker>> EncoderWorker::Open(const StagePlan& stag
       b.output = HostTensor(DType::kFloat32, {1, c.query_num, c.hidden_size});
       in = {b.input.view()};
     } else if (c.minicpm()) {
-      b.input = HostTensor(DType::kFloat32, {1, c.input_width, c.chunk_frames});
+      const int64_t frames = std::stoll(key);  // the plan's keys are checked numbers
+      b.input = HostTensor(DType::kFloat32, {1, c.input_width, frames});
       b.length = HostTensor(DType::kInt64, {1});
-      b.output = HostTensor(DType::kFloat32, {1, PieceTokens(c.chunk_frames, c.pool_step), c.hidden_size});
+      b.output = HostTensor(DType::kFloat32, {1, PieceTokens(frames, c.pool_step), c.hidden_size});
       in = {b.input.view(), b.length.view()};
     } else if (c.modality == "image") {
       const auto grid = ParseGrid(key).value();
@@ -225,11 +226,21 @@ Result<std::vector<float>> EncoderWorker::EncodeAudioPieces(const std::string& b
   }
   preprocess_ms_ += MsSince(start);
   audio_seconds_ = double(samples.size()) / double(audio_.sampling_rate);
-  Bound& b = graphs_.at("piece");
-  const int64_t F = config_.chunk_frames, H = config_.hidden_size;
+  const int64_t H = config_.hidden_size;
   std::vector<float> rows;
   for (const media::LogMel& mel : pieces) {
-    if (mel.frames > F) return Status::Error("invalid_plan", "an audio piece of " + std::to_string(mel.frames) + " frames exceeds the graph's " + std::to_string(F));
+    // The smallest bucket that holds the piece (its graph's input is that many frames).
+    Bound* chosen = nullptr;
+    int64_t F = 0;
+    for (auto& [key, bound] : graphs_) {
+      const int64_t frames = bound.input.shape()[2];
+      if (frames >= mel.frames && (chosen == nullptr || frames < F)) chosen = &bound, F = frames;
+    }
+    if (chosen == nullptr) {
+      return Status::Error("invalid_plan", "an audio piece of " + std::to_string(mel.frames) + " frames exceeds the largest graph's " +
+                                               std::to_string(config_.chunk_frames));
+    }
+    Bound& b = *chosen;
     const int64_t tokens = PieceTokens(mel.frames, config_.pool_step);
     if (tokens < 1) continue;  // a tail too short for one row, as the reference keeps none
     float* in = b.input.data<float>();

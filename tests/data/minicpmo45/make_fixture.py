@@ -166,6 +166,45 @@ def upstream_talker(src: Path, checkpoint: Path) -> object:
     return talker.eval()
 
 
+def upstream_hift(src: Path) -> object:
+    """vLLM-Omni's HiFTGenerator as its Step-Audio2 token2wav builds it (`_build_hift`, with its
+    `_ConvRNNF0Predictor`), both taken from step_audio2_token2wav.py by their source (that module
+    itself imports s3tokenizer, torchaudio and hyperpyyaml, absent here)."""
+    import ast
+
+    _stub("vllm.logger", init_logger=logging.getLogger)
+    _load("vllm_omni.model_executor.models.common.snake_activation", src / "vllm_omni/model_executor/models/common/snake_activation.py")
+    hifigan = _load("cosyvoice3_hifigan", src / "vllm_omni/model_executor/models/cosyvoice3/code2wav_core/hifigan.py")
+    path = src / "vllm_omni/model_executor/models/step_audio2/step_audio2_token2wav.py"
+    tree = ast.parse(path.read_text())
+    wanted = [n for n in tree.body if getattr(n, "name", "") in ("_ConvRNNF0Predictor", "_build_hift")]
+    assert len(wanted) == 2
+    from torch import nn
+    from torch.nn.utils.parametrizations import weight_norm
+
+    scope: dict[str, object] = {"nn": nn, "torch": torch, "weight_norm": weight_norm, "HiFTGenerator": hifigan.HiFTGenerator}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), str(path), "exec"), scope)  # upstream's own two definitions
+    return scope["_build_hift"]().eval()  # type: ignore[operator]
+
+
+@torch.no_grad()
+def hift_outputs(src: Path) -> dict[str, torch.Tensor]:
+    """Two chunks through vLLM-Omni's HiFT on the random weights of `random_hift()`: the first
+    alone, the second with the first's last 8 mel frames before it and its source tail as the
+    cache (Step-Audio2's streaming), torch seeded before each (its noise is torch's)."""
+    from omni_edge.export.models.minicpmo45.hift import HIFT_CHECK, check_mels, random_hift
+
+    hift = upstream_hift(src)
+    missing, unexpected = hift.load_state_dict(random_hift().state_dict(), strict=False)  # type: ignore[attr-defined]
+    assert not missing and not unexpected, (missing, unexpected)
+    first, second = check_mels()
+    torch.manual_seed(HIFT_CHECK[0])
+    speech1, source1 = hift.inference(first)  # type: ignore[attr-defined]
+    torch.manual_seed(HIFT_CHECK[1])
+    speech2, _ = hift.inference(torch.cat([first[:, :, -8:], second], dim=2), source1[:, :, -3840:])  # type: ignore[attr-defined]
+    return {"hift.speech1": speech1.contiguous(), "hift.speech2": speech2.contiguous()}
+
+
 @torch.no_grad()
 def talker_codes(talker: object, ids: torch.Tensor, hidden: torch.Tensor, frames: int, min_codes: int = 50) -> list[int]:
     """Greedy codes through vLLM-Omni's own condition, backbone call and head, the end masked for
@@ -240,6 +279,7 @@ def main(src: Path, out: Path) -> None:
     codes = talker_codes(talker, ids, reply.hidden, TALKER_FRAMES)
     tensors["talker.codes"] = torch.tensor(codes, dtype=torch.int64)
     cases["talker"] = [{"frames": TALKER_FRAMES, "codes": len(codes)}]
+    tensors |= hift_outputs(src)
     save_file(tensors, str(out / "reference.safetensors"))
     (out / "reference.json").write_text(json.dumps({"upstream": "vllm-omni 0.30.0", "cases": cases}, indent=1) + "\n")
     print(f"wrote {out / 'checkpoint'}: {len(tensors)} reference tensors")

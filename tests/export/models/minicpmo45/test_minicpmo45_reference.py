@@ -170,3 +170,24 @@ def test_the_talker_makes_vllm_omnis_codes_from_the_thinkers_spoken_reply() -> N
             assert gap < FP32_TIE_GAP, f"code {step}: {a} against vLLM-Omni's {b} (gap {gap:.2e})"
             break
     assert len(set(expected)) > 5  # the codes vary: a real decode, not one id repeated
+
+
+def test_the_hift_vocoder_streams_vllm_omnis_samples() -> None:
+    """token2wav's HiFT at the release's shape (20.8 M parameters, random weights from numpy):
+    two streamed chunks (the second after the first's last 8 mel frames, with its source tail as
+    the cache) equal what vLLM-Omni's own HiFTGenerator made of them with torch's noise seeded
+    alike (rule 2: 480 samples per frame, SQNR)."""
+    from omni_edge.export.models.minicpmo45.hift import HIFT_CHECK, check_mels, random_hift, vocode
+
+    hift = random_hift()
+    first, second = check_mels()
+    with torch.no_grad():
+        assert float(hift.f0_predictor(first).min()) > 10  # voiced throughout: the harmonic source runs
+    torch.manual_seed(HIFT_CHECK[0])
+    speech1, source1 = vocode(hift, first)
+    torch.manual_seed(HIFT_CHECK[1])
+    speech2, _ = vocode(hift, torch.cat([first[:, :, -8:], second], dim=2), source1[:, :, -3840:])
+    assert speech1.shape == (1, 40 * 480) and speech2.shape == (1, 32 * 480)
+    assert float(speech1.abs().max()) < 0.99  # unclipped: the comparison sees the vocoder, not the clamp
+    for got, name in ((speech1, "hift.speech1"), (speech2, "hift.speech2")):
+        assert_sqnr(REFERENCE[name], got, 90.0, name)  # measured: bit-equal on the CPU that wrote the fixture

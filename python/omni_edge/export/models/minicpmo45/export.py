@@ -4,7 +4,7 @@ ExecuTorch, QNN HTP per SoC; plan.json is its text plan), and on the CPU the enc
 components beside it:
 
     vision-onnx/  one graph per slice size of the --image-sizes images (slice_<rows>x<cols>.onnx)
-    audio-onnx/   the 30 s piece graph (audio_piece.onnx)
+    audio-onnx/   a piece graph per bucket of mel frames (audio_piece_1000.onnx: 10 s; _3000: 30 s)
 
 Each encoder's numerical report holds its graphs against the reference modules; their task
 report (shared) runs a whole image + audio request through the exported graphs (encoders on
@@ -30,7 +30,7 @@ from omni_edge.artifacts import identity_report, new_component, write_validated
 from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export.decoder.export import checked, export_decoder_lm
 from omni_edge.export.models.minicpmo45.audio import audio_tokens
-from omni_edge.export.models.minicpmo45.onnx import export_audio, export_vision
+from omni_edge.export.models.minicpmo45.onnx import PIECE_BUCKETS, export_audio, export_vision
 from omni_edge.export.models.minicpmo45.plan import media_plan, rewrite_thinker_plan
 from omni_edge.export.models.minicpmo45.reference import Thinker, load_thinker
 from omni_edge.export.models.minicpmo45.validation import MEDIA_TOKENS, media_report
@@ -100,7 +100,7 @@ def _encoders(checkpoint: Path, out: Path, thinker: Thinker, plan: Path,
 
     sizes = slice_sizes(thinker, opts.image_sizes)
     preprocessor = [checkpoint / "preprocessor_config.json"]
-    with tqdm(total=len(sizes) + 1, desc="export minicpm-o 4.5 encoders", unit="graph", leave=False) as bar:
+    with tqdm(total=len(sizes) + len(PIECE_BUCKETS), desc="export minicpm-o 4.5 encoders", unit="graph", leave=False) as bar:
         vision = export_vision(new_component(out / "vision-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker, sizes, bar)
         audio = export_audio(new_component(out / "audio-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker, bar)
     # One task for both: the whole request's greedy ids with their outputs in place.

@@ -1,6 +1,6 @@
-"""MiniCPM-o 4.5's encoders as ONNX graphs: a vision graph per slice size, the audio piece graph;
-each checked against the reference modules (summation order only), the audio one on a piece
-shorter than the graph (its padding path) and a full one."""
+"""MiniCPM-o 4.5's encoders as ONNX graphs: a vision graph per slice size, an audio piece graph per
+bucket of mel frames; each checked against the reference modules (summation order only), the
+audio ones on pieces shorter than the graph (its padding path) and a full one."""
 
 from __future__ import annotations
 
@@ -43,34 +43,56 @@ def export_vision(cdir: Path, thinker: Thinker, sizes: list[tuple[int, int]], pr
     return {"graphs": graphs, "sqnr_db": min(sqnrs)}
 
 
-def run_audio_pieces(session: Any, pieces: list[np.ndarray], frames: int, pool: int) -> np.ndarray:
-    """An audio's embeddings from its pieces' features (each [mel, n], n <= frames)."""
+PIECE_BUCKETS = (1000, 3000)  # mel frames: 10 s and 30 s (the reference's piece); a piece runs the smallest that holds it
+
+
+def bucket_of(frames: int, buckets: list[int]) -> int:
+    fits = [b for b in sorted(buckets) if b >= frames]
+    if not fits:
+        raise ValueError(f"an audio piece of {frames} mel frames exceeds the largest graph ({max(buckets)})")
+    return fits[0]
+
+
+def run_audio_pieces(sessions: dict[int, Any], pieces: list[np.ndarray], pool: int) -> np.ndarray:
+    """An audio's embeddings from its pieces' features (each [mel, n]), each piece through the
+    smallest bucket's graph (frames -> session) that holds it."""
     out = []
     for mel in pieces:
         n = mel.shape[1]
+        frames = bucket_of(n, list(sessions))
         padded = np.zeros((1, mel.shape[0], frames), np.float32)
         padded[0, :, :n] = mel
-        got = session.run(None, {"features": padded, "length": np.array([n], np.int64)})[0]
+        got = sessions[frames].run(None, {"features": padded, "length": np.array([n], np.int64)})[0]
         out.append(got[0, :audio_tokens(n, pool)])
     return np.concatenate(out)
 
 
+def audio_sessions(cdir: Path) -> dict[int, Any]:
+    """The piece graphs an audio component holds (audio_piece_<frames>.onnx), by frames."""
+    return {int(path.stem.rsplit("_", 1)[1]): onnx_target.cpu_session(path) for path in cdir.glob("audio_piece_*.onnx")}
+
+
 def export_audio(cdir: Path, thinker: Thinker, progress: tqdm) -> dict[str, Any]:
-    """The piece graph, checked on a full piece and a 7.3 s one (random features)."""
-    graph = AudioPieceGraph(thinker.apm, thinker.audio_projection_layer).eval()
-    name = "audio_piece.onnx"
-    progress.set_postfix_str(name)
+    """A piece graph per bucket, each checked on a piece shorter than it (its padding path) and
+    the largest also on a full one (random features)."""
     mel = thinker.config.audio.mel_bins
-    example = (torch.zeros(1, mel, graph.frames), torch.tensor([graph.frames]))
-    onnx_target.export_graph(graph, example, ["features", "length"], ["audio_embeds"], cdir / name)
-    session = onnx_target.cpu_session(cdir / name)
+    graphs: dict[str, str] = {}
+    for frames in PIECE_BUCKETS:
+        graph = AudioPieceGraph(thinker.apm, thinker.audio_projection_layer, frames).eval()
+        name = f"audio_piece_{frames}.onnx"
+        progress.set_postfix_str(name)
+        example = (torch.zeros(1, mel, frames), torch.tensor([frames]))
+        onnx_target.export_graph(graph, example, ["features", "length"], ["audio_embeds"], cdir / name)
+        graphs[str(frames)] = name
+        progress.update()
+    sessions = audio_sessions(cdir)
+    pool = thinker.config.audio.pool_step
     sqnrs = []
-    for frames in (graph.frames, 733):
+    for frames in (733, 2177, PIECE_BUCKETS[-1]):
         features = torch.randn(1, mel, frames, generator=torch.Generator().manual_seed(frames))
         with torch.no_grad():
             ref = PieceEncoder(thinker.apm, thinker.audio_projection_layer, frames)(features)[0]
-        got = run_audio_pieces(session, [features[0].numpy()], graph.frames, graph.pool)
+        got = run_audio_pieces(sessions, [features[0].numpy()], pool)
         sqnrs.append(sqnr_db(ref.numpy(), got))
-    progress.update()
-    onnx_target.share_weights(cdir, [name])
-    return {"graphs": {"piece": name}, "piece_frames": graph.frames, "pool_step": graph.pool, "sqnr_db": min(sqnrs)}
+    onnx_target.share_weights(cdir, list(graphs.values()))
+    return {"graphs": graphs, "piece_frames": PIECE_BUCKETS[-1], "pool_step": pool, "sqnr_db": min(sqnrs)}

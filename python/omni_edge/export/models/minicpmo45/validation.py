@@ -13,7 +13,7 @@ import torch
 from omni_edge.contracts import ReportCheck
 from omni_edge.export.comparison import FP32_TIE_GAP
 from omni_edge.export.models.minicpmo45.audio import log_mel_pieces
-from omni_edge.export.models.minicpmo45.onnx import run_audio_pieces, slice_key
+from omni_edge.export.models.minicpmo45.onnx import audio_sessions, run_audio_pieces, slice_key
 from omni_edge.export.models.minicpmo45.reference import Media, Reply, Thinker, generate
 from omni_edge.export.models.minicpmo45.vision import patch_strip, slice_image
 from omni_edge.export.targets.onnx_target import cpu_session
@@ -42,8 +42,8 @@ def exported_rows(thinker: Thinker, out: Path, media: list[Media]) -> np.ndarray
                     raise ValueError(f"no vision graph for a {h // patch}x{w // patch} slice ({graph.name})")
                 rows.append(cpu_session(graph).run(None, {"pixel_strip": patch_strip(x, patch)[None]})[0][0])
         else:
-            session = cpu_session(out / "audio-onnx" / "audio_piece.onnx")
-            rows.append(run_audio_pieces(session, log_mel_pieces(item.value, thinker.config.audio.mel_bins), 3000,
+            sessions = audio_sessions(out / "audio-onnx")
+            rows.append(run_audio_pieces(sessions, log_mel_pieces(item.value, thinker.config.audio.mel_bins),
                                          thinker.config.audio.pool_step))
     return np.concatenate(rows).astype(np.float32)
 
