@@ -399,3 +399,20 @@ def test_profile_serving_refuses_a_policy_plan_before_deploying(policy_plan: Pat
                "--serving", "--out", str(tmp_path / "profile"))
     assert done.returncode == 1 and "--serving sends text, speech and omni workloads; a policy plan's" in done.stderr
     assert not (tmp_path / "device").exists()  # nothing deployed
+
+
+def test_minicpmo45_is_admitted_by_precision_as_the_readme_table_says() -> None:
+    """The ledger on MiniCPM-o 4.5's sizes (its Qwen3-8B thinker at each precision, the other
+    stages at fp16, KV for 8K positions): which routes can hold it (README, the MiniCPM-o section)."""
+    from omni_edge.harness.qualification.catalog import THINKER_BITS, minicpmo45
+    from omni_edge.harness.qualification.matrix import admission_by_precision
+
+    table = admission_by_precision({name: minicpmo45(bits) for name, bits in THINKER_BITS.items()})
+    admitted = {route: [p for p, (ok, _, _) in row.items() if ok] for route, row in table.items()}
+    for phone in ("galaxy-s25", "galaxy-s24", "rb3-gen2", "cpu-nvidia-wsl", "cpu-nvidia-windows"):
+        assert admitted[phone] == [], phone
+    assert admitted["sa8775p-adp"] == ["fp16", "int8", "int4"]
+    assert admitted["x-elite"] == admitted["cpu-windows"] == ["int8", "int4"]
+    assert admitted["cpu-wsl"] == ["int4"]
+    need = {p: round(table["x-elite"][p][1]) for p in THINKER_BITS}
+    assert need == {"fp16": 24853, "int8": 16799, "int4": 12503}  # MiB: weights, KV, loading peak, workspace, margin

@@ -68,6 +68,21 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
+# MiniCPM-o 4.5 by its shapes (export/models/minicpmo45; README, its section): the Qwen3-8B thinker
+# (36 layers, 8 KV heads of 128, vocabulary 151,748, untied head: 8.19 B), and the other stages
+# at fp16: SigLIP (26 layers kept) 0.40 B, resampler 0.09 B, Whisper-medium's encoder 0.31 B,
+# audio projector 0.02 B, talker 0.32 B (its 152k-row text table included), token2wav's flow
+# 0.156 B and HiFT 0.021 B: 1.31 B.
+MINICPMO45_THINKER, MINICPMO45_OTHERS = 8.19e9, 1.31e9
+THINKER_BITS = {"fp16": 16.0, "int8": 8.5, "int4": 4.5}  # per weight, block scales included
+
+
+def minicpmo45(thinker_bits: float, context: int = 8192) -> Footprint:
+    """MiniCPM-o 4.5 with its thinker at `thinker_bits` per weight, the other stages at fp16, KV
+    for `context` positions."""
+    return Footprint("omni", MINICPMO45_THINKER, thinker_bits, 36, 8, 128, context, extra_weights=int(2 * MINICPMO45_OTHERS))
+
+
 @dataclass(frozen=True)
 class Family:
     key: str
@@ -83,8 +98,9 @@ FAMILIES: tuple[Family, ...] = (
     Family("qwen3-tts", "Qwen3-TTS", "talker 0.6B + code predictor + vocoder, 8-bit, 2K frames",
            Footprint("qwen3-tts", 0.9e9, 8.5, 28, 8, 128, 2048, extra_weights=220 << 20),
            ("talker", "code_predictor", "vocoder")),
-    Family("omni", "MiniCPM-o-like omni", "8B (7B LLM + vision + audio + TTS), 4-bit weights, 8K context",
-           Footprint("omni", 8.7e9, 4.5, 28, 4, 128, 8192), ("vision", "audio", "thinker", "talker", "vocoder")),
+    Family("omni", "MiniCPM-o 4.5", "Qwen3-8B thinker at 4-bit (4.5 bits/weight with scales) + SigLIP, Whisper "
+           "encoder, talker and token2wav at fp16, 8K context", minicpmo45(THINKER_BITS["int4"]),
+           ("vision", "audio", "thinker", "talker", "vocoder")),
     Family("policy", "InternVLA-like policy", "4B VLA (3B VLM + action expert), 8-bit, 2K context",
            Footprint("policy", 4.1e9, 8.5, 36, 2, 128, 2048), ("vision", "thinker", "action")),
     Family("27b", "27B-class", "27B dense decoder, 4-bit weights (4.5 bits/weight with scales), 4K context",

@@ -120,6 +120,23 @@ def admission(r: Route, f: Family) -> tuple[bool, str, dict[str, Any]]:
     return True, "", budget.to_dict()
 
 
+def admission_by_precision(footprints: dict[str, Any]) -> dict[str, dict[str, tuple[bool, float, float]]]:
+    """For each route and precision (name -> Footprint): (admitted, MiB needed, MiB of the pool)."""
+    out: dict[str, dict[str, tuple[bool, float, float]]] = {}
+    for r in ROUTES:
+        out[r.key] = {}
+        for name, footprint in footprints.items():
+            budget = footprint.budget(pool=r.pool).per_pool()
+            need, have = budget.get(r.pool, 0), r.capacity.get(r.pool, 0)
+            try:
+                Ledger(r.capacity).reserve(name, budget)
+                fits = True
+            except AdmissionError:
+                fits = False
+            out[r.key][name] = (fits, need / 2**20, have / 2**20)
+    return out
+
+
 def _performance_n(record: dict[str, Any]) -> int:
     perf = record.get("performance") or {}
     return min((int(g.get("requests", 0)) for g in perf.get("groups", {}).values()), default=0)
