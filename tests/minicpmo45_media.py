@@ -41,3 +41,30 @@ def audio_inputs() -> list[tuple[str, np.ndarray]]:
     clips = speech_clips()
     joined = np.concatenate(clips * (1 + int(31 * 16000 // sum(len(c) for c in clips))))[: 33 * 16000 + 77]
     return [("tone", tone()), ("speech", clips[0]), ("speech_33s", joined)]
+
+
+# The token2wav check (make_fixture.py writes vLLM-Omni's samples, the test makes the port's):
+# a flow of the release's widths at a smaller depth, 4 Euler steps, numpy-made inputs.
+T2W_SEED = 100  # torch seed of the first window (HiFT's noise); +1 per window
+
+
+def t2w_config() -> object:
+    from omni_edge.export.models.minicpmo45.flow import FlowConfig
+
+    return FlowConfig(blocks=1, up_blocks=1, dit_depth=2)
+
+
+def check_voice() -> object:
+    """A voice prompt: 10 codes, its 20 mel frames, a speaker vector."""
+    import torch
+    from omni_edge.export.models.minicpmo45.token2wav import Voice
+
+    rng = np.random.default_rng(3)
+    return Voice(torch.from_numpy(rng.integers(0, 6561, (1, 10))).long(),
+                 torch.from_numpy(rng.standard_normal((1, 192)).astype(np.float32)),
+                 torch.from_numpy(rng.standard_normal((1, 20, 80)).astype(np.float32)))
+
+
+def check_codes() -> list[int]:
+    """60 talker codes: two full windows and a last one of 10."""
+    return [int(c) for c in np.random.default_rng(4).integers(0, 6561, 60)]

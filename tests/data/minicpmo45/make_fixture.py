@@ -10,9 +10,17 @@ vLLM itself is not importable here (no GPU build): its modules are stubbed, the 
 loaded by path, and its LLM (a vLLM Qwen3) is left out: the encoders, resampler, projector and
 processor are vLLM-Omni's code as published; the LLM is transformers' Qwen3 on both sides.
 
-Not run by the tests. To regenerate (the wheel is read, never installed):
+And an utterance through vLLM-Omni's own token2wav streaming (BatchedToken2Wav: the bridge's
+windows, its flow and HiFT caches, trims and cross-fades) over the Step-Audio2 flow, whose
+classes vLLM-Omni loads from `minicpmo-utils` (CosyVoice2's conformer, DiT and CFM), at a
+smaller depth, on random weights.
+
+Not run by the tests. To regenerate (the wheels are read, never installed into the project):
     pip download --no-deps vllm-omni==0.30.0 -d /tmp/vo && unzip -q /tmp/vo/*.whl -d /tmp/vo/src
-    .venv/bin/python tests/data/minicpmo45/make_fixture.py /tmp/vo/src tests/data/minicpmo45
+    pip download --no-deps --no-binary :all: minicpmo-utils==1.0.0 -d /tmp/mu && tar xzf /tmp/mu/*.tar.gz -C /tmp/mu
+    pip install --target /tmp/mu/site einops
+    PYTHONPATH=/tmp/mu/site .venv/bin/python tests/data/minicpmo45/make_fixture.py /tmp/vo/src \
+        /tmp/mu/minicpmo_utils-1.0.0/src tests/data/minicpmo45
 """
 
 import importlib.util
@@ -22,6 +30,7 @@ import shutil
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,9 +38,10 @@ from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
-from minicpmo45_media import audio_inputs, image_inputs  # noqa: E402
+from minicpmo45_media import T2W_SEED, audio_inputs, check_codes, check_voice, image_inputs, t2w_config  # noqa: E402
 
 MODELS = "vllm_omni/model_executor/models/minicpmo_4_5"
+T2W_STEPS = 4  # Euler steps of the token2wav check (the release's 10 take 2.5x as long, same code)
 TALKER_FRAMES = 80  # greedy codes of the talker (the end is masked for the first 50)
 STRIDE = 29  # of the slices' pixel strips kept: enough to tell a resize or crop apart, 1/29 of the bytes
 
@@ -205,6 +215,62 @@ def hift_outputs(src: Path) -> dict[str, torch.Tensor]:
     return {"hift.speech1": speech1.contiguous(), "hift.speech2": speech2.contiguous()}
 
 
+def upstream_token2wav(src: Path, utils: Path, flow_config: object, flow_state: dict[str, torch.Tensor],
+                       hift_state: dict[str, torch.Tensor], noise: torch.Tensor) -> tuple[object, types.ModuleType]:
+    """vLLM-Omni's BatchedToken2Wav over the Step-Audio2 flow (minicpmo-utils' CosyVoice2 classes, as
+    its flow.yaml builds them, at `flow_config`'s sizes) and vLLM-Omni's HiFT, on the given weights."""
+    hift = upstream_hift(src)
+    hift.load_state_dict(hift_state, strict=False)  # type: ignore[attr-defined]
+    package = types.ModuleType("stepaudio2")  # its __init__ imports the S3 tokenizer: skipped
+    package.__path__ = [str(utils / "stepaudio2")]  # type: ignore[attr-defined]
+    sys.modules["stepaudio2"] = package
+    from stepaudio2.cosyvoice2.flow.decoder_dit import DiT
+    from stepaudio2.cosyvoice2.flow.flow import CausalMaskedDiffWithXvec
+    from stepaudio2.cosyvoice2.flow.flow_matching import CausalConditionalCFM
+    from stepaudio2.cosyvoice2.transformer.upsample_encoder_v2 import UpsampleConformerEncoderV2
+
+    c: Any = flow_config
+    encoder = UpsampleConformerEncoderV2(input_size=c.width, output_size=c.width, pre_lookahead_len=c.lookahead,
+                                         num_blocks=c.blocks, num_up_blocks=c.up_blocks, up_stride=2, up_scale_factor=2,
+                                         attention_heads=c.heads, linear_units=c.ffn, key_bias=True)
+    dit = DiT(in_channels=4 * c.mel_bins, out_channels=c.mel_bins, mlp_ratio=4.0, depth=c.dit_depth,
+              num_heads=c.dit_heads, head_dim=c.dit_head_dim, hidden_size=c.dit_width)
+    flow = CausalMaskedDiffWithXvec(input_size=c.width, output_size=c.mel_bins, spk_embed_dim=c.speaker_dim,
+                                    vocab_size=c.vocab, encoder=encoder,
+                                    decoder=CausalConditionalCFM(dit, inference_cfg_rate=c.cfg_rate)).eval()
+    flow.load_state_dict(flow_state, strict=True)
+    flow.decoder.rand_noise.copy_(noise)
+    _stub("vllm.platforms", current_platform=types.SimpleNamespace(is_cuda=lambda: False))
+    package_init = _load("vllm_omni.model_executor.models.minicpmo_4_5", src / MODELS / "__init__.py")
+    package_init.__path__ = [str(src / MODELS)]  # type: ignore[attr-defined]  # its relative imports
+    batched = _load("vllm_omni.model_executor.models.minicpmo_4_5.batched_token2wav", src / MODELS / "batched_token2wav.py")
+    token2wav = types.SimpleNamespace(flow=flow, hift=hift, float16=False, n_timesteps=T2W_STEPS, mel_cache_len=8,
+                                      source_cache_len=3840, speech_window=torch.from_numpy(np.hamming(7680).astype(np.float32)))
+    return batched.BatchedToken2Wav(token2wav), batched
+
+
+@torch.no_grad()
+def token2wav_samples(src: Path, utils: Path) -> dict[str, torch.Tensor]:
+    """An utterance of codes through vLLM-Omni's own streaming (its bridge's windows, setup_batch,
+    decode_batch), torch seeded before each window (HiFT's noise)."""
+    from omni_edge.export.models.minicpmo45.flow import random_flow
+    from omni_edge.export.models.minicpmo45.hift import random_hift
+    from omni_edge.export.models.minicpmo45.token2wav import windows
+    config = t2w_config()
+    flow = random_flow(config)  # type: ignore[arg-type]
+    streamer, batched = upstream_token2wav(src, utils, config, flow.state_dict(), random_hift().state_dict(),
+                                           flow.decoder.rand_noise)
+    voice: Any = check_voice()
+    features = batched.PromptFeatures(("voice", "voice"), voice.tokens, voice.speaker, voice.mel)
+    states = streamer.setup_batch(features, 1)  # type: ignore[attr-defined]
+    out = []
+    for i, (window, last) in enumerate(windows(check_codes())):
+        torch.manual_seed(T2W_SEED + i)
+        audios, states = streamer.decode_batch(torch.tensor([window]), features, states, last_chunk=last)  # type: ignore[attr-defined]
+        out.append(audios[0])
+    return {"token2wav.samples": torch.cat(out).contiguous()}
+
+
 @torch.no_grad()
 def talker_codes(talker: object, ids: torch.Tensor, hidden: torch.Tensor, frames: int, min_codes: int = 50) -> list[int]:
     """Greedy codes through vLLM-Omni's own condition, backbone call and head, the end masked for
@@ -225,7 +291,7 @@ def talker_codes(talker: object, ids: torch.Tensor, hidden: torch.Tensor, frames
     return codes
 
 
-def main(src: Path, out: Path) -> None:
+def main(src: Path, utils: Path, out: Path) -> None:
     from omni_edge.export.models.minicpmo45.checkpoint import make_checkpoint
 
     tmp = out.with_name(out.name + ".tmp")
@@ -280,10 +346,11 @@ def main(src: Path, out: Path) -> None:
     tensors["talker.codes"] = torch.tensor(codes, dtype=torch.int64)
     cases["talker"] = [{"frames": TALKER_FRAMES, "codes": len(codes)}]
     tensors |= hift_outputs(src)
+    tensors |= token2wav_samples(src, utils)
     save_file(tensors, str(out / "reference.safetensors"))
     (out / "reference.json").write_text(json.dumps({"upstream": "vllm-omni 0.30.0", "cases": cases}, indent=1) + "\n")
     print(f"wrote {out / 'checkpoint'}: {len(tensors)} reference tensors")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))

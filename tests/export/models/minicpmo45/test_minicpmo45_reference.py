@@ -191,3 +191,28 @@ def test_the_hift_vocoder_streams_vllm_omnis_samples() -> None:
     assert float(speech1.abs().max()) < 0.99  # unclipped: the comparison sees the vocoder, not the clamp
     for got, name in ((speech1, "hift.speech1"), (speech2, "hift.speech2")):
         assert_sqnr(REFERENCE[name], got, 90.0, name)  # measured: bit-equal on the CPU that wrote the fixture
+
+
+def test_token2wav_streams_vllm_omnis_samples() -> None:
+    """Codes -> PCM as vLLM-Omni streams them (BatchedToken2Wav over minicpmo-utils' Step-Audio2
+    flow and its own HiFT; the release's widths, one conformer layer per half and two DiT blocks,
+    4 Euler steps, random weights from numpy): the bridge's windows (3 carried + 25 new, the last
+    shorter), the voice prompt's caches, HiFT's carried mel and source, the cross-fades. The port
+    makes the same samples, 480 x 2 x (codes + 3) of them (rule 2)."""
+    from minicpmo45_media import T2W_SEED, check_codes, check_voice, t2w_config
+    from omni_edge.export.models.minicpmo45.flow import random_flow
+    from omni_edge.export.models.minicpmo45.hift import random_hift
+    from omni_edge.export.models.minicpmo45.token2wav import Token2Wav, windows
+
+    codes, voice = check_codes(), check_voice()
+    streamer = Token2Wav(random_flow(t2w_config()), random_hift(), steps=4)  # type: ignore[arg-type]
+    state = streamer.start(voice)  # type: ignore[arg-type]
+    out = []
+    for i, (window, last) in enumerate(windows(codes)):
+        torch.manual_seed(T2W_SEED + i)
+        samples, state = streamer.decode(voice, state, window, last)  # type: ignore[arg-type]
+        out.append(samples)
+    got = torch.cat(out)
+    assert [len(w) for w, _ in windows(codes)] == [28, 28, 13]
+    assert got.shape == (480 * 2 * (len(codes) + 3),)
+    assert_sqnr(REFERENCE["token2wav.samples"], got, 60.0, "token2wav")  # measured 85 dB (max difference 6.8e-6)

@@ -1,0 +1,97 @@
+"""MiniCPM-o 4.5's code2wav stage as vLLM-Omni 0.30.0 streams it (BatchedToken2Wav, fed by the
+tts2code2wav bridge): talker codes -> 24 kHz PCM, window by window.
+
+The bridge sends windows of 3 carried codes and 25 new ones (the first window's carried codes
+are the silence code 4218; the last window carries whatever remains and says so). Per window the
+flow makes 2 mel frames per code it emits (a non-final window's last 3 codes are look-ahead
+only), HiFT vocodes them after the previous window's last 8 frames with its source tail as the
+cache, the first 3840 samples are cross-faded (Hamming, 7680) with the previous window's tail,
+and all but the last 3840 samples are emitted (everything on the last window). The flow's caches
+keep the prompt's frames and the last 100 once they grow past that.
+
+The voice is the prompt: its speech codes, its mel (2 frames per code) and its speaker vector,
+computed from a WAV when a voice is exported (not yet ported: the S3 tokenizer and CAM++); here
+they are given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from omni_edge.export.models.minicpmo45.flow import Flow, FlowCache, decode_chunk, setup_cache
+from omni_edge.export.models.minicpmo45.hift import Hift, vocode
+
+SILENCE = 4218           # the code the first window's context and the prompt's look-ahead are made of
+WINDOW, CONTEXT = 25, 3  # deploy/minicpmo_4_5.yaml: codec_chunk_frames, codec_left_context_frames
+MEL_CACHE, SOURCE_CACHE = 8, 8 * 480  # frames and samples carried into the next window's vocoding
+KEEP_RECENT = 100        # flow cache frames kept after the prompt's
+
+
+@dataclass(frozen=True)
+class Voice:
+    tokens: torch.Tensor   # [1, P] the prompt's speech codes
+    speaker: torch.Tensor  # [1, 192]
+    mel: torch.Tensor      # [1, 2P, 80]
+
+
+@dataclass
+class StreamState:
+    flow: FlowCache
+    mel: torch.Tensor     # [1, 80, <= 8]
+    source: torch.Tensor  # [1, 1, <= 3840]
+    speech: torch.Tensor  # [1, <= 3840]
+
+
+def windows(codes: list[int]) -> list[tuple[list[int], bool]]:
+    """The bridge's windows over a whole utterance: (codes, last)."""
+    out: list[tuple[list[int], bool]] = []
+    context = [SILENCE] * CONTEXT
+    at = 0
+    while len(codes) - at > WINDOW:
+        window = context + codes[at: at + WINDOW]
+        out.append((window, False))
+        context, at = window[-CONTEXT:], at + WINDOW
+    out.append((context + codes[at:], True))
+    return out
+
+
+class Token2Wav:
+    def __init__(self, flow: Flow, hift: Hift, steps: int = 10) -> None:
+        self.flow, self.hift, self.steps = flow, hift, steps
+        self.window = torch.from_numpy(np.hamming(2 * SOURCE_CACHE).astype(np.float32))
+
+    def start(self, voice: Voice) -> StreamState:
+        tokens = torch.cat([voice.tokens, torch.full((1, CONTEXT), SILENCE, dtype=voice.tokens.dtype)], dim=1)
+        cache = setup_cache(self.flow, tokens, voice.mel, voice.speaker, self.steps)
+        return StreamState(cache, torch.zeros(1, voice.mel.shape[2], 0), torch.zeros(1, 1, 0), torch.zeros(1, 0))
+
+    @torch.no_grad()
+    def decode(self, voice: Voice, state: StreamState, codes: list[int], last: bool) -> tuple[torch.Tensor, StreamState]:
+        """One window's samples [n] and the state after it."""
+        mel, cache = decode_chunk(self.flow, torch.tensor([codes]), voice.speaker, state.flow, last, self.steps)
+        prompt = voice.mel.shape[1]
+        if cache.estimator_att.shape[4] > prompt + KEEP_RECENT:
+            att = cache.estimator_att
+            cache.estimator_att = torch.cat([att[..., :prompt, :], att[..., -KEEP_RECENT:, :]], dim=4)
+        if cache.conformer_att.shape[3] > prompt + KEEP_RECENT:
+            att = cache.conformer_att
+            cache.conformer_att = torch.cat([att[..., :prompt, :], att[..., -KEEP_RECENT:, :]], dim=3)
+        mel = torch.cat([state.mel, mel], dim=2)
+        speech, source = vocode(self.hift, mel, state.source)
+        if state.speech.shape[-1] > 0:
+            half = SOURCE_CACHE
+            speech = speech.clone()
+            speech[..., :half] = speech[..., :half] * self.window[:half] + state.speech[..., -half:] * self.window[half:]
+        nxt = StreamState(cache, mel[..., -MEL_CACHE:], source[..., -SOURCE_CACHE:], speech[..., -SOURCE_CACHE:])
+        return (speech if last else speech[..., :-SOURCE_CACHE]).reshape(-1), nxt
+
+    def utterance(self, voice: Voice, codes: list[int]) -> torch.Tensor:
+        """The whole utterance's samples, window by window."""
+        state = self.start(voice)
+        out = []
+        for window, last in windows(codes):
+            samples, state = self.decode(voice, state, window, last)
+            out.append(samples)
+        return torch.cat(out)
