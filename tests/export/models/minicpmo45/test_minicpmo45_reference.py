@@ -216,3 +216,39 @@ def test_token2wav_streams_vllm_omnis_samples() -> None:
     assert [len(w) for w, _ in windows(codes)] == [28, 28, 13]
     assert got.shape == (480 * 2 * (len(codes) + 3),)
     assert_sqnr(REFERENCE["token2wav.samples"], got, 60.0, "token2wav")  # measured 85 dB (max difference 6.8e-6)
+
+
+def test_the_roadmaps_request_is_spoken_by_the_three_stages(tmp_path: Path) -> None:
+    """The red square and the 2 s tone, spoken: the thinker's reply, the talker's codes for it
+    (at least 50), token2wav's samples (the tiny preset's files as make-checkpoint writes them,
+    read back from their release layout; a stand-in voice from a LibriVox recording's mel)."""
+    from minicpmo45_media import speech_clips
+    from omni_edge.export.models.minicpmo45.checkpoint import TOKEN2WAV
+    from omni_edge.export.models.minicpmo45.reference import load_talker, speak
+    from omni_edge.export.models.minicpmo45.token2wav import stand_in_voice
+    from omni_edge.export.models.minicpmo45.token2wav_files import flow_config, load_token2wav, write_token2wav
+    from scipy.signal import resample_poly  # type: ignore[import-untyped]
+
+    flow, hift = TOKEN2WAV["tiny"]
+    shutil.copytree(CHECKPOINT, tmp_path / "ck")
+    directory = write_token2wav(tmp_path / "ck", flow, hift, seed=0)
+    assert flow_config(directory / "flow.yaml") == flow
+    voice = stand_in_voice(resample_poly(speech_clips()[0], 3, 2)[:3 * 24000])
+    thinker = load_thinker(tmp_path / "ck")
+    media = [Media("image", image_inputs()[0][1]), Media("audio", audio_inputs()[0][1])]
+    speech = speak(thinker, load_talker(tmp_path / "ck"), load_token2wav(tmp_path / "ck", steps=4), voice, media,
+                   "What do you see and hear?", 8, 60)
+    assert 50 <= len(speech.codes) <= 60
+    assert speech.pcm.shape == (960 * (len(speech.codes) + 3),)  # 2 mel frames of 480 samples per code
+    assert bool(torch.isfinite(speech.pcm).all()) and float(speech.pcm.abs().max()) <= 0.99
+    assert float(speech.pcm.std()) > 1e-4  # not silent
+
+
+def test_a_flow_yaml_without_its_sizes_is_refused_by_name(tmp_path: Path) -> None:
+    from omni_edge.export.models.minicpmo45.token2wav_files import flow_config, load_token2wav
+
+    (tmp_path / "flow.yaml").write_text("flow: !new:cosyvoice2.flow.flow.CausalMaskedDiffWithXvec\n    input_size: 512\n")
+    with pytest.raises(ValueError, match="flow.yaml lacks or mistypes 'encoder'"):
+        flow_config(tmp_path / "flow.yaml")
+    with pytest.raises(ValueError, match=r"no assets/token2wav/flow\.yaml"):
+        load_token2wav(tmp_path)

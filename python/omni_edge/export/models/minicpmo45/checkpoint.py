@@ -17,6 +17,9 @@ import torch
 from omni_edge.export.checkpoint import preset_of, seed_everything, train_causal_lm, train_tokenizer, write_record
 from omni_edge.export.corpus import stdlib_corpus
 from omni_edge.export.models.minicpmo45.config import MODEL_TYPE, VERSION
+from omni_edge.export.models.minicpmo45.flow import FlowConfig
+from omni_edge.export.models.minicpmo45.hift import HiftConfig
+from omni_edge.export.models.minicpmo45.token2wav_files import write_token2wav
 
 # The release tokenizer's special tokens this pipeline reads (its added_tokens.json names them).
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<unk>", "<image>",
@@ -62,6 +65,14 @@ PRESETS: dict[str, Preset] = {
     # Its talker: a Llama of 768 (20 layers, 12 heads), 6562 codes (the last ends the speech).
     "tiny": Preset(1024, 128, 2, 4, 2, 384, 32, 2, 2, 32, 2, 2, 16, 300, 32, 2, 2),
     "small": Preset(2048, 256, 4, 8, 4, 768, 64, 3, 4, 64, 3, 4, 32, 400, 64, 3, 4),
+}
+# token2wav at the preset's sizes (the release: 512-wide conformer 6+4 layers, a 512-wide 16-block
+# DiT, HiFT of 512 channels): the flow and the vocoder; the voice models are not made here.
+TOKEN2WAV: dict[str, tuple[FlowConfig, HiftConfig]] = {
+    "tiny": (FlowConfig(width=64, heads=4, ffn=128, blocks=1, up_blocks=1, dit_width=64, dit_depth=2, dit_heads=4,
+                        dit_head_dim=16), HiftConfig(base_channels=32, f0_channels=32)),
+    "small": (FlowConfig(width=128, heads=4, ffn=256, blocks=2, up_blocks=2, dit_width=128, dit_depth=4, dit_heads=4,
+                         dit_head_dim=32), HiftConfig(base_channels=64, f0_channels=64)),
 }
 PREPROCESSOR = {"image_processor_type": "MiniCPMVImageProcessor", "feature_extractor_type": "MiniCPMAAudioProcessor",
                 "max_slice_nums": 9, "scale_resolution": 448, "patch_size": 14, "use_image_id": True,
@@ -165,6 +176,7 @@ def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path:
     (out / "generation_config.json").write_text(json.dumps(
         {"eos_token_id": [tokenizer.token_to_id("<|im_end|>"), tokenizer.token_to_id("<|endoftext|>")],
          "do_sample": False}, indent=2) + "\n")
+    write_token2wav(out, TOKEN2WAV[preset][0], TOKEN2WAV[preset][1], seed)
     write_record(out, {"arch": "minicpmo-4.5", "preset": preset, "seed": seed, "train_steps": p.train_steps,
                        "final_loss": round(losses[-1], 3) if losses else None})
     return out

@@ -221,3 +221,23 @@ def generate(thinker: Thinker, media: list[Media], text: str, max_new_tokens: in
         hidden.append(out.hidden_states[-1][0, -1])
     rows = torch.stack(hidden) if hidden else torch.zeros(0, thinker.config.hidden)
     return ids, Reply(reply, rows, stop, logits)
+
+
+@dataclass
+class Speech:
+    prompt: list[int]
+    reply: Reply
+    codes: list[int]
+    pcm: torch.Tensor  # 24 kHz
+
+
+@torch.no_grad()
+def speak(thinker: Thinker, talker: Any, token2wav: Any, voice: Any, media: list[Media], text: str,
+          max_new_tokens: int, max_codes: int, system: str | None = None) -> Speech:
+    """The three stages on one request: the thinker's spoken reply (greedy), the talker's codes for
+    it (greedy, at least 50), token2wav's samples in the voice, window by window."""
+    from omni_edge.export.models.minicpmo45.talker import generate_codes
+
+    ids, reply = generate(thinker, media, text, max_new_tokens, speech=True, system=system)
+    codes = generate_codes(talker, reply.ids, reply.hidden, max_codes).codes
+    return Speech(ids, reply, codes, token2wav.utterance(voice, codes))

@@ -95,3 +95,31 @@ class Token2Wav:
             samples, state = self.decode(voice, state, window, last)
             out.append(samples)
         return torch.cat(out)
+
+
+def prompt_mel(samples: np.ndarray) -> torch.Tensor:
+    """Step-Audio2's mel of a 24 kHz recording [1, T, 80] (its prompt conditioning): reflect-padded
+    by 720, 1920-point periodic-Hann STFT every 480 samples, magnitudes, 80 Slaney mel bands up to
+    8 kHz, natural log floored at 1e-5. (Ported from the description of its code, which needs
+    torchaudio; not checked against it here.)"""
+    from transformers.audio_utils import mel_filter_bank
+
+    y = torch.from_numpy(np.ascontiguousarray(samples, np.float32))[None, None]
+    y = torch.nn.functional.pad(y, (720, 720), mode="reflect")[:, 0]
+    spec = torch.stft(y, 1920, 480, 1920, window=torch.hann_window(1920), center=False, return_complex=True)
+    magnitude = torch.sqrt(spec.real ** 2 + spec.imag ** 2 + 1e-9)
+    bank = torch.from_numpy(mel_filter_bank(num_frequency_bins=961, num_mel_filters=80, min_frequency=0.0,
+                                            max_frequency=8000.0, sampling_rate=24000, norm="slaney",
+                                            mel_scale="slaney").astype(np.float32))
+    return torch.log(torch.clamp(bank.T @ magnitude, min=1e-5)).transpose(1, 2)
+
+
+def stand_in_voice(samples_24k: np.ndarray, seed: int = 0, speaker_dim: int = 192) -> Voice:
+    """A voice prompt for checkpoints without the release's voice models (its S3 tokenizer and
+    CAM++): the recording's own mel, trimmed to an even number of frames, and seeded codes (one per
+    two frames) and speaker vector in place of what those models would say."""
+    mel = prompt_mel(samples_24k)
+    frames = mel.shape[1] - mel.shape[1] % 2
+    g = torch.Generator().manual_seed(seed)
+    return Voice(torch.randint(0, SILENCE, (1, frames // 2), generator=g), torch.randn(1, speaker_dim, generator=g),
+                 mel[:, :frames].contiguous())
