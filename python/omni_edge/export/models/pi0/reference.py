@@ -83,18 +83,15 @@ def load_policy(checkpoint: Path) -> Policy:
 
 def camera_pixels(image: Any, size: int) -> np.ndarray:
     """[3, size, size] float32: resized keeping the aspect ratio until one side is `size`
-    (transformers' max height/width rule; Pillow's bicubic as two passes, horizontal then
-    vertical, as the native controller does: Pillow 13's own resize picks the order itself and
-    differs by a few levels on some downscales), x / 255 normalized to [-1, 1], then zero-padded
-    at the bottom and right (after normalization, as PI0ImageProcessor)."""
+    (transformers' max height/width rule; Pillow's bicubic, whose pass order the native
+    controller follows), x / 255 normalized to [-1, 1], then zero-padded at the bottom and right
+    (after normalization, as PI0ImageProcessor)."""
     from PIL import Image
 
     rgb = image.convert("RGB")
     scale = min(size / rgb.height, size / rgb.width)
     h, w = int(rgb.height * scale), int(rgb.width * scale)
-    if w != rgb.width:
-        rgb = rgb.resize((w, rgb.height), Image.Resampling.BICUBIC)
-    if h != rgb.height:
+    if (w, h) != rgb.size:
         rgb = rgb.resize((w, h), Image.Resampling.BICUBIC)
     x = np.asarray(rgb, np.float32) / np.float32(255.0)
     mean, std = np.array(IMAGE_MEAN, np.float32), np.array(IMAGE_STD, np.float32)
