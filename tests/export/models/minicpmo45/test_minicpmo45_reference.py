@@ -248,7 +248,7 @@ def test_a_flow_yaml_without_its_sizes_is_refused_by_name(tmp_path: Path) -> Non
     from omni_edge.export.models.minicpmo45.token2wav_files import flow_config, load_token2wav
 
     (tmp_path / "flow.yaml").write_text("flow: !new:cosyvoice2.flow.flow.CausalMaskedDiffWithXvec\n    input_size: 512\n")
-    with pytest.raises(ValueError, match="flow.yaml lacks or mistypes 'encoder'"):
+    with pytest.raises(ValueError, match=r"flow\.yaml lacks or mistypes 'encoder'"):
         flow_config(tmp_path / "flow.yaml")
     with pytest.raises(ValueError, match=r"no assets/token2wav/flow\.yaml"):
         load_token2wav(tmp_path)
