@@ -134,3 +134,45 @@ def test_a_malformed_minicpmo_plan_is_refused_by_name(exported: tuple[Path, list
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     with pytest.raises(ContractError, match=said):
         Session.open(tmp_path / "plan.json")
+
+
+def test_cancel_at_random_points_ends_each_stream_once_and_the_next_request_is_whole(
+        exported: tuple[Path, list[Path], Thinker], tmp_path: Path) -> None:
+    """plan.json with the red square and the tone: the consumer cancels after k of its events for
+    random k (before the first token included: the encoders' phase); each stream ends with exactly
+    one terminal event, nothing after it, and the session then serves the whole request as before."""
+    import random
+
+    from omni_edge.runtime import Session
+    from omni_edge.runtime.media import wav_bytes
+
+    out, _, _ = exported
+    image_inputs()[0][1].save(tmp_path / "red.png")
+    (tmp_path / "tone.wav").write_bytes(wav_bytes(audio_inputs()[0][1], 16000))
+    media = [("image", str(tmp_path / "red.png")), ("audio", str(tmp_path / "tone.wav"))]
+    session = Session.open(out / "plan.json")
+    whole = _native_ids(out / "plan.json", media, "What do you see and hear?", 12)
+    kinds: list[str] = []
+    session.run("What do you see and hear?", chat=True, media=media, max_new_tokens=12, ignore_stop_tokens=True,
+                on_event=lambda e: kinds.append(e["kind"]) or True)
+    assert kinds[-1] == "done" and len(kinds) >= 3  # events before the terminal one: where a cancel can land
+    for k in sorted({0, 1, *random.Random(7).sample(range(len(kinds) - 1), min(4, len(kinds) - 1))}):
+        events = _events_until(session, media, k)
+        terminal = [e for e in events if e["kind"] in ("done", "cancelled", "error")]
+        assert len(terminal) == 1 and events[-1] is terminal[0], (k, [e["kind"] for e in events])
+        assert terminal[0]["kind"] == "cancelled", k
+        again = [t for e in _events_until(session, media, 1 << 30) for t in e.get("token_ids", [])]
+        assert again == whole, k
+
+
+def _events_until(session: Any, media: list[tuple[str, str]], k: int) -> list[dict[str, Any]]:
+    """A request's events, the consumer cancelling after the k-th."""
+    events: list[dict[str, Any]] = []
+
+    def consumer(e: dict[str, Any]) -> bool:
+        events.append(e)
+        return len(events) <= k
+
+    session.run("What do you see and hear?", chat=True, media=media, max_new_tokens=12, ignore_stop_tokens=True,
+                on_event=consumer)
+    return events
