@@ -392,14 +392,18 @@ void BindPlayback(nb::module_& m) {
      "The speech session's playback clock over (ms since the request, samples) arrivals (JSON stats).");
 }
 
+// An 8-bit RGB image from Python bytes (rows of interleaved pixels); the media code checks the size.
+media::RgbImage RgbFromBytes(const nb::bytes& pixels, int64_t width, int64_t height) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(pixels.c_str());
+  return media::RgbImage{width, height, std::vector<uint8_t>(bytes, bytes + pixels.size())};
+}
+
 // Images and audio as the encoders and a policy read them, and M-RoPE positions of a prompt.
 void BindMedia(nb::module_& m) {
   m.def("preprocess_image", [](nb::bytes pixels, int64_t width, int64_t height, const std::string& config_json) {
     const Json config = Unwrap(ParseJson(config_json, "preprocessor_config"));
     const media::VisionPreprocessing p = Unwrap(media::VisionPreprocessingFromJson(config, "preprocessor_config"));
-    media::RgbImage image{width, height, {}};
-    const auto* bytes = reinterpret_cast<const uint8_t*>(pixels.c_str());
-    image.pixels.assign(bytes, bytes + pixels.size());
+    const media::RgbImage image = RgbFromBytes(pixels, width, height);
     const media::VisionPatches out = Unwrap(media::PreprocessImage(image, p));
     return std::make_tuple(nb::bytes(reinterpret_cast<const char*>(out.values.data()), out.values.size() * sizeof(float)),
                            out.grid_t, out.grid_h, out.grid_w);
@@ -410,9 +414,7 @@ void BindMedia(nb::module_& m) {
   m.def("slice_image", [](nb::bytes pixels, int64_t width, int64_t height, const std::string& config_json) {
     const Json config = Unwrap(ParseJson(config_json, "preprocessor_config"));
     const media::SliceConfig c = Unwrap(media::SliceConfigFromJson(config, "preprocessor_config"));
-    media::RgbImage image{width, height, {}};
-    const auto* bytes = reinterpret_cast<const uint8_t*>(pixels.c_str());
-    image.pixels.assign(bytes, bytes + pixels.size());
+    const media::RgbImage image = RgbFromBytes(pixels, width, height);
     const media::SlicedImage out = Unwrap(media::SliceImage(image, c));
     std::vector<std::tuple<int64_t, int64_t, nb::bytes>> slices;
     for (const media::ImageSlice& s : out.slices) {
@@ -426,9 +428,7 @@ void BindMedia(nb::module_& m) {
   m.def("policy_pixels", [](nb::bytes pixels, int64_t width, int64_t height, int64_t size, std::vector<float> mean,
                             std::vector<float> std_dev) {
     if (mean.size() != 3 || std_dev.size() != 3) throw std::invalid_argument("mean and std: three values each");
-    media::RgbImage image{width, height, {}};
-    const auto* bytes = reinterpret_cast<const uint8_t*>(pixels.c_str());
-    image.pixels.assign(bytes, bytes + pixels.size());
+    const media::RgbImage image = RgbFromBytes(pixels, width, height);
     const std::vector<float> out = Unwrap(media::ResizeWithPad(image, size, mean.data(), std_dev.data()));
     return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
   }, nb::arg("pixels"), nb::arg("width"), nb::arg("height"), nb::arg("size"), nb::arg("mean"), nb::arg("std"),

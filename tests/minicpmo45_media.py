@@ -6,6 +6,7 @@ so that the audio encoder's pieces split)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,3 +69,17 @@ def check_voice() -> object:
 def check_codes() -> list[int]:
     """60 talker codes: two full windows and a last one of 10."""
     return [int(c) for c in np.random.default_rng(4).integers(0, 6561, 60)]
+
+
+# The HiFT check (make_fixture.py writes vLLM-Omni's samples, the test makes the port's).
+HIFT_CHECK = (11, 12)  # torch seeds of the two chunks
+
+
+def check_mels() -> tuple[Any, Any]:
+    """Two mel chunks [1, 80, 40] and [1, 80, 24] (log-mel-like values, numpy's PCG64)."""
+    import torch
+
+    rng = np.random.default_rng(7)
+    first = torch.from_numpy((rng.standard_normal((1, 80, 40)) * 2 - 4).astype(np.float32))
+    second = torch.from_numpy((rng.standard_normal((1, 80, 24)) * 2 - 4).astype(np.float32))
+    return first, second

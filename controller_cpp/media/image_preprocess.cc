@@ -100,18 +100,22 @@ Result<VisionPreprocessing> VisionPreprocessingFromJson(const Json& config, cons
     if (!config["rescale_factor"].is_number()) return Status::Error("invalid_field", where + ".rescale_factor: must be a number");
     p.rescale = config["rescale_factor"].get<double>();
   }
-  for (const auto& [key, out] : {std::make_pair("image_mean", p.mean), std::make_pair("image_std", p.std)}) {
-    if (!config.contains(key)) continue;
-    const Json& v = config[key];
-    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number()) {
-      return Status::Error("invalid_field", where + "." + key + ": must be three numbers");
-    }
-    for (int c = 0; c < 3; ++c) out[c] = v[size_t(c)].get<float>();
-  }
-  for (float s : p.std) {
-    if (!(s > 0)) return Status::Error("invalid_field", where + ".image_std: must be positive");
-  }
+  OE_RETURN_IF_ERROR(ReadChannelTriple(config, "image_mean", p.mean, where, false));
+  OE_RETURN_IF_ERROR(ReadChannelTriple(config, "image_std", p.std, where, true));
   return p;
+}
+
+Status ReadChannelTriple(const Json& config, const char* key, float out[3], const std::string& where, bool positive) {
+  if (!config.contains(key)) return Status::Ok();
+  const Json& v = config[key];
+  if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number()) {
+    return Status::Error("invalid_field", where + "." + key + ": must be three numbers");
+  }
+  for (int c = 0; c < 3; ++c) out[c] = v[size_t(c)].get<float>();
+  for (int c = 0; c < 3; ++c) {
+    if (positive && !(out[c] > 0)) return Status::Error("invalid_field", where + "." + key + ": must be positive");
+  }
+  return Status::Ok();
 }
 
 Result<std::pair<int64_t, int64_t>> SmartResize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels,

@@ -37,6 +37,10 @@ struct VisionPatches {
   int64_t tokens(int64_t merge) const { return grid_t * grid_h * grid_w / (merge * merge); }
 };
 
+// `key` of a preprocessor config as three numbers into `out` (left as is when absent); with
+// `positive`, each must be above zero (a standard deviation).
+Status ReadChannelTriple(const Json& config, const char* key, float out[3], const std::string& where, bool positive);
+
 // The image fields of a checkpoint's preprocessor_config.json (other fields are ignored; a field
 // of the wrong type or out of range is refused by name).
 Result<VisionPreprocessing> VisionPreprocessingFromJson(const Json& config, const std::string& where);

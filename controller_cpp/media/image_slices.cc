@@ -62,17 +62,8 @@ Result<SliceConfig> SliceConfigFromJson(const Json& config, const std::string& w
   if (c.scale_resolution < c.patch_size || c.scale_resolution > 4096) {
     return Status::Error("invalid_field", where + ".scale_resolution: must be in [patch_size, 4096]");
   }
-  for (const auto& [key, out] : {std::make_pair("norm_mean", c.mean), std::make_pair("norm_std", c.std)}) {
-    if (!config.contains(key)) continue;
-    const Json& v = config[key];
-    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number()) {
-      return Status::Error("invalid_field", where + "." + key + ": must be three numbers");
-    }
-    for (int ch = 0; ch < 3; ++ch) out[ch] = v[size_t(ch)].get<float>();
-  }
-  for (float s : c.std) {
-    if (!(s > 0)) return Status::Error("invalid_field", where + ".norm_std: must be positive");
-  }
+  OE_RETURN_IF_ERROR(ReadChannelTriple(config, "norm_mean", c.mean, where, false));
+  OE_RETURN_IF_ERROR(ReadChannelTriple(config, "norm_std", c.std, where, true));
   return c;
 }
 

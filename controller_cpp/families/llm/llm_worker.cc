@@ -34,7 +34,6 @@ Result<std::unique_ptr<LlmWorker>> LlmWorker::Open(const StagePlan& stage, Backe
       const auto unk = w->tokenizer_->Find("<unk>");
       if (!unk) return Status::Error("invalid_plan", "a MiniCPM-o thinker's tokenizer has no <unk> token");
       w->minicpm_ = MiniCpmMedia{*unk, thinker.value("use_image_id", true)};
-      w->placeholders_ = media::PlaceholderIds{};
     } else {
       OE_ASSIGN_OR_RETURN(w->placeholders_, media::PlaceholderIdsFromJson(thinker, config->media_config));
     }
@@ -58,7 +57,7 @@ std::vector<text::ChatMessage> LlmWorker::ChatMessages(const pipeline::Request& 
 }
 
 Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
-  if (!placeholders_) return Status::Error("invalid_prompt", "this plan reads text only: it has no media encoders");
+  if (!multimodal()) return Status::Error("invalid_prompt", "this plan reads text only: it has no media encoders");
   if (r.continue_conversation) return Status::Error("invalid_prompt", "media in a continued conversation is not supported yet");
   if (!r.prompt_ids.empty()) return Status::Error("invalid_prompt", "media come with a text prompt, not prompt_ids");
   // The user turn (Qwen2.5-Omni's: <|im_start|>user\n), the media, the text, then the assistant's start.
@@ -283,7 +282,7 @@ Status LlmWorker::Begin(pipeline::StepContext& ctx) {
   backend_before_ = decoder_->backend_seconds();
   begin_ms_ = ctx.ElapsedMs();
   splices_.clear();
-  if (placeholders_) {  // a multimodal thinker reads its encoders, whether or not this request has media
+  if (multimodal()) {  // a multimodal thinker reads its encoders, whether or not this request has media
     if (media_items_ > 0) {
       OE_RETURN_IF_ERROR(ReceiveMedia(ctx));
     } else {

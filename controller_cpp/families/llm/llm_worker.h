@@ -63,7 +63,8 @@ class LlmWorker final : public pipeline::StageWorker {
   std::unique_ptr<decoding::Decoder> decoder_;
   std::vector<TokenId> stop_ids_;
   bool poisoned_ = false;
-  std::optional<media::PlaceholderIds> placeholders_;  // a multimodal thinker's
+  std::optional<media::PlaceholderIds> placeholders_;  // a Qwen2.5-Omni-style thinker's
+  bool multimodal() const { return placeholders_ || minicpm_; }  // it reads encoder stages
   struct MiniCpmMedia {
     TokenId unk = -1;
     bool use_image_id = true;

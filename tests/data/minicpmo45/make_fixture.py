@@ -38,7 +38,16 @@ from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
-from minicpmo45_media import T2W_SEED, audio_inputs, check_codes, check_voice, image_inputs, t2w_config  # noqa: E402
+from minicpmo45_media import (  # noqa: E402
+    HIFT_CHECK,
+    T2W_SEED,
+    audio_inputs,
+    check_codes,
+    check_mels,
+    check_voice,
+    image_inputs,
+    t2w_config,
+)
 
 MODELS = "vllm_omni/model_executor/models/minicpmo_4_5"
 T2W_STEPS = 4  # Euler steps of the token2wav check (the release's 10 take 2.5x as long, same code)
@@ -202,7 +211,7 @@ def hift_outputs(src: Path) -> dict[str, torch.Tensor]:
     """Two chunks through vLLM-Omni's HiFT on the random weights of `random_hift()`: the first
     alone, the second with the first's last 8 mel frames before it and its source tail as the
     cache (Step-Audio2's streaming), torch seeded before each (its noise is torch's)."""
-    from omni_edge.export.models.minicpmo45.hift import HIFT_CHECK, check_mels, random_hift
+    from omni_edge.export.models.minicpmo45.hift import random_hift
 
     hift = upstream_hift(src)
     missing, unexpected = hift.load_state_dict(random_hift().state_dict(), strict=False)  # type: ignore[attr-defined]

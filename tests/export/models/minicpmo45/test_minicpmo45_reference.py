@@ -54,7 +54,7 @@ def test_images_are_sliced_placed_and_embedded_as_vllm_omni_does(thinker: Thinke
     patch = thinker.config.vision.patch
     assert [[h // patch, w // patch] for h, w in sliced.sizes] == expected["tgt_sizes"]
     assert (list(sliced.grid) if sliced.grid else None) == expected["grid"]
-    assert image_placeholder(sliced, thinker.config.slices, case) == expected["placeholder"]
+    assert image_placeholder(sliced.grid, thinker.config.slices, case) == expected["placeholder"]
     for j, x in enumerate(sliced.slices):
         assert_sqnr(REFERENCE[f"image.{name}.strip{j}"], patch_strip(x, patch)[..., ::STRIDE], PIXELS_DB, f"{name} slice {j}")
     assert_sqnr(REFERENCE[f"image.{name}.embeddings"], image_embeddings(thinker, image), EMBEDDINGS_DB, name)
@@ -177,7 +177,8 @@ def test_the_hift_vocoder_streams_vllm_omnis_samples() -> None:
     two streamed chunks (the second after the first's last 8 mel frames, with its source tail as
     the cache) equal what vLLM-Omni's own HiFTGenerator made of them with torch's noise seeded
     alike (rule 2: 480 samples per frame, SQNR)."""
-    from omni_edge.export.models.minicpmo45.hift import HIFT_CHECK, check_mels, random_hift, vocode
+    from minicpmo45_media import HIFT_CHECK, check_mels
+    from omni_edge.export.models.minicpmo45.hift import random_hift, vocode
 
     hift = random_hift()
     first, second = check_mels()

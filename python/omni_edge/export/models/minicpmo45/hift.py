@@ -200,13 +200,3 @@ def random_hift(config: HiftConfig = HiftConfig(), seed: int = 0) -> Hift:
     hift.load_state_dict(state)
     return hift
 
-
-HIFT_CHECK = (11, 12)  # torch seeds of the two chunks the checks against vLLM-Omni's HiFT vocode
-
-
-def check_mels() -> tuple[torch.Tensor, torch.Tensor]:
-    """Two mel chunks [1, 80, 40] and [1, 80, 24] (log-mel-like values, numpy's PCG64)."""
-    rng = np.random.default_rng(7)
-    first = torch.from_numpy((rng.standard_normal((1, 80, 40)) * 2 - 4).astype(np.float32))
-    second = torch.from_numpy((rng.standard_normal((1, 80, 24)) * 2 - 4).astype(np.float32))
-    return first, second

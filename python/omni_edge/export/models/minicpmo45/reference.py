@@ -26,6 +26,7 @@ from omni_edge.export.models.minicpmo45.vision import (
     VisionTower,
     image_placeholder,
     patch_strip,
+    slice_grid,
     slice_image,
 )
 
@@ -160,7 +161,8 @@ def render_prompt(thinker: Thinker, media: list[Media], text: str, chat: bool = 
     parts, images = [], 0
     for item in media:
         if item.kind == "image":
-            parts.append(image_placeholder(slice_image(item.value, thinker.config.slices), thinker.config.slices, images))
+            width, height = item.value.size  # the grid needs the size only, not the resized slices
+            parts.append(image_placeholder(slice_grid(width, height, thinker.config.slices), thinker.config.slices, images))
             images += 1
         elif item.kind == "audio":
             parts.append(audio_placeholder(len(item.value), thinker.config.audio.pool_step))

@@ -91,13 +91,13 @@ def slice_image(image: Any, s: SliceConfig) -> SlicedImage:
     return SlicedImage([np.ascontiguousarray(x, np.float32) for x in slices], grid)
 
 
-def image_placeholder(sizes: SlicedImage, s: SliceConfig, index: int) -> str:
-    """The text an image stands for in the prompt: its id, the source slice, then the grid's rows
-    (one line each), every slice query_num `<unk>`s between its markers."""
+def image_placeholder(grid: tuple[int, int] | None, s: SliceConfig, index: int) -> str:
+    """The text an image stands for in the prompt (`grid`: its slice_grid): its id, the source
+    slice, then the grid's rows (one line each), every slice query_num `<unk>`s between its markers."""
     unk = "<unk>" * s.query_num
     text = (f"<image_id>{index}</image_id>" if s.use_image_id else "") + f"<image>{unk}</image>"
-    if sizes.grid is not None:
-        cols, rows = sizes.grid
+    if grid is not None:
+        cols, rows = grid
         text += "\n".join(f"<slice>{unk}</slice>" * cols for _ in range(rows))
     return text
 
