@@ -27,6 +27,7 @@
 #include "decoding/decoder.h"
 #include "families/builtin.h"
 #include "families/llm/config.h"
+#include "families/token2wav/token2wav.h"
 #include "media/audio_features.h"
 #include "media/image_preprocess.h"
 #include "media/image_slices.h"
@@ -551,6 +552,47 @@ void BindLlmEngine(nb::module_& m) {
            nb::sig("def placements(self) -> list[dict[str, str | int]]"));
 }
 
+// A plan's token2wav stage alone (export-time validation and tests: no manifest check).
+struct Token2WavHandle {
+  Plan plan;
+  BackendPool backends;
+  std::unique_ptr<token2wav::Token2Wav> engine;
+};
+
+std::unique_ptr<Token2WavHandle> OpenToken2Wav(const std::string& plan_path, int threads) {
+  auto handle = std::make_unique<Token2WavHandle>();
+  handle->plan = Unwrap(LoadPlan(plan_path, families::Builtin()));
+  for (auto& stage : handle->plan.stages) {
+    if (stage.config_as<token2wav::Token2WavConfig>() == nullptr) continue;
+    if (threads > 0) {
+      for (auto& [role, group] : stage.graphs) group.options["threads"] = std::to_string(threads);
+    }
+    handle->engine = Unwrap(token2wav::Token2Wav::Create(stage, handle->backends));
+    return handle;
+  }
+  throw StatusError{Status::Error("invalid_plan", plan_path + ": no token2wav stage")};
+}
+
+void BindToken2Wav(nb::module_& m) {
+  nb::class_<Token2WavHandle>(m, "Token2WavEngine")
+      .def_static("open", &OpenToken2Wav, nb::arg("plan_path"), nb::arg("threads") = 0)
+      .def("start", [](Token2WavHandle& h, uint64_t seed) {
+        nb::gil_scoped_release release;
+        Check(h.engine->Start(seed));
+      }, nb::arg("seed"), "Forget the last utterance: the caches after the voice prompt; HiFT's noise from seed.")
+      .def("decode", [](Token2WavHandle& h, const std::vector<int32_t>& codes, bool last) {
+        Result<std::vector<float>> r = Status::Error("internal", "not run");
+        {
+          nb::gil_scoped_release release;
+          r = h.engine->Decode(codes, last);
+        }
+        const std::vector<float> pcm = Unwrap(std::move(r));
+        return nb::bytes(reinterpret_cast<const char*>(pcm.data()), pcm.size() * sizeof(float));
+      }, nb::arg("codes"), nb::arg("last"), "One window (carried codes, then new ones): its float32 samples.")
+      .def("placements", [](const Token2WavHandle& h) { return PlacementList(h.engine->placements()); },
+           nb::sig("def placements(self) -> list[dict[str, str | int]]"));
+}
+
 // A session over any plan, and the fields its requests may carry.
 void BindSession(nb::module_& m) {
   m.def("request_schema", []() { return pipeline::RequestSchema().dump(); },
@@ -680,6 +722,7 @@ NB_MODULE(_native, m) {
   BindMemoryBudget(m);
   BindTokenizer(m);
   BindLlmEngine(m);
+  BindToken2Wav(m);
   BindSession(m);
   BindLatestQueue(m);
   BindEventStream(m);

@@ -4,6 +4,7 @@
 #include "families/llm/family.h"
 #include "families/policy/family.h"
 #include "families/talker/family.h"
+#include "families/token2wav/family.h"
 #include "families/vocoder/family.h"
 
 namespace omni_edge::families {
@@ -15,6 +16,7 @@ const pipeline::FamilyRegistry& Builtin() {
     r.Add(llm::MakeFamily());
     r.Add(policy::MakeFamily());
     r.Add(talker::MakeFamily());
+    r.Add(token2wav::MakeFamily());
     r.Add(vocoder::MakeFamily());
     return r;
   }();

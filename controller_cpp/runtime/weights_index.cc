@@ -14,11 +14,12 @@ Result<WeightsIndex::Tensor> ParseTensor(const Json& j, size_t i, int64_t data_s
   const int64_t offset = t.Int("offset", true, 0);
   const int64_t nbytes = t.Int("nbytes", true, 0);
   OE_RETURN_IF_ERROR(t.Done());
-  // Weights are float32, or the uint8 blocks / float16 scales of block-quantized weights.
-  if (!DTypeFromName(dtype, &tensor.dtype) ||
-      (tensor.dtype != DType::kFloat32 && tensor.dtype != DType::kUint8 && tensor.dtype != DType::kFloat16)) {
+  // Weights are float32, or the uint8 blocks / float16 scales of block-quantized weights; int32
+  // holds ids (a voice prompt's codes).
+  if (!DTypeFromName(dtype, &tensor.dtype) || (tensor.dtype != DType::kFloat32 && tensor.dtype != DType::kUint8 &&
+                                               tensor.dtype != DType::kFloat16 && tensor.dtype != DType::kInt32)) {
     return Status::Error("unsupported_graph", "weights.json: tensor '" + tensor.name + "' is " + dtype +
-                                                  " (shared weights are float32, float16 or uint8)");
+                                                  " (shared weights are float32, float16, uint8 or int32)");
   }
   uint64_t elements = 1;
   for (const auto& d : *shape) {

@@ -35,6 +35,11 @@ def write_text_atomic(target: Path, text: str) -> None:
         part.write_text(text)
 
 
+def write_bytes_atomic(target: Path, data: bytes) -> None:
+    with atomic_output(target) as part:
+        part.write_bytes(data)
+
+
 def inside(directory: Path, name: Any, follow: bool = True) -> Path:
     """`directory / name` for a name from untrusted input, or a ValueError: a name that is
     absolute, climbs out with '..', or leads out through a symlink is refused (with follow=False

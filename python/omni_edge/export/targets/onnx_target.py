@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,14 @@ SHARED_DTYPES = ("float32", "float16", "uint8")  # float weights; the blocks of 
 
 
 def export_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], input_names: Sequence[str],
-                 output_names: Sequence[str], path: Path) -> None:
-    """Static shapes, standard ONNX ops (the TorchScript exporter; its graphs are what the HTP takes)."""
+                 output_names: Sequence[str], path: Path,
+                 dynamic_axes: Mapping[str, Mapping[int, str]] | None = None) -> None:
+    """Standard ONNX ops (the TorchScript exporter; its graphs are what the HTP takes), static
+    shapes unless `dynamic_axes` names some (ONNX Runtime only)."""
     with torch.no_grad():
         torch.onnx.export(module, example, str(path), input_names=list(input_names), output_names=list(output_names),
-                          dynamo=False, opset_version=OPSET, do_constant_folding=True)
+                          dynamo=False, opset_version=OPSET, do_constant_folding=True,
+                          dynamic_axes={k: dict(v) for k, v in dynamic_axes.items()} if dynamic_axes else None)
 
 
 def _digest(array: Any) -> str:

@@ -254,11 +254,12 @@ class _ConvBlock(nn.Module):
 
     def __init__(self, width: int) -> None:
         super().__init__()
+        self.width = width
         self.block = nn.ModuleList([nn.Identity(), _CausalConv(width, width, 3), nn.Identity(), nn.LayerNorm(width),
                                     nn.Mish(), nn.Identity(), _CausalConv(width, width, 3), nn.Identity()])
 
     def chunk(self, x: torch.Tensor, cache: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        width = x.shape[-1]
+        width = self.width  # an int, not the traced shape: graphs take it as a constant
         c1, c2 = torch.split(cache, [width, width], dim=1) if cache is not None else (None, None)
         conv1, norm, conv2 = self.block[1], self.block[3], self.block[6]
         y, new1 = conv1.chunk(x.transpose(1, 2), c1)  # type: ignore[operator]
@@ -284,7 +285,7 @@ def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torc
 class _DitBlock(nn.Module):
     def __init__(self, c: FlowConfig) -> None:
         super().__init__()
-        w = c.dit_width
+        w = self.width = c.dit_width
         self.attn = _DitAttention(w, c.dit_heads, c.dit_head_dim)
         self.mlp = _Mlp(w, 4 * w)
         self.conv = _ConvBlock(w)
@@ -295,7 +296,7 @@ class _DitBlock(nn.Module):
         (shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, shift_conv, scale_conv,
          gate_conv) = self.adaLN_modulation(c).chunk(9, dim=-1)
         norm = F.layer_norm
-        w = x.shape[-1]
+        w = self.width
         attended, new_att = self.attn(_modulate(norm(x, (w,), eps=1e-6), shift_msa, scale_msa), att_cache)
         x = x + gate_msa * attended
         conv, new_cnn = self.conv.chunk(_modulate(norm(x, (w,), eps=1e-6), shift_conv, scale_conv), cnn_cache)
@@ -307,12 +308,13 @@ class _DitBlock(nn.Module):
 class _FinalLayer(nn.Module):
     def __init__(self, width: int, out: int) -> None:
         super().__init__()
+        self.width = width
         self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(width, 2 * width))
         self.linear = nn.Linear(width, out)
 
     def forward(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         shift, scale = self.adaLN_modulation(c).chunk(2, dim=-1)
-        out: torch.Tensor = self.linear(_modulate(F.layer_norm(x, (x.shape[-1],), eps=1e-6), shift, scale))
+        out: torch.Tensor = self.linear(_modulate(F.layer_norm(x, (self.width,), eps=1e-6), shift, scale))
         return out
 
 

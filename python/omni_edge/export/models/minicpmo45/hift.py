@@ -16,6 +16,7 @@ audio; exported graphs will take it as an input.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,8 @@ SOURCE_KERNELS = (7, 7, 11)
 DILATIONS = (1, 3, 5)
 SINE_AMP, NOISE_STD, VOICED_THRESHOLD = 0.1, 0.003, 10.0
 AUDIO_LIMIT = 0.99
+Transform = Callable[[torch.Tensor], torch.Tensor]
+Inverse = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -138,10 +141,21 @@ class Hift(nn.Module):
         out: torch.Tensor = torch.tanh(self.m_source.l_linear(waves)).transpose(1, 2)
         return out
 
-    def decode(self, mel: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    def spectrum(self, source: torch.Tensor) -> torch.Tensor:
+        """The source's STFT [1, 18, frames]: real parts, then imaginary parts."""
         spec = torch.view_as_real(torch.stft(source.squeeze(1), N_FFT, HOP, N_FFT, window=self.stft_window,
                                              return_complex=True))
-        s = torch.cat([spec[..., 0], spec[..., 1]], dim=1)
+        return torch.cat([spec[..., 0], spec[..., 1]], dim=1)
+
+    def waveform(self, magnitude: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+        """The inverse STFT of magnitude and phase [1, 9, frames]."""
+        return torch.istft(torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase)), N_FFT, HOP, N_FFT,
+                           window=self.stft_window)
+
+    def decode(self, mel: torch.Tensor, source: torch.Tensor, spectrum: Transform | None = None,
+               waveform: Inverse | None = None) -> torch.Tensor:
+        """`spectrum`, `waveform`: other implementations of the two transforms (the graphs')."""
+        s = (spectrum or self.spectrum)(source)
         x = self.conv_pre(mel)
         for i, up in enumerate(self.ups):
             x = up(F.leaky_relu(x, 0.1))
@@ -152,26 +166,29 @@ class Hift(nn.Module):
         x = self.conv_post(F.leaky_relu(x))
         magnitude = torch.clip(torch.exp(x[:, : N_FFT // 2 + 1]), max=1e2)
         phase = torch.sin(x[:, N_FFT // 2 + 1:])
-        wav = torch.istft(torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase)), N_FFT, HOP, N_FFT,
-                          window=self.stft_window)
-        out: torch.Tensor = torch.clamp(wav, -AUDIO_LIMIT, AUDIO_LIMIT)
+        out: torch.Tensor = torch.clamp((waveform or self.waveform)(magnitude, phase), -AUDIO_LIMIT, AUDIO_LIMIT)
         return out
 
 
 @torch.no_grad()
 def vocode(hift: Hift, mel: torch.Tensor, cache_source: torch.Tensor | None = None,
-           generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+           generator: torch.Generator | None = None,
+           draws: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(speech [1, 480 T], source [1, 1, 480 T]) of mel [1, 80, T], the noise drawn as vLLM-Omni's
-    HiFTGenerator.inference draws it; `cache_source`: the previous chunk's source tail, which
-    replaces the first samples of this one's."""
+    HiFTGenerator.inference draws it, or `draws` (phase0 [1, 9] with phase0[0] = 0, noise
+    [1, 480 T, 9]: what a native stage drew); `cache_source`: the previous chunk's source tail,
+    which replaces the first samples of this one's."""
     f0 = hift.f0_predictor(mel)
     samples = mel.shape[2] * SAMPLES_PER_FRAME
-    phase0 = torch.rand(1, HARMONICS + 1, generator=generator)
-    phase0[:, 0] = 0
-    # vLLM-Omni draws it with randn_like of its sine waves, a transposed tensor whose strides
-    # decide which value lands where: drawn the same way.
-    noise = torch.randn_like(torch.empty(1, HARMONICS + 1, samples).transpose(1, 2), generator=generator)
-    torch.randn(1, samples, 1, generator=generator)  # the source module's unused noise branch: drawn all the same
+    if draws is not None:
+        phase0, noise = draws
+    else:
+        phase0 = torch.rand(1, HARMONICS + 1, generator=generator)
+        phase0[:, 0] = 0
+        # vLLM-Omni draws it with randn_like of its sine waves, a transposed tensor whose strides
+        # decide which value lands where: drawn the same way.
+        noise = torch.randn_like(torch.empty(1, HARMONICS + 1, samples).transpose(1, 2), generator=generator)
+        torch.randn(1, samples, 1, generator=generator)  # the source module's unused noise branch: drawn all the same
     source = hift.source(f0, phase0, noise)
     if cache_source is not None and cache_source.shape[2]:
         source[:, :, : cache_source.shape[2]] = cache_source

@@ -15,13 +15,17 @@ they are given."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from omni_edge.export.models.minicpmo45.flow import Flow, FlowCache, decode_chunk, setup_cache
-from omni_edge.export.models.minicpmo45.hift import Hift, vocode
+from omni_edge.export.models.minicpmo45.hift import HARMONICS, SAMPLES_PER_FRAME, Hift, vocode
+from omni_edge.runtime import counter_noise
+
+Draws = Callable[[int], tuple[torch.Tensor, torch.Tensor]]  # samples -> (phase0 [1, 9], noise [1, samples, 9])
 
 SILENCE = 4218           # the code the first window's context and the prompt's look-ahead are made of
 WINDOW, CONTEXT = 25, 3  # deploy/minicpmo_4_5.yaml: codec_chunk_frames, codec_left_context_frames
@@ -45,11 +49,13 @@ class StreamState:
 
 
 def windows(codes: list[int]) -> list[tuple[list[int], bool]]:
-    """The bridge's windows over a whole utterance: (codes, last)."""
+    """The bridge's windows over a whole utterance: (codes, last). A window goes as soon as
+    WINDOW codes wait (the talker's end comes a step later), so the last window may carry only
+    the context."""
     out: list[tuple[list[int], bool]] = []
     context = [SILENCE] * CONTEXT
     at = 0
-    while len(codes) - at > WINDOW:
+    while len(codes) - at >= WINDOW:
         window = context + codes[at: at + WINDOW]
         out.append((window, False))
         context, at = window[-CONTEXT:], at + WINDOW
@@ -57,9 +63,28 @@ def windows(codes: list[int]) -> list[tuple[list[int], bool]]:
     return out
 
 
+class CounterDraws:
+    """HiFT's noise as the native vocoder draws it (counter_noise, one stream per utterance): per
+    window 9 uniforms (the overtones' initial phases; the fundamental's is zeroed), then 9
+    normals per sample."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed, self.at = seed, 0
+
+    def __call__(self, samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        n = HARMONICS + 1
+        phase0 = counter_noise.uniform(self.seed, self.at, n).astype(np.float32)
+        phase0[0] = 0
+        noise = counter_noise.normal(self.seed, self.at + n, samples * n)
+        self.at += n + 2 * samples * n
+        return torch.from_numpy(phase0)[None], torch.from_numpy(noise.reshape(1, samples, n))
+
+
 class Token2Wav:
-    def __init__(self, flow: Flow, hift: Hift, steps: int = 10) -> None:
-        self.flow, self.hift, self.steps = flow, hift, steps
+    """`draws`: HiFT's noise source (None: torch's generator, as upstream draws it)."""
+
+    def __init__(self, flow: Flow, hift: Hift, steps: int = 10, draws: Draws | None = None) -> None:
+        self.flow, self.hift, self.steps, self.draws = flow, hift, steps, draws
         self.window = torch.from_numpy(np.hamming(2 * SOURCE_CACHE).astype(np.float32))
 
     def start(self, voice: Voice) -> StreamState:
@@ -79,7 +104,8 @@ class Token2Wav:
             att = cache.conformer_att
             cache.conformer_att = torch.cat([att[..., :prompt, :], att[..., -KEEP_RECENT:, :]], dim=3)
         mel = torch.cat([state.mel, mel], dim=2)
-        speech, source = vocode(self.hift, mel, state.source)
+        draws = self.draws(mel.shape[2] * SAMPLES_PER_FRAME) if self.draws is not None else None
+        speech, source = vocode(self.hift, mel, state.source, draws=draws)
         if state.speech.shape[-1] > 0:
             half = SOURCE_CACHE
             speech = speech.clone()
