@@ -69,7 +69,7 @@ def run_native(args: argparse.Namespace, image: Path, audio: Path) -> list[dict[
         encoders = {s["model_stage"]: s["last_request"] for s in session.info()["stages"]
                     if s["model_stage"].endswith("_encoder")}
         talk = time.perf_counter()
-        rows = prefill_rows(args.artifact / "talker-onnx", talker, reply.ids, reply.hidden)
+        rows = prefill_rows(args.artifact / "talker-onnx", talker, reply.ids, reply.prenorm)
         engine_codes(args.artifact / "plan.talker-onnx.json", rows, talker.config.eos, CODES, args.threads)
         talker_ms = 1000 * (time.perf_counter() - talk)
         runs.append({"total_ms": total, "ttft_ms": done["ttft_ms"], "decode_tok_s": done["decode_tok_s"],

@@ -1,5 +1,6 @@
 #include "families/builtin.h"
 
+#include "families/codec_lm/family.h"
 #include "families/encoder/family.h"
 #include "families/llm/family.h"
 #include "families/policy/family.h"
@@ -12,6 +13,7 @@ namespace omni_edge::families {
 const pipeline::FamilyRegistry& Builtin() {
   static const pipeline::FamilyRegistry registry = [] {
     pipeline::FamilyRegistry r;
+    r.Add(codec_lm::MakeFamily());
     r.Add(encoder::MakeFamily());
     r.Add(llm::MakeFamily());
     r.Add(policy::MakeFamily());

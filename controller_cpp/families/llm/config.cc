@@ -35,6 +35,7 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
   c->max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
   const Json* media = r.Object("media", false);
   const std::string generation_prompt = r.String("chat_generation_prompt", false, false, "");
+  c->closing_state = r.Bool("closing_state", false, false);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
   for (size_t i = 0; i < stops->size(); ++i) {

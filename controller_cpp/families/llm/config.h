@@ -25,6 +25,10 @@ struct LlmConfig final : StageConfig {
   decoding::DecoderConfig decoder;
   decoding::SamplingParams sampling;
   int64_t max_new_tokens = 256;
+  // At a stop token, hand the next stage the state after the last token too (payload
+  // "closing_hidden" on an event without a token): a talker that pairs each token with the
+  // state after it (MiniCPM-o's) needs it for the reply's last token.
+  bool closing_state = false;
 
   // A multimodal thinker: the config.json its placeholder ids come from (absolute), its input
   // sources the encoder stages whose rows replace them. Empty: text only.

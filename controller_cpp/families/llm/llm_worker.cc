@@ -325,6 +325,16 @@ Result<pipeline::StepResult> LlmWorker::Step(pipeline::StepContext& ctx) {
   pending_ = {token};
   generated_.push_back(token);
   if (!ctx.request().ignore_stop_tokens && std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end()) {
+    if (config_.closing_state && ctx.feeds_stages()) {
+      pipeline::Output out;
+      out.kind = "token";
+      out.fields = {{"token_ids", Json::array()}, {"text", ""}};
+      out.watermark = int64_t(prompt_.size());
+      const int64_t H = config_.decoder.hidden_size;
+      out.payloads.push_back({"closing_hidden", "float32", {H},
+                              std::string(reinterpret_cast<const char*>(decoder_->last_hidden()), size_t(H) * sizeof(float))});
+      OE_RETURN_IF_ERROR(ctx.Emit(std::move(out)).status());
+    }
     return StepResult::Finish("stop");
   }
   const text::TextStream::Delta delta = text_->Push(token);

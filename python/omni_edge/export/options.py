@@ -94,6 +94,7 @@ class LlmExportOptions(TargetOptions):
     share_weights: bool = False  # qnn-htp: also a twin with prefill+decode in one weight-shared context
     keep_qdq: bool = False       # qnn-htp: keep the quantized source graphs (qdq/) for AI Hub compile jobs
     image_sizes: tuple[tuple[int, int], ...] = ((448, 448),)  # multimodal: a vision graph per size's patch grid
+    voice: Path | None = None    # an omni thinker's speech: the voice prompt's WAV (None: the default)
     extra_metadata: dict[str, Any] = field(default_factory=dict)
 
 

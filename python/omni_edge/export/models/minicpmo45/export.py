@@ -31,8 +31,9 @@ from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export.decoder.export import checked, export_decoder_lm
 from omni_edge.export.models.minicpmo45.audio import audio_tokens
 from omni_edge.export.models.minicpmo45.onnx import PIECE_BUCKETS, export_audio, export_vision
-from omni_edge.export.models.minicpmo45.plan import media_plan, rewrite_thinker_plan
+from omni_edge.export.models.minicpmo45.plan import media_plan, omni_plan, rewrite_thinker_plan
 from omni_edge.export.models.minicpmo45.reference import Thinker, load_thinker
+from omni_edge.export.models.minicpmo45.token2wav_files import DIRECTORY
 from omni_edge.export.models.minicpmo45.validation import MEDIA_TOKENS, media_report
 from omni_edge.export.models.minicpmo45.vision import slice_image
 from omni_edge.export.options import LlmExportOptions
@@ -66,8 +67,23 @@ def export(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
         vision, audio = _encoders(checkpoint, out, thinker, text, opts)
         whole = media_plan(out / "plan.onnx.json", checkpoint.name, thinker, text, vision, audio)
         shutil.copy2(whole, out / "plan.json")
-        plans = [whole, text, *[p for p in plans if p.name != "plan.onnx.json"], _talker(checkpoint, out, thinker, opts)]
+        talker_plan = _talker(checkpoint, out, thinker, opts)
+        plans = [whole, text, *[p for p in plans if p.name != "plan.onnx.json"], talker_plan]
+        if (checkpoint / DIRECTORY).is_dir():  # token2wav's files: the whole omni pipeline
+            plans.append(_omni(checkpoint, out, thinker, whole, talker_plan, opts))
     return plans
+
+
+def _omni(checkpoint: Path, out: Path, thinker: Thinker, whole: Path, talker_plan: Path, opts: LlmExportOptions) -> Path:
+    """token2wav-onnx (its voice from opts.voice) and the three-stage plan plan.omni-onnx.json."""
+    from omni_edge.export.models.minicpmo45.reference import load_talker
+    from omni_edge.export.models.minicpmo45.token2wav_export import export_token2wav, token2wav_stage
+    from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
+
+    cdir = export_token2wav(checkpoint, out, load_token2wav(checkpoint), opts.voice, opts.validate)
+    meta = json.loads((cdir / "token2wav.json").read_text())
+    return omni_plan(out / "plan.omni-onnx.json", checkpoint.name, whole, talker_plan, load_talker(checkpoint),
+                     thinker.config.hidden, token2wav_stage("token2wav-onnx", meta, 0, 0))
 
 
 def _talker(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOptions) -> Path:
@@ -82,8 +98,9 @@ def _talker(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOption
     if opts.validate:
         with torch.no_grad():
             _, reply = generate(thinker, request(opts.image_sizes[0]), QUESTION, MEDIA_TOKENS, speech=True, ignore_stop=True)
-        span = (reply.ids, reply.hidden)
-    return export_talker(checkpoint, out, load_talker(checkpoint), opts, span)
+        assert reply.prenorm is not None
+        span = (reply.ids, reply.hidden, reply.prenorm)
+    return export_talker(checkpoint, out, load_talker(checkpoint), thinker.llm.model.norm, opts, span)
 
 
 def _identity(checkpoint: Path, bucket: str) -> dict[str, str]:

@@ -56,3 +56,44 @@ def media_plan(path: Path, name: str, thinker: Thinker, thinker_plan: Path, visi
             "stream_limits": {"max_events": 64, "max_bytes": max(1 << 20, 2 * largest)}}
     write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
     return path
+
+
+# deploy/minicpmo_4_5.yaml's talker sampling (the release's TTSSamplingParams).
+TALKER_SAMPLING = {"temperature": 0.8, "top_p": 0.85, "top_k": 25, "repetition_penalty": 1.05, "seed": 42}
+REPETITION_WINDOW = 16  # the release's penalty counts the last 16 codes
+
+
+def omni_plan(path: Path, name: str, whole: Path, talker_plan: Path, talker: Any, thinker_hidden: int,
+              code2wav: dict[str, Any]) -> Path:
+    """vLLM-Omni's topology for MiniCPM-o 4.5: the whole thinker's plan (`whole`: encoders, then
+    the thinker, its reply spoken: the prompt ends in `<|tts_bos|>`), the talker (family codec_lm,
+    component talker-onnx: the graphs of `talker_plan` and its condition graphs) reading the
+    thinker's reply, and the code2wav stage `code2wav` reading the talker's codes."""
+    from omni_edge.export.models.minicpmo45.reference import SPEECH_START
+    from omni_edge.export.models.minicpmo45.talker import MIN_CODES
+
+    plan = json.loads(whole.read_text())
+    thinker = plan["stages"][-1]
+    thinker["llm"] = {**thinker["llm"], "chat_generation_prompt": NO_THINKING + SPEECH_START, "closing_state": True}
+    source = json.loads(talker_plan.read_text())["stages"][0]
+    llm = source["llm"]
+    decoder = {k: llm[k] for k in ("hidden_size", "num_layers", "num_kv_heads", "head_dim", "vocab_size", "prefill_chunk",
+                                   "mask_value", "kv")}
+    group = next(iter(source["graphs"].values()))
+
+    def graph(file: str) -> dict[str, Any]:
+        return {"backend": group["backend"], "device": group["device"], "graphs": {"step": {"file": file}}}
+
+    speaker = {"stage_id": thinker["stage_id"] + 1, "model_stage": "talker", "execution_type": "llm_ar",
+               "input_sources": [thinker["stage_id"]], "engine_output_type": "codes", "artifact": source["artifact"],
+               "codec_lm": {"decoder": decoder, "end_code": talker.config.eos, "min_codes": MIN_CODES, "max_codes": 4096,
+                            "text_eos": talker.config.text_eos, "audio_bos": talker.config.audio_bos,
+                            "thinker_hidden": thinker_hidden, "sampling": TALKER_SAMPLING,
+                            "repetition_window": REPETITION_WINDOW},
+               "graphs": {**source["graphs"], "condition": graph("condition.onnx"), "text_embed": graph("text_embed.onnx")}}
+    plan["stages"] += [speaker, {**code2wav, "stage_id": speaker["stage_id"] + 1, "input_sources": [speaker["stage_id"]]}]
+    plan["name"] = f"{name} (image + audio + text -> text + speech, onnx)"
+    # A window's samples (28 codes: 1.16 s at 24 kHz, float32) is the largest event after the encoders'.
+    plan["stream_limits"] = {**plan["stream_limits"], "max_events": 256}
+    write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
+    return path

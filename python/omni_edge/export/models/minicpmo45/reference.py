@@ -196,6 +196,7 @@ class Reply:
     hidden: torch.Tensor  # [len(ids), hidden]: the final norm's output at each generated token's position
     stop: int | None      # the stop id that ended it, None at max_new_tokens
     logits: list[torch.Tensor] = field(default_factory=list)  # [vocab] before each pick
+    prenorm: torch.Tensor | None = None  # [len(ids), hidden]: the same states before the final norm
 
 
 @torch.no_grad()
@@ -210,19 +211,25 @@ def generate(thinker: Thinker, media: list[Media], text: str, max_new_tokens: in
     reply: list[int] = []
     hidden: list[torch.Tensor] = []
     logits: list[torch.Tensor] = []
+    prenorm: list[torch.Tensor] = []  # the final norm's input at each fed token
+    hook = thinker.llm.model.norm.register_forward_pre_hook(lambda _m, args: prenorm.append(args[0][0, -1].clone()))
     stop_ids, stop = () if ignore_stop else thinker.stop_ids, None
-    for _ in range(max_new_tokens):
-        logits.append(out.logits[0, -1].clone())
-        token = int(torch.argmax(logits[-1]))
-        if token in stop_ids:
-            stop = token
-            break
-        reply.append(token)
-        out = thinker.llm(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True,
-                          output_hidden_states=True)
-        hidden.append(out.hidden_states[-1][0, -1])
-    rows = torch.stack(hidden) if hidden else torch.zeros(0, thinker.config.hidden)
-    return ids, Reply(reply, rows, stop, logits)
+    try:
+        for _ in range(max_new_tokens):
+            logits.append(out.logits[0, -1].clone())
+            token = int(torch.argmax(logits[-1]))
+            if token in stop_ids:
+                stop = token
+                break
+            reply.append(token)
+            out = thinker.llm(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True,
+                              output_hidden_states=True)
+            hidden.append(out.hidden_states[-1][0, -1])
+    finally:
+        hook.remove()
+    width = thinker.config.hidden
+    rows = torch.stack(hidden) if hidden else torch.zeros(0, width)
+    return ids, Reply(reply, rows, stop, logits, torch.stack(prenorm) if hidden else torch.zeros(0, width))
 
 
 @dataclass

@@ -35,6 +35,7 @@ from omni_edge.export.models.minicpmo45.validation import path_agreement
 from omni_edge.export.options import LlmExportOptions
 from omni_edge.export.targets import onnx_target
 
+Span = tuple[list[int], torch.Tensor, torch.Tensor]  # thinker ids, their states after and before the final norm
 CONDITION_SQNR_DB = 60.0  # fp32 graphs vs the reference modules (measured 130+ dB)
 CHECK_CODES = 64
 
@@ -54,13 +55,15 @@ def talker_lm(talker: Talker) -> Any:
 
 
 class ConditionGraph(nn.Module):
-    def __init__(self, talker: Talker) -> None:
+    """The thinker's state as its stage hands it on (before the final norm: `norm` is the thinker's)."""
+
+    def __init__(self, talker: Talker, norm: nn.Module) -> None:
         super().__init__()
-        self.talker = talker
+        self.talker, self.norm = talker, norm
 
     def forward(self, ids: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         t = self.talker
-        projected = t.projector_semantic(hidden)
+        projected = t.projector_semantic(self.norm(hidden))
         if t.config.normalize:
             projected = projected / torch.clamp(projected.norm(dim=-1, keepdim=True), min=1e-12)
         out: torch.Tensor = t.emb_text(ids) + projected
@@ -78,7 +81,8 @@ class TextEmbedGraph(nn.Module):
 
 
 def prefill_rows(cdir: Path, talker: Talker, ids: list[int], hidden: torch.Tensor) -> np.ndarray:
-    """The prefill [len(ids) + 2, hidden] through the condition and text_embed graphs."""
+    """The prefill [len(ids) + 2, hidden] through the condition and text_embed graphs; `hidden`:
+    the thinker's states before its final norm."""
     condition = onnx_target.cpu_session(cdir / "condition.onnx")
     text = onnx_target.cpu_session(cdir / "text_embed.onnx")
     rows = [condition.run(None, {"ids": np.array([[i]], np.int64), "hidden": hidden[k][None, None].numpy()})[0][0, 0]
@@ -107,10 +111,11 @@ def engine_codes(plan: Path, rows: np.ndarray, eos: int, max_codes: int, threads
     return codes
 
 
-def export_talker(checkpoint: Path, out: Path, talker: Talker, opts: LlmExportOptions,
-                  span: tuple[list[int], torch.Tensor] | None) -> Path:
-    """talker-onnx and its engine plan (OUT/plan.talker-onnx.json); `span`: the spoken reply to
-    check it on (the thinker's ids and hidden states), None without validation."""
+def export_talker(checkpoint: Path, out: Path, talker: Talker, norm: nn.Module, opts: LlmExportOptions,
+                  span: Span | None) -> Path:
+    """talker-onnx and its engine plan (OUT/plan.talker-onnx.json); `norm`: the thinker's final
+    norm; `span`: the spoken reply to check it on (the thinker's ids and hidden states after and
+    before its final norm), None without validation."""
     lm = talker_lm(talker)
     shape = DecoderShape.from_config(lm.config)
     caches = kv_caches(shape, opts)
@@ -118,7 +123,7 @@ def export_talker(checkpoint: Path, out: Path, talker: Talker, opts: LlmExportOp
     d = talker.config.llm_dim
     with tqdm(total=5 + 2 * len(caches), desc="export minicpm-o 4.5 talker", unit="graph", leave=False) as bar:
         graphs = export_onnx(cdir, lm, shape, opts, caches, bar)
-        onnx_target.export_graph(ConditionGraph(talker).eval(), (torch.zeros(1, 1, dtype=torch.int64), torch.zeros(1, 1, d)),
+        onnx_target.export_graph(ConditionGraph(talker, norm).eval(), (torch.zeros(1, 1, dtype=torch.int64), torch.zeros(1, 1, d)),
                                  ["ids", "hidden"], ["rows"], cdir / "condition.onnx")
         onnx_target.export_graph(TextEmbedGraph(talker).eval(), (torch.zeros(1, 1, dtype=torch.int64),), ["ids"], ["rows"],
                                  cdir / "text_embed.onnx")
@@ -145,13 +150,13 @@ def export_talker(checkpoint: Path, out: Path, talker: Talker, opts: LlmExportOp
     return plan
 
 
-def _reports(cdir: Path, plan: Path, talker: Talker, span: tuple[list[int], torch.Tensor] | None,
+def _reports(cdir: Path, plan: Path, talker: Talker, span: Span | None,
              identity: dict[str, str], threads: int) -> tuple[Any, Any]:
     skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
     if span is None:
         return identity_report("numerical", identity, skipped), identity_report("task", identity, skipped)
-    ids, hidden = span
-    rows = prefill_rows(cdir, talker, ids, hidden)
+    ids, hidden, prenorm = span
+    rows = prefill_rows(cdir, talker, ids, prenorm)
     with torch.no_grad():
         reference_rows = talker.condition(ids, hidden).numpy()
     ref = generate_codes(talker, ids, hidden, CHECK_CODES)
