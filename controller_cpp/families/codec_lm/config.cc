@@ -22,7 +22,9 @@ Result<std::shared_ptr<const CodecLmConfig>> ParseCodecLm(const Json& j, const S
   OE_RETURN_IF_ERROR(r.Done());
   OE_ASSIGN_OR_RETURN(c.decoder, decoding::ParseDecoder(*decoder, where + ".decoder"));
   if (sampling != nullptr) {
-    OE_ASSIGN_OR_RETURN(c.sampling, pipeline::SamplingFromJson(*sampling, where + ".sampling"));
+    auto parsed = pipeline::SamplingFromJson(*sampling, where + ".sampling");
+    if (!parsed.ok()) return PlanError(where + ".sampling: " + parsed.status().message());
+    c.sampling = parsed.value();
   }
   constexpr int64_t kMax = 1 << 24;
   if (c.end_code >= c.decoder.vocab_size) return PlanError(where + ".end_code: outside the decoder's vocabulary");

@@ -1,16 +1,20 @@
 """`omni-edge export llm` on a MiniCPM-o 4.5 checkpoint (the fixture written through vLLM-Omni's
-own thinker): the thinker's decoder validated as any text LLM, one vision graph per slice size
-of the asked image sizes and the audio piece graph, each held to the reference modules, the
-talker's graphs on the native engine held to the PyTorch talker's codes, and
-real media (the photo sliced into a grid, recorded speech past 30 s) through the exported graphs
-and the native engine greedy-equal to the PyTorch reference (rule 3)."""
+own thinker, with token2wav's files added): the thinker's decoder validated as any text LLM, one
+vision graph per slice size of the asked image sizes and the audio piece graph, each held to the
+reference modules, the talker's graphs on the native engine held to the PyTorch talker's codes,
+token2wav's graphs to the reference's PCM, real media (the photo sliced into a grid, recorded
+speech past 30 s) through the exported graphs and the native engine greedy-equal to the PyTorch
+reference (rule 3), and the three stages natively (thinker -> talker -> token2wav) against the
+reference chain."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from minicpmo45_media import audio_inputs, image_inputs
@@ -25,10 +29,18 @@ CHECKPOINT = DATA / "minicpmo45" / "checkpoint"
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], Thinker]:
-    out = tmp_path_factory.mktemp("minicpmo45") / "art"
+    """The fixture checkpoint with token2wav's files at the tiny preset's sizes (random weights),
+    exported: the thinker's plans, the talker's, and the whole omni plan."""
+    from omni_edge.export.models.minicpmo45.checkpoint import TOKEN2WAV
+    from omni_edge.export.models.minicpmo45.token2wav_files import write_token2wav
+
+    root = tmp_path_factory.mktemp("minicpmo45")
+    checkpoint = root / "checkpoint"
+    shutil.copytree(CHECKPOINT, checkpoint)
+    write_token2wav(checkpoint, *TOKEN2WAV["tiny"], seed=5)
     opts = LlmExportOptions(buckets=(512,), prefill_chunk=32, threads=1, image_sizes=((448, 448), (512, 600)))
-    plans = export_checkpoint(CHECKPOINT, out, opts)
-    return out, plans, load_thinker(CHECKPOINT)
+    plans = export_checkpoint(checkpoint, root / "art", opts)
+    return root / "art", plans, load_thinker(checkpoint)
 
 
 def _checks(path: Path) -> dict[str, Any]:
@@ -52,7 +64,11 @@ def test_the_export_writes_validated_components_and_a_text_plan(exported: tuple[
     talker = _checks(out / "talker-onnx" / "reports" / "task.json")
     assert talker["code_agreement"] == 1.0 and talker["codes_compared"] == 64
     assert _checks(out / "talker-onnx" / "reports" / "numerical.json")["condition_sqnr_db"] > 100  # measured 147
-    assert plans[-1] == out / "plan.talker-onnx.json"
+    assert plans[-2:] == [out / "plan.talker-onnx.json", out / "plan.omni-onnx.json"]
+    # token2wav's graphs stepped as the controller steps them, against the reference fed the same
+    # noise: the whole PCM and every bridge window (three: 25, 25 and 10 new codes).
+    assert _checks(out / "token2wav-onnx" / "reports" / "numerical.json")["pcm_sqnr_db"] > 50  # measured 64
+    assert _checks(out / "token2wav-onnx" / "reports" / "task.json")["window_agreement"] == 1.0
 
 
 def test_real_media_through_the_exported_graphs_match_the_reference(exported: tuple[Path, list[Path], Thinker]) -> None:
@@ -176,3 +192,95 @@ def _events_until(session: Any, media: list[tuple[str, str]], k: int) -> list[di
     session.run("What do you see and hear?", chat=True, media=media, max_new_tokens=12, ignore_stop_tokens=True,
                 on_event=consumer)
     return events
+
+
+OMNI_TOKENS, OMNI_CODES, OMNI_SEED = 12, 60, 7  # 60 codes: token2wav's windows of 25, 25 and 10
+
+
+@pytest.mark.parametrize("case", ["red_square+tone", "text"])
+def test_the_three_stages_natively_equal_the_reference_chain(exported: tuple[Path, list[Path], Thinker],
+                                                             tmp_path: Path, case: str) -> None:
+    """The roadmap's request (the red square and the 440 Hz tone; and text alone) through
+    plan.omni-onnx.json: the thinker's ids equal the reference's (rule 3); the talker's codes
+    (greedy, at least 50) equal the PyTorch talker's fed the reference thinker's states for the
+    same span (a reply cut by length loses its last token, as upstream); token2wav's PCM against
+    the reference chain on those codes, HiFT's noise drawn alike."""
+    from omni_edge.export.comparison import sqnr_db
+    from omni_edge.export.models.minicpmo45.reference import load_talker
+    from omni_edge.export.models.minicpmo45.talker import generate_codes
+    from omni_edge.export.models.minicpmo45.token2wav import CounterDraws, Token2Wav
+    from omni_edge.export.models.minicpmo45.token2wav_export import load_voice
+    from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
+    from omni_edge.export.models.minicpmo45.validation import path_agreement
+    from omni_edge.runtime import OmniSession
+    from omni_edge.runtime.media import wav_bytes
+
+    out, _, thinker = exported
+    checkpoint = out.parent / "checkpoint"
+    media: list[Media] = []
+    files: list[tuple[str, str]] = []
+    if case != "text":
+        image, audio = image_inputs()[0][1], audio_inputs()[0][1]
+        image.save(tmp_path / "red.png")
+        (tmp_path / "tone.wav").write_bytes(wav_bytes(audio, 16000))
+        media, files = [Media("image", image), Media("audio", audio)], [("image", str(tmp_path / "red.png")),
+                                                                         ("audio", str(tmp_path / "tone.wav"))]
+    question = "What do you see and hear?" if media else "Say something."
+    session = OmniSession.open(out / "plan.omni-onnx.json", threads=1)
+    got = session.run(question, chat=True, media=files, max_new_tokens=OMNI_TOKENS, ignore_stop_tokens=True,
+                      max_frames=OMNI_CODES, speech_sampling={"temperature": 0.0, "seed": OMNI_SEED})
+    with torch.no_grad():
+        _, ref = generate(thinker, media, question, OMNI_TOKENS, speech=True, ignore_stop=True)
+    ids = [t for e in got.text_events for t in e.get("token_ids", [])]
+    assert greedy_agreement(ids, ref) == 1.0, (ids, ref.ids)
+    assert got.text_metrics["finish_reason"] == "length" and got.audio["finish_reason"] == "length"
+    codes = [frame[0] for frame in session.codes()]
+    span = ref.ids[:-1]  # cut by length: the last token's own state never came
+    with torch.no_grad():
+        talked = generate_codes(load_talker(checkpoint), span, ref.hidden[: len(span)], OMNI_CODES)
+    assert len(codes) == OMNI_CODES and path_agreement(codes, talked.codes, talked.logits) == 1.0
+    token2wav = load_token2wav(checkpoint)
+    voice, _ = load_voice(token2wav.flow, None)
+    pcm = Token2Wav(token2wav.flow, token2wav.hift, 10, CounterDraws(OMNI_SEED)).utterance(voice, codes).numpy()
+    assert got.pcm.shape == pcm.shape == (960 * (OMNI_CODES + 3),)  # 2 mel frames of 480 samples per code
+    assert sqnr_db(pcm, got.pcm) > 50  # measured 65
+    assert float(np.sqrt(np.mean(got.pcm ** 2))) > 1e-3  # not silent
+    assert got.audio["windows"] == 3
+
+
+def test_cancel_anywhere_in_the_three_stage_stream_ends_each_stream_once(exported: tuple[Path, list[Path], Thinker],
+                                                                        tmp_path: Path) -> None:
+    """plan.omni-onnx.json: the consumer cancels after k of its events (text or audio) for random
+    k; each stream ends with exactly one terminal event and nothing after it; the next request
+    speaks the whole reply as before."""
+    import random
+
+    from omni_edge.runtime import OmniSession
+    from omni_edge.runtime.request import Request, Sampling
+
+    out, _, _ = exported
+    session = OmniSession.open(out / "plan.omni-onnx.json", threads=1)
+    request = Request(prompt="Say something.", chat=True, max_new_tokens=OMNI_TOKENS, ignore_stop_tokens=True,
+                      max_frames=OMNI_CODES, speech_sampling=Sampling(temperature=0.0, seed=OMNI_SEED))
+
+    def run(k: int) -> dict[str, list[str]]:
+        """Each stream's event kinds (the two streams interleave as their threads run)."""
+        events: dict[str, list[str]] = {"text": [], "audio": []}
+
+        def consumer(stream: str, event: dict[str, Any], pcm: Any) -> bool:
+            events[stream].append(event["kind"])
+            return sum(map(len, events.values())) <= k
+
+        session.submit(request, consumer)
+        return events
+
+    whole = run(1 << 30)
+    codes = session.codes()
+    assert whole["text"][-1] == whole["audio"][-1] == "done"
+    n = sum(map(len, whole.values()))
+    for k in sorted({0, 1, *random.Random(11).sample(range(n - 2), 4)}):
+        events = run(k)
+        for stream, kinds in events.items():
+            terminal = [kind for kind in kinds if kind in ("done", "cancelled", "error")]
+            assert len(terminal) == 1 and kinds[-1] == terminal[0], (k, stream, kinds)
+        assert run(1 << 30) == whole and session.codes() == codes, k
