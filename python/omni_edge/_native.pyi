@@ -128,10 +128,15 @@ class LlmEngine:
 class Token2WavEngine:
     @staticmethod
     def open(plan_path: str, threads: int = 0) -> Token2WavEngine: ...
+
     def start(self, seed: int) -> None:
-        """Forget the last utterance: the caches after the voice prompt; HiFT's noise from seed."""
+        """
+        Forget the last utterance: the caches after the voice prompt; HiFT's noise from seed.
+        """
+
     def decode(self, codes: Sequence[int], last: bool) -> bytes:
         """One window (carried codes, then new ones): its float32 samples."""
+
     def placements(self) -> list[dict[str, str | int]]: ...
 
 def request_schema() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,11 +42,18 @@ def add_parsers(sub: Any) -> None:
     _llm_parser(export_sub)
     _policy_parser(export_sub)
     _tts_parser(export_sub)
-    e = export_sub.add_parser("omni", help="join a thinker plan and a speech plan into one omni plan (thinker -> talker -> vocoder)")
-    e.add_argument("--thinker-plan", type=Path, required=True, help="a text LLM plan (export llm)")
-    e.add_argument("--speech-plan", type=Path, required=True,
+    e = export_sub.add_parser("omni", help="an omni plan (thinker -> talker -> vocoder): every stage of an omni checkpoint "
+                                           "(--checkpoint), or a thinker plan and a speech plan joined")
+    e.add_argument("--checkpoint", type=Path, help="an omni checkpoint (minicpmo-4.5 with assets/token2wav): export all "
+                                                   "three stages and the encoders")
+    e.add_argument("--voice", type=Path, help="with --checkpoint: the voice prompt's WAV (default: a synthetic voice)")
+    e.add_argument("--thinker-plan", type=Path, help="a text LLM plan (export llm)")
+    e.add_argument("--speech-plan", type=Path,
                    help="a speech plan whose talker reads the thinker (make-checkpoint --arch qwen3-tts --thinker)")
-    e.add_argument("--out", type=Path, required=True, help="directory for plan.json (artifacts are referenced)")
+    e.add_argument("--out", type=Path, required=True, help="directory for plan.json")
+    flags.threads(e)
+    e.add_argument("--no-validate", action="store_true", help="with --checkpoint: skip validation (it will not qualify)")
+    flags.verbose(e)
     e.set_defaults(func=export_omni)
 
 
@@ -198,6 +206,14 @@ def export_tts(args: argparse.Namespace) -> int:
 
 
 def export_omni(args: argparse.Namespace) -> int:
+    if args.checkpoint is not None:
+        if args.thinker_plan is not None or args.speech_plan is not None:
+            print("omni-edge export omni: --checkpoint or --thinker-plan/--speech-plan, not both", file=sys.stderr)
+            return 2
+        return _export_omni_checkpoint(args)
+    if args.thinker_plan is None or args.speech_plan is None:
+        print("omni-edge export omni: give --checkpoint, or both --thinker-plan and --speech-plan", file=sys.stderr)
+        return 2
     from omni_edge.export.omni import write_omni_plan
 
     try:
@@ -207,3 +223,24 @@ def export_omni(args: argparse.Namespace) -> int:
         return 2
     print(f"wrote {path}")
     return 0
+
+
+def _export_omni_checkpoint(args: argparse.Namespace) -> int:
+    """Every stage of an omni checkpoint (its architecture's `export llm`, which writes
+    plan.omni-onnx.json beside the thinker's plans); plan.json becomes the omni plan."""
+    from omni_edge.export.options import LlmExportOptions
+
+    if args.voice is not None and not args.voice.is_file():
+        print(f"omni-edge export omni: --voice {args.voice}: no such file", file=sys.stderr)
+        return 2
+
+    def show(plans: list[Path]) -> None:
+        omni = args.out / "plan.omni-onnx.json"
+        if omni not in plans:
+            raise ValueError(f"{args.checkpoint}: not an omni checkpoint (no three-stage plan: a MiniCPM-o 4.5 "
+                             "directory with assets/token2wav/ is)")
+        shutil.copy2(omni, args.out / "plan.json")
+        _show_plans(args.out / "plan.json")(plans)
+
+    return _export(args, lambda: LlmExportOptions(threads=args.threads, validate=not args.no_validate, voice=args.voice),
+                   show)

@@ -38,7 +38,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--speak", type=Path, default=None,
                    help="an omni plan (thinker -> talker -> vocoder): also speak the reply into this WAV")
     p.add_argument("--max-frames", type=flags.whole(0, 1 << 20), default=0,
-                   help="with --speak: at most this many 80 ms frames")
+                   help="with --speak: at most this many talker frames (codes)")
     flags.device(p, required=False)
     flags.runtime(p)
     p.set_defaults(func=run)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +285,45 @@ def test_cancel_anywhere_in_the_three_stage_stream_ends_each_stream_once(exporte
             terminal = [kind for kind in kinds if kind in ("done", "cancelled", "error")]
             assert len(terminal) == 1 and kinds[-1] == terminal[0], (k, stream, kinds)
         assert run(1 << 30) == whole and session.codes() == codes, k
+
+
+def test_run_speak_and_the_native_runner_speak_an_image_and_a_tone(exported: tuple[Path, list[Path], Thinker],
+                                                                  tmp_path: Path) -> None:
+    """`omni-edge run --image --audio --speak` (Python) and omni-edge-run (the C ABI) on the omni
+    plan: the text on stdout, the speech in the WAV, 2 mel frames (960 samples) per code and the
+    3 leading context codes."""
+    import wave
+
+    from llm_reference import cli
+    from omni_edge.runtime.media import wav_bytes
+    from paths import RUN
+
+    out, _, _ = exported
+    image_inputs()[0][1].save(tmp_path / "red.png")
+    (tmp_path / "tone.wav").write_bytes(wav_bytes(audio_inputs()[0][1], 16000))
+    args = ["--plan", str(out / "plan.omni-onnx.json"), "--image", str(tmp_path / "red.png"), "--audio",
+            str(tmp_path / "tone.wav"), "--prompt", "What do you see and hear?", "--chat", "--max-new-tokens", "6",
+            "--ignore-stop-tokens", "--max-frames", "30", "--json", "--threads", "1"]
+    for name, run in (("python", lambda a: cli("run", *a)),
+                      ("native", lambda a: subprocess.run([str(RUN), *a], capture_output=True, text=True, timeout=300))):
+        wav = tmp_path / f"{name}.wav"
+        done = run([*args, "--speak", str(wav)])
+        assert done.returncode == 0, (name, done.stderr[-3000:])
+        lines = [json.loads(line) for line in done.stdout.splitlines()]
+        assert [e["kind"] for e in lines if e["stream"] == "text"] == ["token"] * 6 + ["done"], name
+        assert [e["kind"] for e in lines if e["stream"] == "audio"][-1] == "done", name
+        with wave.open(str(wav)) as w:
+            assert w.getframerate() == 24000 and w.getnframes() == 960 * (30 + 3), name
+
+
+def test_export_omni_takes_a_checkpoint_or_two_plans_and_refuses_both_or_neither(tmp_path: Path) -> None:
+    from llm_reference import cli
+
+    both = cli("export", "omni", "--checkpoint", str(CHECKPOINT), "--thinker-plan", "t.json", "--speech-plan", "s.json",
+               "--out", str(tmp_path / "a"))
+    neither = cli("export", "omni", "--out", str(tmp_path / "b"))
+    not_omni = cli("export", "omni", "--checkpoint", str(CHECKPOINT), "--voice", str(tmp_path / "missing.wav"),
+                   "--out", str(tmp_path / "c"))
+    assert both.returncode == 2 and "not both" in both.stderr
+    assert neither.returncode == 2 and "give --checkpoint" in neither.stderr
+    assert not_omni.returncode == 2 and "missing.wav: no such file" in not_omni.stderr

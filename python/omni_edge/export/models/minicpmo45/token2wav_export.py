@@ -216,7 +216,7 @@ def export_token2wav(checkpoint: Path, out: Path, token2wav: Token2Wav, voice_wa
     revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",
                     shape_bucket="dynamic", target_abi="x86_64-linux")
-    skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
+    skipped: tuple[ReportCheck, ...] = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
     numerical, task = skipped, skipped
     if validate:
         numerical, task = _checks(cdir, token2wav, voice)

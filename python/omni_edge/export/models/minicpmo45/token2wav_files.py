@@ -18,6 +18,7 @@ import torch
 from omni_edge.export.models.minicpmo45.flow import Flow, FlowConfig, random_flow
 from omni_edge.export.models.minicpmo45.hift import Hift, HiftConfig, random_hift
 from omni_edge.export.models.minicpmo45.token2wav import Token2Wav
+from omni_edge.files import atomic_output, write_text_atomic
 
 DIRECTORY = Path("assets") / "token2wav"
 NOISE_SEED = 0
@@ -62,9 +63,11 @@ def write_token2wav(checkpoint: Path, flow: FlowConfig, hift: HiftConfig, seed: 
     directory = checkpoint / DIRECTORY
     directory.mkdir(parents=True, exist_ok=True)
     fields = {**flow.__dict__, "dit_in": 4 * flow.mel_bins}
-    (directory / "flow.yaml").write_text(FLOW_YAML.format(**fields))
-    torch.save(random_flow(flow, seed).state_dict(), directory / "flow.pt")
-    torch.save({f"generator.{k}": v for k, v in random_hift(hift, seed + 1).state_dict().items()}, directory / "hift.pt")
+    write_text_atomic(directory / "flow.yaml", FLOW_YAML.format(**fields))
+    with atomic_output(directory / "flow.pt") as part:
+        torch.save(random_flow(flow, seed).state_dict(), part)
+    with atomic_output(directory / "hift.pt") as part:
+        torch.save({f"generator.{k}": v for k, v in random_hift(hift, seed + 1).state_dict().items()}, part)
     return directory
 
 
