@@ -43,8 +43,8 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
     }
   }
   if (g.count("embed") != 0) {
-    OE_ASSIGN_OR_RETURN(embed_chunk_, LoadGraph(backends, g.at("embed"), "chunk", "embed_chunk"));
-    OE_ASSIGN_OR_RETURN(embed_step_, LoadGraph(backends, g.at("embed"), "step", "embed_step"));
+    OE_ASSIGN_OR_RETURN(embed_chunk_, LoadGraph(backends, g.at("embed"), "chunk", prefix_ + "embed_chunk"));
+    OE_ASSIGN_OR_RETURN(embed_step_, LoadGraph(backends, g.at("embed"), "step", prefix_ + "embed_step"));
     OE_RETURN_IF_ERROR(ExpectIo(*embed_chunk_, "embed_chunk", {ids_chunk_.view()}, {hidden_chunk_.view()}));
     OE_RETURN_IF_ERROR(ExpectIo(*embed_step_, "embed_step", {ids_step_.view()}, {hidden_step_.view()}));
     OE_RETURN_IF_ERROR(embed_chunk_->Bind({ids_chunk_.view()}, {hidden_chunk_.view()}));
@@ -53,7 +53,7 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
     CountRunBytes(embed_step_.get());
   }
   if (g.count("lm_head") != 0) {
-    OE_ASSIGN_OR_RETURN(head_, LoadGraph(backends, g.at("lm_head"), "step", "lm_head"));
+    OE_ASSIGN_OR_RETURN(head_, LoadGraph(backends, g.at("lm_head"), "step", prefix_ + "lm_head"));
     OE_RETURN_IF_ERROR(ExpectIo(*head_, "lm_head", {head_in_.view()}, {logits_.view()}));
     OE_RETURN_IF_ERROR(head_->Bind({head_in_.view()}, {logits_.view()}));
     CountRunBytes(head_.get());

@@ -327,3 +327,27 @@ def test_export_omni_takes_a_checkpoint_or_two_plans_and_refuses_both_or_neither
     assert both.returncode == 2 and "not both" in both.stderr
     assert neither.returncode == 2 and "give --checkpoint" in neither.stderr
     assert not_omni.returncode == 2 and "missing.wav: no such file" in not_omni.stderr
+
+
+def test_profile_measures_media_and_speech_of_the_omni_plan_together(exported: tuple[Path, list[Path], Thinker],
+                                                                     tmp_path: Path) -> None:
+    """`omni-edge profile --device host` on plan.omni-onnx.json: an image at the slice graph's
+    size and a chirp with every request; each encoder's preprocessing and graph time, TTFT, first
+    PCM, RTF and underruns in one report, every component verified on the target."""
+    from llm_reference import cli
+
+    out, _, _ = exported
+    done = cli("profile", "--device", "host", "--workdir", str(tmp_path / "device"), "--plan",
+               str(out / "plan.omni-onnx.json"), "--workload", "short", "--runs", "2", "--warmup", "0", "--threads", "1",
+               "--out", str(tmp_path / "profile"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "profile" / "report.json").read_text())
+    assert report["kind"] == "omni"
+    assert {v["component"] for v in report["verified_on_target"] if v["qualified"]} == {
+        "vision-onnx", "audio-onnx", "thinker-onnx", "talker-onnx", "token2wav-onnx"}
+    metrics = report["groups"]["concurrency-1"]["metrics"]
+    for name in ("image_preprocess_ms", "image_encode_ms", "audio_encode_ms", "ttft_ms", "first_pcm_ms", "rtf",
+                 "talker_ms_per_frame", "vocoder_ms"):
+        assert metrics[name]["n"] == 2 and metrics[name]["p50"] > 0, name
+    assert metrics["underruns"]["n"] == 2
+    assert {p["graph"] for p in report["placement"]} >= {"talker_condition", "token2wav_estimator", "token2wav_hift"}

@@ -29,7 +29,8 @@ def plan_media(plan_path: Path) -> list[str]:
 
 
 def plan_image_grids(plan_path: Path) -> list[list[int]]:
-    """The image patch grids (t, h, w) a plan's vision encoder has graphs for."""
+    """The image patch grids a plan's vision encoder has graphs for: (t, h, w) of a Qwen2.5-Omni
+    vision graph, (rows, cols) of a MiniCPM-o slice graph."""
     stages = json.loads(plan_path.read_text())["stages"]
     return [[int(v) for v in key.split("x")] for s in stages if s.get("encoder", {}).get("modality") == "image"
             for key in s["graphs"]["encoder"]["graphs"]]
@@ -38,8 +39,9 @@ def plan_image_grids(plan_path: Path) -> list[list[int]]:
 def write_media(directory: Path, modalities: list[str], grid: list[int] | None, patch: int = 14,
                 seconds: float = 4.0) -> list[tuple[str, Path]]:
     """The profile's media for a multimodal plan: noise at the size of its first image grid (no
-    resampling) and `seconds` of a 24 kHz chirp (resampled to the encoder's rate on the way).
-    Each file is written whole or not at all."""
+    resampling; a MiniCPM-o slice grid's size is one slice, not sliced further) and `seconds` of a
+    24 kHz chirp (resampled to the encoder's rate on the way). Each file is written whole or not
+    at all."""
     import numpy as np
     from PIL import Image
 
@@ -49,7 +51,8 @@ def write_media(directory: Path, modalities: list[str], grid: list[int] | None, 
     out: list[tuple[str, Path]] = []
     if "image" in modalities and grid:
         image = directory / "image.png"
-        pixels = np.random.default_rng(0).integers(0, 256, (grid[1] * patch, grid[2] * patch, 3), dtype=np.uint8)
+        rows, cols = grid[-2:]
+        pixels = np.random.default_rng(0).integers(0, 256, (rows * patch, cols * patch, 3), dtype=np.uint8)
         with atomic_output(image) as part:
             Image.fromarray(pixels).save(part, format="PNG")
         out.append(("image", image))
