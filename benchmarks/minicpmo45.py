@@ -1,13 +1,15 @@
 #!/usr/bin/env python
-"""MiniCPM-o 4.5 per stage: one image + audio chat request (the roadmap's 448x448 red square and
-a LibriVox recording, pocketsphinx-testdata) through the controller on the export's plan.json
-(encoders and thinker as stages), then the talker's codes for the spoken reply on the native
-decoder engine; and the same through the PyTorch reference (its slicing and processors, modules,
-transformers' Qwen3 and Llama). Each system in its own process, same threads, one run.
+"""MiniCPM-o 4.5, the three stages per request: the roadmap's 448x448 red square and a LibriVox
+recording (pocketsphinx-testdata), chat, the reply spoken: through the controller on the omni
+plan (`export omni --checkpoint`: encoders -> thinker -> talker -> token2wav, all native
+stages, streamed), and through the PyTorch reference (its slicing and processors, modules,
+transformers' Qwen3 and Llama, the token2wav port window by window). Each system in its own
+process, same threads, greedy thinker and talker, the same number of tokens and codes.
 
 Reported per system (medians over the requests after a warm-up one): end to end (request to the
-last text token), the image and audio encoders' preprocessing and graph time, TTFT, decode
-rate, the talker's prefill + codes time and code rate, peak RSS.
+last sample), the image and audio encoders (preprocessing / graph), TTFT, decode rate, the
+talker (prefill + codes, codes per second), token2wav (ms, real-time factor of its own time),
+first PCM, peak RSS.
 
     python benchmarks/minicpmo45.py --preset small        # results/minicpmo45_small.json
 
@@ -28,9 +30,10 @@ from typing import Any
 from common import omni_edge, peak_rss_mb, run_worker  # benchmarks/common.py
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("controller (plan.json + talker engine)", "PyTorch reference")
+SYSTEMS = ("controller (omni plan)", "PyTorch reference")
 PROMPT = "What do you see and hear?"
-CODES = 64
+CODES = 100  # 4 s of speech: token2wav windows of 25 codes
+SEED = 7
 
 
 def media(directory: Path) -> tuple[Path, Path]:
@@ -46,35 +49,26 @@ def media(directory: Path) -> tuple[Path, Path]:
 
 
 def run_native(args: argparse.Namespace, image: Path, audio: Path) -> list[dict[str, Any]]:
-    import torch
-    from omni_edge.export.models.minicpmo45.reference import Media, generate, load_talker, load_thinker
-    from omni_edge.export.models.minicpmo45.talker_export import engine_codes, prefill_rows
-    from omni_edge.runtime import Session
-    from omni_edge.runtime.media import read_wav
-    from PIL import Image
+    from omni_edge.runtime import OmniSession
 
-    session = Session.open(args.artifact / "plan.json", threads=args.threads)
-    # The talker's input: the reference thinker's spoken reply (the native omni stage is not built yet).
-    torch.set_num_threads(args.threads)
-    thinker, talker = load_thinker(args.checkpoint), load_talker(args.checkpoint)
-    with torch.no_grad():
-        _, reply = generate(thinker, [Media("image", Image.open(image)), Media("audio", read_wav(audio)[0])], PROMPT,
-                            args.tokens, speech=True, ignore_stop=True)
+    session = OmniSession.open(args.artifact / "plan.json", threads=args.threads)
     runs = []
     for _ in range(args.requests + 1):
         start = time.perf_counter()
-        done = session.run(PROMPT, chat=True, media=[("image", str(image)), ("audio", str(audio))],
-                           max_new_tokens=args.tokens, ignore_stop_tokens=True, on_event=lambda e: True)
+        got = session.run(PROMPT, chat=True, media=[("image", str(image)), ("audio", str(audio))],
+                          max_new_tokens=args.tokens, ignore_stop_tokens=True, max_frames=CODES,
+                          speech_sampling={"temperature": 0.0, "seed": SEED})
         total = 1000 * (time.perf_counter() - start)
-        encoders = {s["model_stage"]: s["last_request"] for s in session.info()["stages"]
-                    if s["model_stage"].endswith("_encoder")}
-        talk = time.perf_counter()
-        rows = prefill_rows(args.artifact / "talker-onnx", talker, reply.ids, reply.prenorm)
-        engine_codes(args.artifact / "plan.talker-onnx.json", rows, talker.config.eos, CODES, args.threads)
-        talker_ms = 1000 * (time.perf_counter() - talk)
-        runs.append({"total_ms": total, "ttft_ms": done["ttft_ms"], "decode_tok_s": done["decode_tok_s"],
-                     "talker_ms": talker_ms, "talker_codes_s": 1000 * CODES / talker_ms,
-                     **{f"{k}.{m}": v[m] for k, v in encoders.items() for m in ("preprocess_ms", "encode_ms")}})
+        stages = {s["model_stage"]: s["last_request"] for s in session.info()["stages"]}
+        a, t = got.audio, got.text_metrics
+        seconds = a["samples"] / a["sample_rate"]
+        runs.append({"total_ms": total, "ttft_ms": t["ttft_ms"], "decode_tok_s": t["decode_tok_s"],
+                     "talker_ms": a["prefill_ms"] + a["talker_ms_per_frame"] * a["frames"],
+                     "talker_codes_s": 1000 * a["frames"] / (a["prefill_ms"] + a["talker_ms_per_frame"] * a["frames"]),
+                     "token2wav_ms": a["vocoder_ms"], "token2wav_rtf": a["vocoder_ms"] / 1000 / seconds,
+                     "first_pcm_ms": a["first_pcm_ms"], "audio_s": seconds,
+                     **{f"{k}.{m}": v[m] for k, v in stages.items() if k.endswith("_encoder")
+                        for m in ("preprocess_ms", "encode_ms")}})
     return runs[1:]
 
 
@@ -89,11 +83,15 @@ def run_reference(args: argparse.Namespace, image: Path, audio: Path) -> list[di
         load_thinker,
     )
     from omni_edge.export.models.minicpmo45.talker import generate_codes
+    from omni_edge.export.models.minicpmo45.token2wav import CounterDraws, Token2Wav, windows
+    from omni_edge.export.models.minicpmo45.token2wav_export import load_voice
+    from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
     from omni_edge.runtime.media import read_wav
     from PIL import Image
 
     torch.set_num_threads(args.threads)
-    thinker, talker = load_thinker(args.checkpoint), load_talker(args.checkpoint)
+    thinker, talker, token2wav = load_thinker(args.checkpoint), load_talker(args.checkpoint), load_token2wav(args.checkpoint)
+    voice, _ = load_voice(token2wav.flow, None)
     runs = []
     for _ in range(args.requests + 1):
         start = time.perf_counter()
@@ -103,16 +101,26 @@ def run_reference(args: argparse.Namespace, image: Path, audio: Path) -> list[di
         t1 = time.perf_counter()
         audio_embeddings(thinker, samples)
         t2 = time.perf_counter()
-        with torch.no_grad():  # generate() embeds the media again: its time minus the two above
+        with torch.no_grad():  # generate() embeds the media again: its time is counted once
             _, reply = generate(thinker, [Media("image", picture), Media("audio", samples)], PROMPT, args.tokens,
                                 speech=True, ignore_stop=True)
-        t3 = time.perf_counter()
-        generate_codes(talker, reply.ids, reply.hidden, CODES)
+            t3 = time.perf_counter()
+            span = reply.ids[:-1]  # as the controller: the last token's own state never came
+            codes = generate_codes(talker, span, reply.hidden[: len(span)], CODES).codes
         t4 = time.perf_counter()
-        talker_ms = 1000 * (t4 - t3)
-        runs.append({"total_ms": 1000 * (t3 - start) - 1000 * (t2 - t0), "vision_encoder.encode_ms": 1000 * (t1 - t0),
-                     "audio_encoder.encode_ms": 1000 * (t2 - t1), "talker_ms": talker_ms,
-                     "talker_codes_s": 1000 * CODES / talker_ms})
+        chain = Token2Wav(token2wav.flow, token2wav.hift, 10, CounterDraws(SEED))
+        state, pcm, first = chain.start(voice), 0, 0.0
+        for window, last in windows(codes):
+            out, state = chain.decode(voice, state, window, last)
+            pcm += out.numel()
+            first = first or time.perf_counter()
+        t5 = time.perf_counter()
+        seconds = pcm / 24000
+        runs.append({"total_ms": 1000 * (t5 - start - (t2 - t0)), "vision_encoder.encode_ms": 1000 * (t1 - t0),
+                     "audio_encoder.encode_ms": 1000 * (t2 - t1), "talker_ms": 1000 * (t4 - t3),
+                     "talker_codes_s": len(codes) / (t4 - t3), "token2wav_ms": 1000 * (t5 - t4),
+                     "token2wav_rtf": (t5 - t4) / seconds, "first_pcm_ms": 1000 * (first - start - (t2 - t0)),
+                     "audio_s": seconds})
     return runs[1:]
 
 
@@ -123,11 +131,12 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def ensure_artifacts(args: argparse.Namespace) -> None:
-    if not (args.checkpoint / "model.safetensors").exists():
+    if not (args.checkpoint / "assets" / "token2wav" / "flow.pt").exists():  # older checkpoints lack token2wav
+        shutil.rmtree(args.checkpoint, ignore_errors=True)
         omni_edge("make-checkpoint", "--arch", "minicpmo-4.5", "--preset", args.preset, "--out", str(args.checkpoint))
-    if not (args.artifact / "plan.talker-onnx.json").exists():
+    if not (args.artifact / "plan.omni-onnx.json").exists():
         shutil.rmtree(args.artifact, ignore_errors=True)
-        omni_edge("export", "llm", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact), "--buckets", "1024")
+        omni_edge("export", "omni", "--checkpoint", str(args.checkpoint), "--out", str(args.artifact))
 
 
 def measure(args: argparse.Namespace, system: str) -> dict[str, float]:
@@ -143,13 +152,17 @@ def _v(r: dict[str, float], key: str) -> str:
 
 
 def table(results: dict[str, dict[str, float]]) -> list[str]:
-    lines = ["| system | end to end ms (thinker) | image encoder: preprocess / graph ms | audio encoder: preprocess / graph ms "
-             "| TTFT ms | decode tok/s | talker: ms / codes per s | peak RSS MB |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| system | end to end ms | image encoder: preprocess / graph ms | audio encoder: preprocess / graph ms "
+             "| TTFT ms | decode tok/s | talker: ms / codes per s | token2wav: ms / RTF | first PCM ms | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for system, r in results.items():
         lines.append(f"| {system} | {r['total_ms']:.1f} | {_v(r, 'vision_encoder.preprocess_ms')} / "
                      f"{_v(r, 'vision_encoder.encode_ms')} | {_v(r, 'audio_encoder.preprocess_ms')} / "
                      f"{_v(r, 'audio_encoder.encode_ms')} | {_v(r, 'ttft_ms')} | {_v(r, 'decode_tok_s')} | "
-                     f"{r['talker_ms']:.1f} / {r['talker_codes_s']:.0f} | {r['peak_rss_mb']:.0f} |")
+                     f"{r['talker_ms']:.1f} / {r['talker_codes_s']:.0f} | {r['token2wav_ms']:.1f} / "
+                     f"{r['token2wav_rtf']:.3f} | {r['first_pcm_ms']:.1f} | {r['peak_rss_mb']:.0f} |")
+    ratio = results[SYSTEMS[1]]["total_ms"] / results[SYSTEMS[0]]["total_ms"]
+    lines += ["", f"end to end: the reference takes {ratio:.2f}x the controller's time"]
     return lines
 
 
@@ -174,8 +187,8 @@ def main() -> int:
     command = "python benchmarks/minicpmo45.py " + " ".join(sys.argv[1:])
     lines = [f"`{command.strip()}`", "",
              f"{args.checkpoint.name}: a 448x448 image and a {7.1:g} s recording, chat, {args.tokens} greedy thinker "
-             f"tokens, then {CODES} talker codes; medians of {args.requests} requests after a warm-up; "
-             f"{args.threads} threads.", "", *table(results)]
+             f"tokens spoken as {CODES} greedy talker codes ({(CODES + 3) * 0.04:.2f} s at 24 kHz); medians of "
+             f"{args.requests} requests after a warm-up; {args.threads} threads.", "", *table(results)]
     print("\n".join(lines))
     out = args.out or ROOT / "benchmarks" / "results" / f"minicpmo45_{args.preset}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
