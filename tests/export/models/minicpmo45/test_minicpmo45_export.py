@@ -198,14 +198,30 @@ def _events_until(session: Any, media: list[tuple[str, str]], k: int) -> list[di
 OMNI_TOKENS, OMNI_CODES, OMNI_SEED = 12, 60, 7  # 60 codes: token2wav's windows of 25, 25 and 10
 
 
-@pytest.mark.parametrize("case", ["red_square+tone", "text"])
+@pytest.fixture(scope="module")
+def exported_pte(exported: tuple[Path, list[Path], Thinker]) -> Path:
+    """The same checkpoint exported for ExecuTorch (encoders, thinker and talker as programs;
+    token2wav on ONNX Runtime): every component validated as the export does it."""
+    out, _, _ = exported
+    plans = export_checkpoint(out.parent / "checkpoint", out.parent / "art-pte",
+                              LlmExportOptions(buckets=(512,), prefill_chunk=32, threads=1, formats=("pte",)))
+    assert [p.name for p in plans] == ["plan.pte.json", "plan.thinker-pte.json", "plan.talker-pte.json", "plan.omni-pte.json"]
+    for component in ("vision-pte", "audio-pte", "thinker-pte", "talker-pte", "token2wav-onnx"):
+        manifest = json.loads((out.parent / "art-pte" / component / "manifest.json").read_text())["metadata"]["artifact"]
+        assert manifest["numerical_validation"]["passed"] and manifest["task_validation"]["passed"], component
+    return out.parent / "art-pte"
+
+
+@pytest.mark.parametrize(("fmt", "case"), [("onnx", "red_square+tone"), ("onnx", "text"), ("pte", "red_square+tone")])
 def test_the_three_stages_natively_equal_the_reference_chain(exported: tuple[Path, list[Path], Thinker],
-                                                             tmp_path: Path, case: str) -> None:
+                                                             request: pytest.FixtureRequest, tmp_path: Path,
+                                                             fmt: str, case: str) -> None:
     """The roadmap's request (the red square and the 440 Hz tone; and text alone) through
-    plan.omni-onnx.json: the thinker's ids equal the reference's (rule 3); the talker's codes
-    (greedy, at least 50) equal the PyTorch talker's fed the reference thinker's states for the
-    same span (a reply cut by length loses its last token, as upstream); token2wav's PCM against
-    the reference chain on those codes, HiFT's noise drawn alike."""
+    plan.omni-<fmt>.json (ONNX Runtime; ExecuTorch for the encoders, thinker and talker): the
+    thinker's ids equal the reference's (rule 3); the talker's codes (greedy, at least 50) equal
+    the PyTorch talker's fed the reference thinker's states for the same span (a reply cut by
+    length loses its last token, as upstream); token2wav's PCM against the reference chain on
+    those codes, HiFT's noise drawn alike."""
     from omni_edge.export.comparison import sqnr_db
     from omni_edge.export.models.minicpmo45.reference import load_talker
     from omni_edge.export.models.minicpmo45.talker import generate_codes
@@ -218,6 +234,7 @@ def test_the_three_stages_natively_equal_the_reference_chain(exported: tuple[Pat
 
     out, _, thinker = exported
     checkpoint = out.parent / "checkpoint"
+    art = out if fmt == "onnx" else request.getfixturevalue("exported_pte")
     media: list[Media] = []
     files: list[tuple[str, str]] = []
     if case != "text":
@@ -227,7 +244,9 @@ def test_the_three_stages_natively_equal_the_reference_chain(exported: tuple[Pat
         media, files = [Media("image", image), Media("audio", audio)], [("image", str(tmp_path / "red.png")),
                                                                          ("audio", str(tmp_path / "tone.wav"))]
     question = "What do you see and hear?" if media else "Say something."
-    session = OmniSession.open(out / "plan.omni-onnx.json", threads=1)
+    session = OmniSession.open(art / f"plan.omni-{fmt}.json", threads=1)
+    if fmt == "pte":
+        assert {p["backend"] for p in session.placements()} == {"executorch", "onnxruntime"}
     got = session.run(question, chat=True, media=files, max_new_tokens=OMNI_TOKENS, ignore_stop_tokens=True,
                       max_frames=OMNI_CODES, speech_sampling={"temperature": 0.0, "seed": OMNI_SEED})
     with torch.no_grad():

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 from tqdm import tqdm
 
@@ -60,34 +59,42 @@ def export(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
     plans = export_decoder_lm(thinker.llm, checkpoint, out, opts)
     for plan in {*plans, out / "plan.json"}:
         rewrite_thinker_plan(plan)
-    if opts.target == "cpu" and "onnx" in opts.formats:
-        # The text plan keeps its own name; plan.onnx.json (and plan.json) become the whole thinker's.
-        text = out / "plan.thinker-onnx.json"
-        shutil.copy2(out / "plan.onnx.json", text)
-        vision, audio = _encoders(checkpoint, out, thinker, text, opts)
-        whole = media_plan(out / "plan.onnx.json", checkpoint.name, thinker, text, vision, audio)
-        shutil.copy2(whole, out / "plan.json")
-        talker_plan = _talker(checkpoint, out, thinker, opts)
-        plans = [whole, text, *[p for p in plans if p.name != "plan.onnx.json"], talker_plan]
-        if (checkpoint / DIRECTORY).is_dir():  # token2wav's files: the whole omni pipeline
-            plans.append(_omni(checkpoint, out, thinker, whole, talker_plan, opts))
-    return plans
+    if opts.target != "cpu" or opts.precision != "fp32":
+        return plans  # the encoders, talker and token2wav export beside an fp32 thinker on the CPU
+    omni = (checkpoint / DIRECTORY).is_dir()  # token2wav's files: the whole omni pipeline
+    whole_plans: list[Path] = []
+    for fmt, plan in zip(opts.formats, plans, strict=True):
+        # The text plan keeps its own name; plan.<fmt>.json becomes the whole thinker's.
+        text = out / f"plan.thinker-{fmt}.json"
+        shutil.copy2(plan, text)
+        whole = _media(checkpoint, out, thinker, plan, text, opts, fmt)
+        talker_plan = _talker(checkpoint, out, thinker, opts, fmt)
+        whole_plans += [whole, text, talker_plan]
+        if omni:
+            whole_plans.append(_omni(checkpoint, out, thinker, whole, talker_plan, opts, fmt))
+    shutil.copy2(whole_plans[0], out / "plan.json")
+    return whole_plans
 
 
-def _omni(checkpoint: Path, out: Path, thinker: Thinker, whole: Path, talker_plan: Path, opts: LlmExportOptions) -> Path:
-    """token2wav-onnx (its voice from opts.voice) and the three-stage plan plan.omni-onnx.json."""
+def _omni(checkpoint: Path, out: Path, thinker: Thinker, whole: Path, talker_plan: Path, opts: LlmExportOptions,
+          fmt: str) -> Path:
+    """token2wav-onnx (its voice from opts.voice; once per export: ExecuTorch's plan runs it on ONNX
+    Runtime too, its graphs' frame axes are dynamic) and the three-stage plan plan.omni-<fmt>.json."""
     from omni_edge.export.models.minicpmo45.reference import load_talker
+    from omni_edge.export.models.minicpmo45.talker_export import ROW_GRAPHS
     from omni_edge.export.models.minicpmo45.token2wav_export import export_token2wav, token2wav_stage
     from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
 
-    cdir = export_token2wav(checkpoint, out, load_token2wav(checkpoint), opts.voice, opts.validate)
+    cdir = out / "token2wav-onnx"
+    if fmt == opts.formats[0]:
+        export_token2wav(checkpoint, out, load_token2wav(checkpoint), opts.voice, opts.validate)
     meta = json.loads((cdir / "token2wav.json").read_text())
-    return omni_plan(out / "plan.omni-onnx.json", checkpoint.name, whole, talker_plan, load_talker(checkpoint),
-                     thinker.config.hidden, token2wav_stage("token2wav-onnx", meta, 0, 0))
+    return omni_plan(out / f"plan.omni-{fmt}.json", checkpoint.name, whole, talker_plan, load_talker(checkpoint),
+                     thinker.config.hidden, token2wav_stage("token2wav-onnx", meta, 0, 0), ROW_GRAPHS[fmt])
 
 
-def _talker(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOptions) -> Path:
-    """talker-onnx, checked on the thinker reference's spoken reply to the roadmap's request."""
+def _talker(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOptions, fmt: str) -> Path:
+    """talker-<fmt>, checked on the thinker reference's spoken reply to the roadmap's request."""
     import torch
 
     from omni_edge.export.models.minicpmo45.reference import generate, load_talker
@@ -100,7 +107,7 @@ def _talker(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOption
             _, reply = generate(thinker, request(opts.image_sizes[0]), QUESTION, MEDIA_TOKENS, speech=True, ignore_stop=True)
         assert reply.prenorm is not None
         span = (reply.ids, reply.hidden, reply.prenorm)
-    return export_talker(checkpoint, out, load_talker(checkpoint), thinker.llm.model.norm, opts, span)
+    return export_talker(checkpoint, out, load_talker(checkpoint), thinker.llm.model.norm, opts, span, fmt)
 
 
 def _identity(checkpoint: Path, bucket: str) -> dict[str, str]:
@@ -109,30 +116,46 @@ def _identity(checkpoint: Path, bucket: str) -> dict[str, str]:
                 target_abi="x86_64-linux")
 
 
-def _encoders(checkpoint: Path, out: Path, thinker: Thinker, plan: Path,
-              opts: LlmExportOptions) -> tuple[dict[str, str], dict[str, Any]]:
-    """The vision and audio components, checked; their graphs for the plan."""
+def _media(checkpoint: Path, out: Path, thinker: Thinker, path: Path, text: Path, opts: LlmExportOptions,
+           fmt: str) -> Path:
+    """The vision and audio components (vision-<fmt>, audio-<fmt>), each checked against the
+    reference modules, and the whole thinker's plan at `path` (encoders -> the thinker of `text`).
+    One task report for both: the roadmap's request greedy against the reference (ONNX: through
+    the graphs and the engine; ExecuTorch: through the native session on the plan)."""
+    import importlib.metadata
+
     import torch
-    from onnxruntime import __version__ as ort_version
+
+    from omni_edge.export.models.minicpmo45.pte import export_audio_pte, export_vision_pte, session_media_report
 
     sizes = slice_sizes(thinker, opts.image_sizes)
     preprocessor = [checkpoint / "preprocessor_config.json"]
-    with tqdm(total=len(sizes) + len(PIECE_BUCKETS), desc="export minicpm-o 4.5 encoders", unit="graph", leave=False) as bar:
-        vision = export_vision(new_component(out / "vision-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker, sizes, bar)
-        audio = export_audio(new_component(out / "audio-onnx", checkpoint, preprocessor, PREPROCESSOR), thinker, bar)
-    # One task for both: the whole request's greedy ids with their outputs in place.
-    media: tuple[ReportCheck, ...] = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
-    if opts.validate:
-        media = media_report(thinker, plan, out, opts.image_sizes[0], opts.threads)
-    for kind, result, extra in (("vision", vision, {"slice_sizes": [list(s) for s in sizes]}),
-                                ("audio", audio, {"piece_frames": audio["piece_frames"], "pool_step": audio["pool_step"]})):
-        identity = _identity(checkpoint, "slices-" + "-".join(vision["graphs"]) if kind == "vision" else
-                             f"piece{audio['piece_frames']}")
-        numerical = identity_report("numerical", identity, (ReportCheck("embeds_sqnr_db", result["sqnr_db"], ENCODER_SQNR_DB, ">="),))
-        task: ValidationReport = identity_report("task", identity, media)
-        write_validated(out / f"{kind}-onnx", f"{kind}-onnx", identity, numerical, task, runtime="onnxruntime",
-                        runtime_version=ort_version, compiler_version=f"torch-{torch.__version__}",
-                        extra_metadata={kind: {"graphs": result["graphs"], "hidden_size": thinker.config.hidden,
-                                               "query_num": thinker.config.slices.query_num, **extra}})
+    vision_export, audio_export = (export_vision, export_audio) if fmt == "onnx" else (export_vision_pte, export_audio_pte)
+    with tqdm(total=len(sizes) + len(PIECE_BUCKETS), desc=f"export minicpm-o 4.5 encoders ({fmt})", unit="graph",
+              leave=False) as bar:
+        vision = vision_export(new_component(out / f"vision-{fmt}", checkpoint, preprocessor, PREPROCESSOR), thinker, sizes, bar)
+        audio = audio_export(new_component(out / f"audio-{fmt}", checkpoint, preprocessor, PREPROCESSOR), thinker, bar)
     audio["tokens"] = audio_tokens(audio["piece_frames"], audio["pool_step"])
-    return vision["graphs"], audio
+    whole = media_plan(path, checkpoint.name, thinker, text, vision["graphs"], audio, fmt)
+    runtime = "onnxruntime" if fmt == "onnx" else "executorch"
+
+    def manifests(media: tuple[ReportCheck, ...]) -> None:
+        for kind, result, extra in (("vision", vision, {"slice_sizes": [list(s) for s in sizes]}),
+                                    ("audio", audio, {"piece_frames": audio["piece_frames"], "pool_step": audio["pool_step"]})):
+            identity = _identity(checkpoint, "slices-" + "-".join(vision["graphs"]) if kind == "vision" else
+                                 f"piece{audio['piece_frames']}")
+            numerical = identity_report("numerical", identity,
+                                        (ReportCheck("embeds_sqnr_db", result["sqnr_db"], ENCODER_SQNR_DB, ">="),))
+            task: ValidationReport = identity_report("task", identity, media)
+            write_validated(out / f"{kind}-{fmt}", f"{kind}-{fmt}", identity, numerical, task, runtime=runtime,
+                            runtime_version=importlib.metadata.version(runtime), compiler_version=f"torch-{torch.__version__}",
+                            extra_metadata={kind: {"graphs": result["graphs"], "hidden_size": thinker.config.hidden,
+                                                   "query_num": thinker.config.slices.query_num, "format": fmt, **extra}})
+
+    media: tuple[ReportCheck, ...] = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
+    manifests(media)  # a session verifies every component before it runs a request
+    if opts.validate:
+        media = (media_report(thinker, text, out, opts.image_sizes[0], opts.threads) if fmt == "onnx" else
+                 session_media_report(thinker, whole, opts.image_sizes[0], opts.threads))
+        manifests(media)
+    return whole

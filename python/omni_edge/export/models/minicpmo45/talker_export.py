@@ -1,20 +1,22 @@
-"""MiniCPM-o 4.5's talker as ONNX graphs (component talker-onnx): the Llama backbone through the
-shared text decoder's graphs, as a causal LM over codes (its token table `emb_code`, its head the
-restored weight-norm `head_code`), so the native decoder engine runs it; and two graphs for the
-prefill rows, which the engine splices in place of the prefill's ids:
+"""MiniCPM-o 4.5's talker as graphs (component talker-onnx, or talker-pte as an ExecuTorch
+program): the Llama backbone through the shared text decoder's graphs, as a causal LM over codes
+(its token table `emb_code`, its head the restored weight-norm `head_code`), so the native
+decoder engine runs it; and two graphs for the prefill rows, which the engine splices in place
+of the prefill's ids (rows.pte's methods on ExecuTorch):
 
-    condition.onnx   (thinker id [1, 1], thinker hidden [1, 1, llm_dim]) -> row [1, 1, hidden]
+    condition.onnx   (thinker id [1, 1], thinker state [1, 1, llm_dim] before its final norm)
+                     -> row [1, 1, hidden] (the thinker's final norm is in the graph)
     text_embed.onnx  id [1, 1] -> row [1, 1, hidden] (the text_eos and audio_bos rows)
 
 Its check (the task report): the thinker reference's spoken reply to the roadmap's request
 through these graphs and the engine, greedy, the end masked for the first 50 codes, against the
-PyTorch talker, to the near-tie rule; numerical: each prefill row against the reference's.
-
-Not yet: the talker as a native stage fed by the thinker's stage (its plan is for the engine).
+PyTorch talker, to the near-tie rule; numerical: each prefill row against the reference's. The
+omni plan runs it as a native stage (family codec_lm) after the thinker.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from pathlib import Path
 from typing import Any
@@ -80,11 +82,27 @@ class TextEmbedGraph(nn.Module):
         return out
 
 
-def prefill_rows(cdir: Path, talker: Talker, ids: list[int], hidden: torch.Tensor) -> np.ndarray:
-    """The prefill [len(ids) + 2, hidden] through the condition and text_embed graphs; `hidden`:
-    the thinker's states before its final norm."""
-    condition = onnx_target.cpu_session(cdir / "condition.onnx")
-    text = onnx_target.cpu_session(cdir / "text_embed.onnx")
+# The prefill rows' graphs of each format: (condition, text_embed) references for a plan.
+ROW_GRAPHS: dict[str, tuple[Any, Any]] = {
+    "onnx": ("condition.onnx", "text_embed.onnx"),
+    "pte": ({"file": "rows.pte", "method": "condition"}, {"file": "rows.pte", "method": "text_embed"}),
+}
+
+
+def row_sessions(cdir: Path, fmt: str) -> tuple[Any, Any]:
+    """The condition and text_embed graphs of a talker component, as sessions with ONNX Runtime's
+    run(None, feeds)."""
+    if fmt == "onnx":
+        return onnx_target.cpu_session(cdir / "condition.onnx"), onnx_target.cpu_session(cdir / "text_embed.onnx")
+    from omni_edge.export.targets.executorch_target import MethodSession
+
+    return MethodSession(cdir / "rows.pte", "condition"), MethodSession(cdir / "rows.pte", "text_embed")
+
+
+def prefill_rows(sessions: tuple[Any, Any], talker: Talker, ids: list[int], hidden: torch.Tensor) -> np.ndarray:
+    """The prefill [len(ids) + 2, hidden] through the condition and text_embed graphs (`sessions`,
+    row_sessions'); `hidden`: the thinker's states before its final norm."""
+    condition, text = sessions
     rows = [condition.run(None, {"ids": np.array([[i]], np.int64), "hidden": hidden[k][None, None].numpy()})[0][0, 0]
             for k, i in enumerate(ids)]
     rows += [text.run(None, {"ids": np.array([[i]], np.int64)})[0][0, 0]
@@ -112,51 +130,58 @@ def engine_codes(plan: Path, rows: np.ndarray, eos: int, max_codes: int, threads
 
 
 def export_talker(checkpoint: Path, out: Path, talker: Talker, norm: nn.Module, opts: LlmExportOptions,
-                  span: Span | None) -> Path:
-    """talker-onnx and its engine plan (OUT/plan.talker-onnx.json); `norm`: the thinker's final
-    norm; `span`: the spoken reply to check it on (the thinker's ids and hidden states after and
-    before its final norm), None without validation."""
+                  span: Span | None, fmt: str = "onnx") -> Path:
+    """talker-<fmt> (onnx: ONNX Runtime graphs; pte: an ExecuTorch program, the rows' graphs in
+    rows.pte) and its engine plan (OUT/plan.talker-<fmt>.json); `norm`: the thinker's final norm;
+    `span`: the spoken reply to check it on (the thinker's ids and hidden states after and before
+    its final norm), None without validation."""
     lm = talker_lm(talker)
     shape = DecoderShape.from_config(lm.config)
     caches = kv_caches(shape, opts)
-    cdir = new_component(out / "talker-onnx", checkpoint)
+    cdir = new_component(out / f"talker-{fmt}", checkpoint)
     d = talker.config.llm_dim
-    with tqdm(total=5 + 2 * len(caches), desc="export minicpm-o 4.5 talker", unit="graph", leave=False) as bar:
-        graphs = export_onnx(cdir, lm, shape, opts, caches, bar)
-        onnx_target.export_graph(ConditionGraph(talker, norm).eval(), (torch.zeros(1, 1, dtype=torch.int64), torch.zeros(1, 1, d)),
-                                 ["ids", "hidden"], ["rows"], cdir / "condition.onnx")
-        onnx_target.export_graph(TextEmbedGraph(talker).eval(), (torch.zeros(1, 1, dtype=torch.int64),), ["ids"], ["rows"],
-                                 cdir / "text_embed.onnx")
+    examples = {"condition": (ConditionGraph(talker, norm).eval(), (torch.zeros(1, 1, dtype=torch.int64), torch.zeros(1, 1, d))),
+                "text_embed": (TextEmbedGraph(talker).eval(), (torch.zeros(1, 1, dtype=torch.int64),))}
+    with tqdm(total=5 + 2 * len(caches), desc=f"export minicpm-o 4.5 talker ({fmt})", unit="graph", leave=False) as bar:
+        if fmt == "onnx":
+            graphs = export_onnx(cdir, lm, shape, opts, caches, bar)
+            for (module, example), file in zip(examples.values(), ROW_GRAPHS["onnx"], strict=True):
+                onnx_target.export_graph(module, example, ["ids", "hidden"][: len(example)], ["rows"], cdir / file)
+        else:
+            from omni_edge.export.decoder.pte import export_pte
+            from omni_edge.export.targets.executorch_target import export_program
+
+            graphs = export_pte(cdir, lm, shape, opts, caches, bar)
+            export_program(dict(examples), cdir / "rows.pte")
         bar.update(2)
     llm = {"tokenizer": "tokenizer.json", "chat_format": "none", "stop_tokens": [], "hidden_size": shape.hidden,
            "num_layers": shape.layers, "num_kv_heads": shape.kv_heads, "head_dim": shape.head_dim,
            "vocab_size": shape.vocab, "prefill_chunk": opts.prefill_chunk, "mask_value": FP32_MASK_VALUE,
            "kv": {"mode": "full", "buckets": caches, "overflow": "refuse"}, "max_new_tokens": 4096,
            "sampling": {"temperature": 0.0}}
-    plan = write_plan(out, f"{checkpoint.name} talker (onnx)", {**thinker_stage("talker-onnx", llm, graphs),
-                                                                   "final_output_type": "codes"},
-                      "plan.talker-onnx.json")
+    plan = write_plan(out, f"{checkpoint.name} talker ({fmt})", {**thinker_stage(f"talker-{fmt}", llm, graphs),
+                                                                 "final_output_type": "codes"},
+                      f"plan.talker-{fmt}.json")
     revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",
                     shape_bucket=shape_bucket(opts, caches), target_abi="x86_64-linux")
-    numerical, task = _reports(cdir, plan, talker, span, identity, opts.threads)
-    from onnxruntime import __version__ as ort_version
-
-    write_validated(cdir, "talker-onnx", identity, numerical, task, runtime="onnxruntime", runtime_version=ort_version,
-                    compiler_version=f"torch-{torch.__version__}",
+    numerical, task = _reports(row_sessions(cdir, fmt), plan, talker, span, identity, opts.threads)
+    runtime = "onnxruntime" if fmt == "onnx" else "executorch"
+    write_validated(cdir, f"talker-{fmt}", identity, numerical, task, runtime=runtime,
+                    runtime_version=importlib.metadata.version(runtime), compiler_version=f"torch-{torch.__version__}",
                     extra_metadata={"talker": {"caches": caches, "codes": talker.config.audio_tokens,
-                                               "end": talker.config.eos, "min_codes": MIN_CODES,
-                                               "graphs": {"condition": "condition.onnx", "text_embed": "text_embed.onnx"}}})
+                                               "end": talker.config.eos, "min_codes": MIN_CODES, "format": fmt,
+                                               "graphs": dict(zip(examples, ROW_GRAPHS[fmt], strict=True))}})
     return plan
 
 
-def _reports(cdir: Path, plan: Path, talker: Talker, span: Span | None,
+def _reports(sessions: tuple[Any, Any], plan: Path, talker: Talker, span: Span | None,
              identity: dict[str, str], threads: int) -> tuple[Any, Any]:
     skipped = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
     if span is None:
         return identity_report("numerical", identity, skipped), identity_report("task", identity, skipped)
     ids, hidden, prenorm = span
-    rows = prefill_rows(cdir, talker, ids, prenorm)
+    rows = prefill_rows(sessions, talker, ids, prenorm)
     with torch.no_grad():
         reference_rows = talker.condition(ids, hidden).numpy()
     ref = generate_codes(talker, ids, hidden, CHECK_CODES)
