@@ -34,6 +34,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--route")
     p.add_argument("--family")
     p.add_argument("--artifact", type=Path, help="record: the component that ran")
+    p.add_argument("--plan", type=Path, help="record: the plan that ran (every stage's component; a multi-stage family)")
     p.add_argument("--execution", choices=EXECUTIONS, default="device")
     p.add_argument("--profile-report", type=Path, default=None, help="record: a profile's report.json")
     p.add_argument("--blocked-layer", default=None, help="record a failure: the layer that failed")
@@ -55,9 +56,14 @@ def matrix(args: argparse.Namespace) -> int:
                     raise matrix.RecordError("a blocked record needs --log: the failure log is its evidence")
                 path = matrix.record_blocked(args.store, args.route, args.family, args.blocked_layer,
                                              args.reason or "", args.log, args.command_line or "")
+            elif args.plan is not None:
+                if args.artifact is not None:
+                    raise matrix.RecordError("record takes --artifact or --plan, not both")
+                path = matrix.record_from_plan(args.store, args.route, args.family, args.plan, args.execution,
+                                               args.command_line or "", args.profile_report)
             else:
                 if args.artifact is None:
-                    raise matrix.RecordError("record needs --artifact (or --blocked-layer with --log)")
+                    raise matrix.RecordError("record needs --artifact or --plan (or --blocked-layer with --log)")
                 path = matrix.record_from_artifact(args.store, args.route, args.family, args.artifact,
                                                    args.execution, args.command_line or "", args.profile_report)
             print(path)

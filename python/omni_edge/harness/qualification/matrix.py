@@ -215,10 +215,12 @@ def matrix(store: Path = DEFAULT_STORE) -> list[Cell]:
 
 # ---- making records -------------------------------------------------------------------------
 
-def _copy_evidence(store: Path, record_id: str, files: list[Path]) -> list[dict[str, str]]:
+def _copy_evidence(store: Path, record_id: str, files: list[Path], names: list[str] | None = None) -> list[dict[str, str]]:
+    """Copies of the evidence beside the records, hashed; `names` (default: the files' names) say
+    where under the record's evidence directory each goes."""
     out = []
-    for f in files:
-        target = store / "evidence" / record_id / f.name
+    for f, name in zip(files, names or [f.name for f in files], strict=True):
+        target = store / "evidence" / record_id / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, target)
         out.append({"path": target.relative_to(store).as_posix(), "sha256": sha256_file(target)})
@@ -268,6 +270,69 @@ def record_from_artifact(store: Path, route_key: str, family_key: str, component
         "performance": ({"startup": profile["startup"], "groups": profile["groups"]} if profile else None),
         "outcome": {"ran": True},
         "evidence": _copy_evidence(store, record_id, evidence),
+    }
+    path = store / "records" / f"{record_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def record_from_plan(store: Path, route_key: str, family_key: str, plan: Path, execution: str, command: str,
+                     profile_report: Path | None = None) -> Path:
+    """A record from a whole plan that ran (a multi-stage family: every stage's component counts):
+    each component's manifest is re-hashed; the record is qualified only if every one is."""
+    from omni_edge._native import read_manifest
+
+    r, f = route(route_key), family(family_key)
+    if execution not in EXECUTIONS:
+        raise RecordError(f"execution must be one of {', '.join(EXECUTIONS)}")
+    stages = json.loads(plan.read_text())["stages"]
+    components = list(dict.fromkeys((plan.parent / s["artifact"]).resolve() for s in stages))
+    evidence, names, summaries, numerical, task = [plan], [plan.name], [], {}, {}
+    qualified, qnn_any = True, False
+    for component in components:
+        verified = json.loads(read_manifest(str(component)))
+        manifest = verified["manifest"]
+        meta = manifest.get("metadata", {})
+        qnn = meta.get("qnn", {})
+        qnn_any = qnn_any or bool(qnn)
+        if r.htp_arch and qnn and qnn.get("htp_arch") != r.htp_arch:
+            raise RecordError(f"{component} targets HTP {qnn.get('htp_arch')}, the route {r.key} is HTP {r.htp_arch}")
+        files = [component / "manifest.json", component / "reports" / "numerical.json", component / "reports" / "task.json"]
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing:
+            raise RecordError(f"{component}: no {', '.join(missing)}: a record needs the artifact's validation reports")
+        evidence += files
+        names += [f"{manifest['component']}/{p.name}" for p in files]
+        summaries.append({"component": manifest["component"], "manifest_sha256": sha256_file(component / "manifest.json"),
+                          "bytes": sum((component / name).stat().st_size for name in manifest["files"]),
+                          **{k: meta.get("artifact", {}).get(k)
+                             for k in ("checkpoint_id", "checkpoint_revision", "precision", "target_abi", "runtime")}})
+        qualified = qualified and bool(verified["qualified"])
+        numerical[manifest["component"]], task[manifest["component"]] = verified["numerical"], verified["task"]
+    if execution == "htp-emulator" and not qnn_any:
+        raise RecordError(f"{plan}: no stage is a QNN artifact: it cannot have run on the HTP emulator")
+    profile = json.loads(profile_report.read_text()) if profile_report else None
+    if execution == "device":
+        _check_device_identity(r, profile)
+    if profile_report:
+        evidence.append(profile_report)
+        names.append(profile_report.name)
+    record_id = f"{r.key}--{f.key}--{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
+    record = {
+        "schema": SCHEMA, "route": r.key, "family": f.key, "execution": execution,
+        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "device": profile["device"] if profile else {"serial": execution},
+        "artifact": {"component": f"{plan.name} ({' + '.join(c['component'] for c in summaries)})",
+                     "bytes": sum(c["bytes"] for c in summaries), "components": summaries,
+                     **{k: summaries[0][k] for k in ("checkpoint_id", "checkpoint_revision", "target_abi")}},
+        "command": command,
+        "placement": profile.get("placement") if profile else None,
+        "quality": {"qualified": qualified, "numerical": numerical, "task": task},
+        "memory": ({"ledger": profile["ledger"], "memory": profile["memory"]} if profile else None),
+        "performance": ({"startup": profile["startup"], "groups": profile["groups"]} if profile else None),
+        "outcome": {"ran": True},
+        "evidence": _copy_evidence(store, record_id, evidence, names),
     }
     path = store / "records" / f"{record_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

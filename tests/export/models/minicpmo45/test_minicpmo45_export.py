@@ -370,3 +370,25 @@ def test_profile_measures_media_and_speech_of_the_omni_plan_together(exported: t
         assert metrics[name]["n"] == 2 and metrics[name]["p50"] > 0, name
     assert metrics["underruns"]["n"] == 2
     assert {p["graph"] for p in report["placement"]} >= {"talker_condition", "token2wav_estimator", "token2wav_hift"}
+
+
+def test_a_matrix_record_of_the_omni_plan_counts_every_stage(exported: tuple[Path, list[Path], Thinker],
+                                                            tmp_path: Path) -> None:
+    """`matrix record --plan`: every stage's component re-hashed and its reports copied as
+    evidence; the omni cell is artifact-ready on the host with a tiny checkpoint (never correct)."""
+    from llm_reference import cli
+
+    out, _, _ = exported
+    store = tmp_path / "store"
+    base = ["matrix", "record", "--store", str(store), "--route", "cpu-wsl", "--family", "omni", "--execution", "host"]
+    both = cli(*base, "--plan", str(out / "plan.omni-onnx.json"), "--artifact", str(out / "thinker-onnx"))
+    assert both.returncode == 1 and "not both" in both.stderr
+    done = cli(*base, "--plan", str(out / "plan.omni-onnx.json"), "--command-line", "pytest")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(Path(done.stdout.strip()).read_text())
+    assert [c["component"] for c in record["artifact"]["components"]] == [
+        "vision-onnx", "audio-onnx", "thinker-onnx", "talker-onnx", "token2wav-onnx"]
+    assert record["quality"]["qualified"] and len(record["evidence"]) == 1 + 3 * 5
+    cells = {(c["route"], c["family"]): c for c in json.loads(cli("matrix", "--json", "--store", str(store)).stdout)}
+    cell = cells[("cpu-wsl", "omni")]
+    assert cell["status"] == "artifact-ready" and "token2wav-onnx): artifact-ready (on the host), tiny checkpoint" in cell["detail"]
