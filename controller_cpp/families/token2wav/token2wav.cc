@@ -191,7 +191,7 @@ void Token2Wav::Trim(Cache& c) const {
   c.att_shape[3] = keep;
 }
 
-Status Token2Wav::Start(uint64_t seed) {
+Status Token2Wav::Prompt() {
   const Token2WavConfig& c = config_;
   auto empty = [](const std::vector<int64_t>& cnn, const std::vector<int64_t>& att) {
     Cache cache;
@@ -209,6 +209,21 @@ Status Token2Wav::Start(uint64_t seed) {
   OE_ASSIGN_OR_RETURN(std::vector<float> mu, Encode(prompt, /*last=*/false));
   if (int64_t(mu.size()) != c.mel_bins * prompt_frames_) return Status::Error("internal", "the voice prompt's mu has the wrong size");
   OE_RETURN_IF_ERROR(Flow(mu, voice_mel_.data()).status());  // its mel is dropped: the caches are what it leaves
+  prompt_encoder_ = encoder_cache_;
+  prompt_steps_ = step_caches_;
+  prompted_ = true;
+  return Status::Ok();
+}
+
+Status Token2Wav::Start(uint64_t seed) {
+  const Token2WavConfig& c = config_;
+  started_ = false;
+  if (prompted_) {
+    encoder_cache_ = prompt_encoder_;
+    step_caches_ = prompt_steps_;
+  } else {
+    OE_RETURN_IF_ERROR(Prompt());
+  }
   mel_tail_.clear();
   mel_tail_frames_ = 0;
   source_tail_.assign(size_t(c.source_cache), 0.0f);

@@ -26,7 +26,8 @@ class Token2Wav {
  public:
   static Result<std::unique_ptr<Token2Wav>> Create(const StagePlan& stage, BackendPool& backends);
 
-  // Forgets the last utterance: the caches after the voice prompt; HiFT's noise from `seed`.
+  // Forgets the last utterance: the caches after the voice prompt (computed by the first Start,
+  // then copied: the voice is the artifact's, fixed); HiFT's noise from `seed`.
   Status Start(uint64_t seed);
   // One window (the carried codes, then the new ones): the samples it makes final. `last`: the
   // utterance's last window (every code emitted, nothing held back).
@@ -39,6 +40,8 @@ class Token2Wav {
  private:
   explicit Token2Wav(const Token2WavConfig& c) : config_(c) {}
   Status Load(const StagePlan& stage, BackendPool& backends);
+  // The caches after the voice prompt's codes and mel, kept for every later Start.
+  Status Prompt();
   struct Cache {
     std::vector<float> cnn, att;
     std::vector<int64_t> cnn_shape, att_shape;  // att's axis 3: frames
@@ -62,6 +65,9 @@ class Token2Wav {
 
   Cache encoder_cache_;
   std::vector<Cache> step_caches_;
+  bool prompted_ = false;  // prompt_encoder_ and prompt_steps_ hold the caches after the voice prompt
+  Cache prompt_encoder_;
+  std::vector<Cache> prompt_steps_;
   std::vector<float> mel_tail_;  // [mel, frames] carried into the next HiFT window
   int64_t mel_tail_frames_ = 0;
   std::vector<float> source_tail_, speech_tail_;

@@ -266,6 +266,10 @@ def test_the_three_stages_natively_equal_the_reference_chain(exported: tuple[Pat
     assert sqnr_db(pcm, got.pcm) > 50  # measured 65
     assert float(np.sqrt(np.mean(got.pcm ** 2))) > 1e-3  # not silent
     assert got.audio["windows"] == 3
+    # The voice prompt's caches are computed once and copied for every later request: the same PCM.
+    again = session.run(question, chat=True, media=files, max_new_tokens=OMNI_TOKENS, ignore_stop_tokens=True,
+                        max_frames=OMNI_CODES, speech_sampling={"temperature": 0.0, "seed": OMNI_SEED})
+    assert np.array_equal(again.pcm, got.pcm)
 
 
 def test_cancel_anywhere_in_the_three_stage_stream_ends_each_stream_once(exported: tuple[Path, list[Path], Thinker],
