@@ -170,22 +170,33 @@ class GraphChain:
         return np.concatenate([self.decode(window, last) for window, last in windows(codes)])
 
 
-def load_voice(flow: Flow, wav: Path | None) -> tuple[Voice, dict[str, Any]]:
-    """The voice of a WAV (any rate: resampled to 24 kHz), or a synthetic one (2 s of a 140 Hz
-    tone with overtones) without; and its metadata."""
+def load_voice(flow: Flow, wav: Path | None, checkpoint: Path | None = None) -> tuple[Voice, dict[str, Any]]:
+    """The voice of a WAV (any rate: resampled to 16 and 24 kHz), or of a synthetic recording
+    (2 s of a 140 Hz tone with overtones) without one; its codes and speaker vector from the
+    release's voice models when `checkpoint` ships them (voice.py), else seeded stand-ins."""
     from omni_edge import _native
+    from omni_edge.export.models.minicpmo45.voice import release_voice, voice_models
 
     if wav is None:
         t = np.arange(2 * 24000) / 24000
         samples = np.sum([0.2 / k * np.sin(2 * np.pi * 140 * k * t) for k in range(1, 6)], axis=0).astype(np.float32)
-        source = "synthetic (a 140 Hz harmonic tone, 2 s)"
+        pcm, rate, source = samples.tobytes(), 24000, "synthetic (a 140 Hz harmonic tone, 2 s)"
     else:
         pcm, rate = _native.decode_wav(wav.read_bytes())
-        samples = np.frombuffer(_native.resample(pcm, rate, 24000) if rate != 24000 else pcm, np.float32)
         source = wav.name
-    voice = stand_in_voice(samples, speaker_dim=flow.config.speaker_dim)
+
+    def at(target: int) -> np.ndarray:
+        return np.frombuffer(_native.resample(pcm, rate, target) if rate != target else pcm, np.float32)
+
+    models = voice_models(checkpoint) if checkpoint is not None else None
+    if models is not None:
+        voice = release_voice(models, at(16000), at(24000))
+        how = f"the release's {models[0].name} and {models[1].name} (ONNX Runtime)"
+    else:
+        voice = stand_in_voice(at(24000), speaker_dim=flow.config.speaker_dim)
+        how = "seeded stand-ins (no speech_tokenizer_v2_25hz.onnx / campplus.onnx in the checkpoint)"
     return voice, {"source": source, "prompt_codes": int(voice.tokens.shape[1]), "mel": "the recording's",
-                   "codes_and_speaker": "seeded stand-ins (the S3 tokenizer and CAM++ are not ported)"}
+                   "codes_and_speaker": how}
 
 
 def export_token2wav(checkpoint: Path, out: Path, token2wav: Token2Wav, voice_wav: Path | None, validate: bool) -> Path:
@@ -197,7 +208,7 @@ def export_token2wav(checkpoint: Path, out: Path, token2wav: Token2Wav, voice_wa
         for name, (module, example, inputs, outputs, dynamic) in graphs.items():
             onnx_target.export_graph(module, example, inputs, outputs, cdir / name, dynamic_axes=dynamic)
             bar.update(1)
-    voice, voice_meta = load_voice(flow, voice_wav)
+    voice, voice_meta = load_voice(flow, voice_wav, checkpoint)
     (cdir / "voices").mkdir()
     tensors = voice_tensors(flow, voice)
     write_tensors(cdir / "voices", "default", tensors)
