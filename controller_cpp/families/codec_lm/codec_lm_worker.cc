@@ -48,32 +48,50 @@ Status CodecLmWorker::Prepare(const pipeline::Request& r) {
 
 Status CodecLmWorker::ReadSpan(pipeline::StepContext& ctx) {
   const int64_t W = config_.thinker_hidden;
+  // The spoken span holds at most what the talker's cache has room for (its rows, text_eos,
+  // audio_bos and one code): refused as soon as the reply passes it, before it is all held.
+  const int64_t room = decoding::CacheSizes(config_.decoder).back() - 3;
   std::vector<int64_t> ids;
   std::vector<float> hidden;  // hidden[k]: the state after ids[k - 1] (the one that produced ids[k])
-  size_t with_hidden = 0;
+  bool closed = false;
   while (auto in = ctx.Next(0)) {
     const pipeline::Payload* h = in->Find("hidden");
-    if (h == nullptr) h = in->Find("closing_hidden");
-    if (h == nullptr) continue;  // the text stream's tail
-    if (h->dtype != "float32" || int64_t(h->bytes.size()) != W * int64_t(sizeof(float))) {
-      return Status::Error("invalid_input", "a thinker hidden state of " + std::to_string(h->bytes.size()) +
+    const pipeline::Payload* closing = in->Find("closing_hidden");
+    if (h == nullptr && closing == nullptr) continue;  // the text stream's tail
+    if (closed) return Status::Error("invalid_input", "a thinker event after its closing state");
+    const Json* token_ids = in->fields.contains("token_ids") ? &in->fields["token_ids"] : nullptr;
+    const size_t n_ids = token_ids != nullptr && token_ids->is_array() ? token_ids->size() : 0;
+    if (h != nullptr && (n_ids != 1 || !(*token_ids)[0].is_number_integer())) {
+      return Status::Error("invalid_input", "a thinker hidden state on an event without exactly one token id");
+    }
+    if (h == nullptr && n_ids != 0) return Status::Error("invalid_input", "a thinker closing state on an event with token ids");
+    const pipeline::Payload* state = h != nullptr ? h : closing;
+    if (state->dtype != "float32" || int64_t(state->bytes.size()) != W * int64_t(sizeof(float))) {
+      return Status::Error("invalid_input", "a thinker hidden state of " + std::to_string(state->bytes.size()) +
                                                 " bytes; this talker reads " + std::to_string(W) + " float32 values");
     }
-    const Json* token_ids = in->fields.contains("token_ids") ? &in->fields["token_ids"] : nullptr;
+    int64_t id = -1;  // the closing state belongs to the last token
+    if (h != nullptr) {
+      id = (*token_ids)[0].get<int64_t>();
+      if (id < 0 || id >= config_.text_vocab) {
+        return Status::Error("invalid_input", "thinker token id " + std::to_string(id) + " is outside the talker's text table (" +
+                                                  std::to_string(config_.text_vocab) + ")");
+      }
+    }
+    closed = h == nullptr;
+    if (int64_t(ids.size()) > room + 1) {
+      return Status::Error("context_overflow", "the spoken reply passes the " + std::to_string(room) +
+                                                   " positions the talker's cache has room for");
+    }
     const size_t at = hidden.size();
     hidden.resize(at + size_t(W));
-    std::memcpy(&hidden[at], h->bytes.data(), h->bytes.size());
-    ++with_hidden;
-    if (token_ids != nullptr && token_ids->is_array() && token_ids->size() == 1 && (*token_ids)[0].is_number_integer()) {
-      ids.push_back((*token_ids)[0].get<int64_t>());
-    } else {
-      ids.push_back(-1);  // the closing state: it belongs to the last token
-    }
+    std::memcpy(&hidden[at], state->bytes.data(), state->bytes.size());
+    ids.push_back(id);
   }
   // Pair each token with the state after it: the next event's.
   span_ids_.clear();
   span_hidden_.clear();
-  for (size_t k = 0; k + 1 < with_hidden; ++k) {
+  for (size_t k = 0; k + 1 < ids.size(); ++k) {
     if (ids[k] < 0) continue;
     if (config_.span_start >= 0 && ids[k] == config_.span_start) {  // the span starts after its last mark
       span_ids_.clear();

@@ -1,9 +1,11 @@
 // A codec_lm talker as a stage worker. Begin() reads the thinker's whole reply: each token event
 // carries the hidden state that produced its token, so token k's own state (after it was fed)
-// arrives with token k + 1, and the last token's with the thinker's closing event (a stop; a
-// reply cut by length loses its last token, as upstream). The rows go through the condition
-// graph, then text_eos and audio_bos, into the decoder's prefill; each Step says one code
-// ("codes" event, one int32) until the end code.
+// arrives with token k + 1, and the last token's with the thinker's closing event at a stop
+// token; a reply that ends otherwise (length, a stop string, a full context) loses its last
+// token, as upstream's does at its length limit. A hidden state on an event without exactly one
+// id, anything after the closing state, and ids outside the text table are refused. The rows
+// go through the condition graph, then text_eos and audio_bos, into the decoder's prefill; each
+// Step says one code ("codes" event, one int32) until the end code.
 #pragma once
 
 #include <memory>

@@ -14,6 +14,7 @@ Result<std::shared_ptr<const CodecLmConfig>> ParseCodecLm(const Json& j, const S
   c.max_codes = r.Int("max_codes", false, 1, 4096);
   c.text_eos = r.Int("text_eos", true, 0);
   c.audio_bos = r.Int("audio_bos", true, 0);
+  c.text_vocab = r.Int("text_vocab", true, 1);
   c.span_start = r.Int("span_start", false, -1, -1);
   c.thinker_hidden = r.Int("thinker_hidden", true, 1);
   const Json* sampling = r.Object("sampling", false);
@@ -28,10 +29,13 @@ Result<std::shared_ptr<const CodecLmConfig>> ParseCodecLm(const Json& j, const S
   }
   constexpr int64_t kMax = 1 << 24;
   if (c.end_code >= c.decoder.vocab_size) return PlanError(where + ".end_code: outside the decoder's vocabulary");
-  for (int64_t v : {c.min_codes, c.max_codes, c.thinker_hidden, c.repetition_window}) {
+  for (int64_t v : {c.min_codes, c.max_codes, c.thinker_hidden, c.repetition_window, c.text_vocab}) {
     if (v > kMax) return PlanError(where + ": a size above " + std::to_string(kMax));
   }
   if (c.min_codes > c.max_codes) return PlanError(where + ".min_codes: more than max_codes");
+  if (c.text_eos >= c.text_vocab || c.audio_bos >= c.text_vocab) {
+    return PlanError(where + ".text_eos / audio_bos: must be ids below text_vocab");
+  }
   const std::string stage_where = where.substr(0, where.rfind('.'));
   if (stage.execution_type != "llm_ar") return PlanError(where + ": a codec_lm stage is llm_ar");
   if (stage.input_sources.size() != 1) return PlanError(where + ": a codec_lm stage reads one thinker stage (input_sources)");

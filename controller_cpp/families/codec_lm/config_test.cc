@@ -17,7 +17,7 @@ class CodecLmConfigTest : public ::testing::Test {
     }
     section_ = Json::parse(R"({"decoder": {"hidden_size": 64, "num_layers": 2, "num_kv_heads": 2, "head_dim": 16,
         "vocab_size": 6562, "prefill_chunk": 32, "mask_value": -10000, "kv": {"mode": "full", "buckets": [512],
-        "overflow": "refuse"}}, "end_code": 6561, "min_codes": 50, "max_codes": 4096, "text_eos": 5, "audio_bos": 6,
+        "overflow": "refuse"}}, "end_code": 6561, "min_codes": 50, "max_codes": 4096, "text_eos": 5, "audio_bos": 6, "text_vocab": 4096,
         "thinker_hidden": 128, "sampling": {"temperature": 0.8, "top_p": 0.85, "top_k": 25, "repetition_penalty": 1.05,
         "seed": 42}, "repetition_window": 16})");
   }
@@ -47,6 +47,7 @@ TEST_F(CodecLmConfigTest, RefusesWhatNoTalkerCouldRunNamingTheField) {
   EXPECT_NE(with("end_code", 6562).find(".end_code"), std::string::npos);
   EXPECT_NE(with("min_codes", 5000).find(".min_codes"), std::string::npos);
   EXPECT_NE(with("thinker_hidden", 0).find("thinker_hidden"), std::string::npos);
+  EXPECT_NE(with("audio_bos", 4096).find("below text_vocab"), std::string::npos);
   EXPECT_NE(with("repetition_window", -1).find("repetition_window"), std::string::npos);
   EXPECT_NE(with("sampling", Json::parse(R"({"temperature": -1})")).find("sampling"), std::string::npos);
   Json j = section_;

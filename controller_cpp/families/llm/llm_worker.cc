@@ -333,6 +333,7 @@ Result<pipeline::StepResult> LlmWorker::Step(pipeline::StepContext& ctx) {
       const int64_t H = config_.decoder.hidden_size;
       out.payloads.push_back({"closing_hidden", "float32", {H},
                               std::string(reinterpret_cast<const char*>(decoder_->last_hidden()), size_t(H) * sizeof(float))});
+      tokens_at_seq_[++seq_] = tokens_at_seq_.empty() ? 0 : tokens_at_seq_.rbegin()->second;  // an event, no token
       OE_RETURN_IF_ERROR(ctx.Emit(std::move(out)).status());
     }
     return StepResult::Finish("stop");

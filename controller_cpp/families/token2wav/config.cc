@@ -5,20 +5,30 @@
 namespace omni_edge::token2wav {
 namespace {
 
-constexpr int64_t kMaxSize = 1 << 20;  // any count or width this section names
+constexpr int64_t kMaxSize = 1 << 20;     // any count or width this section names
+constexpr int64_t kMaxElements = 1 << 26;  // a cache's elements (per frame for an attention cache)
 
-Status ReadShape(const Json* j, const std::string& where, size_t rank, std::vector<int64_t>* out) {
-  if (j == nullptr || !j->is_array() || j->size() != rank) {
-    return PlanError(where + ": a list of " + std::to_string(rank) + " sizes");
+// Sizes of at least `minimum` each, at most kMaxSize, whose product (skipping `skip`) is at most
+// kMaxElements: checked one by one, so the product never overflows.
+Status ReadShape(const Json* j, const std::string& where, size_t min_rank, size_t max_rank, int64_t skip,
+                 std::vector<int64_t>* out) {
+  if (j == nullptr || !j->is_array() || j->size() < min_rank || j->size() > max_rank) {
+    return PlanError(where + ": a list of " + std::to_string(min_rank) + " to " + std::to_string(max_rank) + " sizes");
   }
   out->clear();
-  for (size_t i = 0; i < rank; ++i) {
+  int64_t elements = 1;
+  for (size_t i = 0; i < j->size(); ++i) {
     int64_t v = 0;
-    OE_RETURN_IF_ERROR(CheckInt((*j)[i], where + "[" + std::to_string(i) + "]", 0, &v));
+    const bool frames = int64_t(i) == skip;
+    OE_RETURN_IF_ERROR(CheckInt((*j)[i], where + "[" + std::to_string(i) + "]", frames ? 0 : 1, &v));
     if (v > kMaxSize) return PlanError(where + ": a size above " + std::to_string(kMaxSize));
+    if (!frames) {
+      elements *= v;
+      if (elements > kMaxElements) return PlanError(where + ": more than " + std::to_string(kMaxElements) + " elements");
+    }
     out->push_back(v);
   }
-  if ((*out)[3] != 0) return PlanError(where + "[3]: the frame axis starts empty (0)");
+  if (skip >= 0 && (*out)[size_t(skip)] != 0) return PlanError(where + "[3]: the frame axis starts empty (0)");
   return Status::Ok();
 }
 
@@ -67,6 +77,8 @@ Result<std::shared_ptr<const Token2WavConfig>> ParseToken2Wav(const Json& j, con
     if (v > kMaxSize) return PlanError(where + ": a size above " + std::to_string(kMaxSize));
   }
   if (c.silence >= c.vocab) return PlanError(where + ".silence: must be a code below vocab");
+  // The encoder halves a cache's frames (its first blocks see every other frame): kept even.
+  if (c.keep_recent % 2 != 0) return PlanError(where + ".keep_recent: must be even");
   if (c.source_cache > c.mel_cache * c.samples_per_frame) {
     return PlanError(where + ".source_cache: at most mel_cache x samples_per_frame samples");
   }
@@ -74,10 +86,10 @@ Result<std::shared_ptr<const Token2WavConfig>> ParseToken2Wav(const Json& j, con
   for (size_t i = 0; i < times->size(); ++i) {
     const Json& t = (*times)[i];
     if (!t.is_number()) return PlanError(where + ".times[" + std::to_string(i) + "]: a number");
-    c.times.push_back(t.get<float>());
-    if (!(c.times.back() >= 0.0f && c.times.back() <= 1.0f) || (i > 0 && !(c.times[i] > c.times[i - 1]))) {
-      return PlanError(where + ".times: ascending within [0, 1]");
-    }
+    const double v = t.get<double>();  // range-checked before narrowing
+    if (!(v >= 0.0 && v <= 1.0)) return PlanError(where + ".times: ascending within [0, 1]");
+    c.times.push_back(float(v));
+    if (i > 0 && !(c.times[i] > c.times[i - 1])) return PlanError(where + ".times: ascending within [0, 1]");
   }
   for (const auto& [section, cnn, att] : {std::tuple{encoder, &c.encoder_cnn, &c.encoder_att},
                                           std::tuple{estimator, &c.estimator_cnn, &c.estimator_att}}) {
@@ -87,14 +99,8 @@ Result<std::shared_ptr<const Token2WavConfig>> ParseToken2Wav(const Json& j, con
     const Json* att_shape = s.Array("att");
     if (!s.ok()) return s.status();
     OE_RETURN_IF_ERROR(s.Done());
-    OE_RETURN_IF_ERROR(ReadShape(att_shape, at + ".att", 5, att));
-    if (cnn_shape->size() < 1 || cnn_shape->size() > 4) return PlanError(at + ".cnn: 1 to 4 sizes");
-    for (size_t i = 0; i < cnn_shape->size(); ++i) {
-      int64_t v = 0;
-      OE_RETURN_IF_ERROR(CheckInt((*cnn_shape)[i], at + ".cnn[" + std::to_string(i) + "]", 1, &v));
-      if (v > kMaxSize) return PlanError(at + ".cnn: a size above " + std::to_string(kMaxSize));
-      cnn->push_back(v);
-    }
+    OE_RETURN_IF_ERROR(ReadShape(att_shape, at + ".att", 5, 5, 3, att));
+    OE_RETURN_IF_ERROR(ReadShape(cnn_shape, at + ".cnn", 1, 4, -1, cnn));
   }
   c.noise = ResolvePath(stage.artifact, noise);
   for (auto it = voices->begin(); it != voices->end(); ++it) {

@@ -61,6 +61,14 @@ TEST_F(Token2WavConfigTest, RefusesWhatNoStageCouldRunNamingTheField) {
   EXPECT_NE(with("estimator", Json{{"cnn", {1}}, {"att", {2, 2, 4}}}).find(".estimator.att"), std::string::npos);
   EXPECT_NE(with("source_cache", 5000).find(".source_cache"), std::string::npos);
   EXPECT_NE(with("pcm_dtype", "int8").find(".pcm_dtype"), std::string::npos);
+  EXPECT_NE(with("keep_recent", 99).find(".keep_recent: must be even"), std::string::npos);
+  EXPECT_NE(with("times", Json::array({0.0, 1e39})).find(".times"), std::string::npos);
+  // Sizes whose product would overflow, or allocate gigabytes per cache, are refused by the parser.
+  EXPECT_NE(with("estimator", Json{{"cnn", {2, 2, 128, 2}}, {"att", {1048576, 1, 1048576, 0, 1048576}}}).find("elements"),
+            std::string::npos);
+  EXPECT_NE(with("estimator", Json{{"cnn", {1024, 2, 1024, 1024}}, {"att", {2, 2, 4, 0, 32}}}).find("elements"),
+            std::string::npos);
+  EXPECT_NE(with("encoder", Json{{"cnn", {1, 64, 6}}, {"att", {2, 0, 4, 0, 32}}}).find(".encoder.att[1]"), std::string::npos);
   EXPECT_NE(with("window", -1).find(".window"), std::string::npos);
   Json j = section_;
   j["extra"] = 1;

@@ -14,16 +14,20 @@ class Token2WavFamily final : public pipeline::Family {
     OE_ASSIGN_OR_RETURN(std::shared_ptr<const Token2WavConfig> config, ParseToken2Wav(j, stage, where));
     return std::shared_ptr<const StageConfig>(std::move(config));
   }
-  // Per utterance: the encoder's and every Euler step's attention caches at their longest (the
-  // prompt's frames, keep_recent and a window's), and one HiFT window.
+  // Per session: the encoder's and every Euler step's caches at their longest (a voice prompt of up
+  // to 40 s: 2000 mel frames, keep_recent and a window's), twice (the voice prompt's are kept), and
+  // one HiFT window. Every product is bounded by the parser (kMaxElements per cache and frame).
   StageMemory Memory(const StagePlan& stage) const override {
     const Token2WavConfig* c = stage.config_as<Token2WavConfig>();
     StageMemory m;
     if (c == nullptr) return m;
     const int64_t window_frames = 2 * (c->window + c->context);
-    const int64_t frames = 2 * 1000 + c->keep_recent + window_frames;  // a voice prompt of up to 20 s
+    const int64_t frames = 2000 + c->keep_recent + window_frames;
     auto per_frame = [](const std::vector<int64_t>& att) { return att[0] * att[1] * att[2] * att[4]; };
-    m.state = 4 * frames * (per_frame(c->encoder_att) + c->steps() * per_frame(c->estimator_att));
+    auto elements = [](const std::vector<int64_t>& shape) { return NumElements(shape); };
+    const int64_t one = frames * per_frame(c->encoder_att) + elements(c->encoder_cnn) +
+                        c->steps() * (frames * per_frame(c->estimator_att) + elements(c->estimator_cnn));
+    m.state = 2 * 4 * one;
     m.workspace = 4 * (c->mel_cache + window_frames) * c->samples_per_frame * 12;
     return m;
   }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "base/counter_noise.h"
@@ -31,15 +32,20 @@ struct TensorFile {
   template <typename T>
   std::vector<T> Values(const WeightsIndex::Tensor& t) const {
     std::vector<T> out(t.nbytes / sizeof(T));
-    std::memcpy(out.data(), data.data() + t.offset, t.nbytes);
+    if (t.nbytes > 0) std::memcpy(out.data(), data.data() + t.offset, t.nbytes);
     return out;
   }
 };
 
+// An index and its data file, which must be the one beside it with its stem (the file the
+// stage's config lists, so the manifest hashed it).
 Result<TensorFile> ReadTensorFile(const std::string& index_path) {
   OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(index_path));
   OE_ASSIGN_OR_RETURN(Json j, ParseJson(text, index_path));
   OE_ASSIGN_OR_RETURN(WeightsIndex index, ParseWeightsIndex(j, index_path, /*data_size=*/-1));
+  if (index.data_path != std::filesystem::path(index_path).replace_extension(".bin").lexically_normal()) {
+    return Invalid(index_path + ": its data file must be the .bin beside it");
+  }
   TensorFile f;
   OE_ASSIGN_OR_RETURN(f.data, platform::ReadWholeFile(index.data_path.string()));
   OE_ASSIGN_OR_RETURN(index, ParseWeightsIndex(j, index_path, int64_t(f.data.size())));  // every tensor inside it
@@ -72,6 +78,8 @@ Status Token2Wav::Load(const StagePlan& stage, BackendPool& backends) {
     return Invalid(stage.artifact + ": the token2wav graphs do not take the inputs this stage feeds them");
   }
   harmonics_ = hift_->inputs()[1].shape[1];
+  constexpr int64_t kMaxHarmonics = 64;  // the release's: 9 (f0 and 8 overtones)
+  if (harmonics_ > kMaxHarmonics) return Invalid(stage.artifact + ": HiFT's phase0 is wider than " + std::to_string(kMaxHarmonics));
 
   const std::string voice_path = c.voices.at(c.voice);
   OE_ASSIGN_OR_RETURN(TensorFile voice, ReadTensorFile(voice_path));
@@ -236,8 +244,14 @@ Status Token2Wav::Start(uint64_t seed) {
 }
 
 Result<std::vector<float>> Token2Wav::Decode(const std::vector<int32_t>& codes, bool last) {
-  const Token2WavConfig& c = config_;
   if (!started_) return Status::Error("internal", "token2wav: Decode before Start");
+  auto out = DecodeWindow(codes, last);
+  if (!out.ok()) started_ = false;  // the caches may have advanced part way: the next utterance starts over
+  return out;
+}
+
+Result<std::vector<float>> Token2Wav::DecodeWindow(const std::vector<int32_t>& codes, bool last) {
+  const Token2WavConfig& c = config_;
   for (int32_t code : codes) {
     if (code < 0 || code >= c.vocab) {
       return Status::Error("invalid_input", "token2wav: code " + std::to_string(code) + " is outside [0, " +

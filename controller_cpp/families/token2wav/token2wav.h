@@ -47,6 +47,7 @@ class Token2Wav {
     std::vector<int64_t> cnn_shape, att_shape;  // att's axis 3: frames
   };
   Status Run(Graph& g, const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs);
+  Result<std::vector<float>> DecodeWindow(const std::vector<int32_t>& codes, bool last);
   // mu [mel, m] of `codes` through the encoder; the encoder's cache advances.
   Result<std::vector<float>> Encode(const std::vector<int32_t>& codes, bool last);
   // The flow's mel [mel, m] over mu; `cond` [mel, m] (nullptr: zeros); the step caches advance.

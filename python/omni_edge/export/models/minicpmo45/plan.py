@@ -90,6 +90,7 @@ def omni_plan(path: Path, name: str, whole: Path, talker_plan: Path, talker: Any
                "input_sources": [thinker["stage_id"]], "engine_output_type": "codes", "artifact": source["artifact"],
                "codec_lm": {"decoder": decoder, "end_code": talker.config.eos, "min_codes": MIN_CODES, "max_codes": 4096,
                             "text_eos": talker.config.text_eos, "audio_bos": talker.config.audio_bos,
+                            "text_vocab": talker.config.text_tokens,
                             "thinker_hidden": thinker_hidden, "sampling": TALKER_SAMPLING,
                             "repetition_window": REPETITION_WINDOW},
                "graphs": {**source["graphs"], "condition": graph(rows[0]), "text_embed": graph(rows[1])}}
