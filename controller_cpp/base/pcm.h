@@ -6,12 +6,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace omni_edge {
 
 inline int16_t ToInt16(float x) {
   if (std::isnan(x)) return 0;
   return int16_t(std::lround(std::max(-1.0f, std::min(1.0f, x)) * 32767.0f));
+}
+
+// The bytes of a pcm event's payload: float32 as they are, or int16 ("int16").
+inline std::string EncodePcm(const std::vector<float>& samples, const std::string& dtype) {
+  if (dtype != "int16") return std::string(reinterpret_cast<const char*>(samples.data()), samples.size() * sizeof(float));
+  std::vector<int16_t> out(samples.size());
+  std::transform(samples.begin(), samples.end(), out.begin(), ToInt16);
+  return std::string(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(int16_t));
 }
 
 }  // namespace omni_edge

@@ -304,16 +304,17 @@ Status LlmWorker::Begin(pipeline::StepContext& ctx) {
   return Status::Ok();
 }
 
+pipeline::Payload LlmWorker::HiddenPayload(const std::string& name) const {
+  const int64_t H = config_.decoder.hidden_size;
+  return {name, "float32", {H}, std::string(reinterpret_cast<const char*>(decoder_->last_hidden()), size_t(H) * sizeof(float))};
+}
+
 Result<bool> LlmWorker::EmitToken(pipeline::StepContext& ctx, const std::vector<TokenId>& ids, const std::string& text) {
   pipeline::Output out;
   out.kind = "token";
   out.fields = {{"token_ids", ids}, {"text", text}};
   out.watermark = int64_t(prompt_.size());
-  if (ctx.feeds_stages() && !ids.empty()) {  // what the next stage reads: the state that made the token
-    const int64_t H = config_.decoder.hidden_size;
-    out.payloads.push_back({"hidden", "float32", {H},
-                            std::string(reinterpret_cast<const char*>(decoder_->last_hidden()), size_t(H) * sizeof(float))});
-  }
+  if (ctx.feeds_stages() && !ids.empty()) out.payloads.push_back(HiddenPayload("hidden"));  // the state that made the token
   tokens_at_seq_[++seq_] = (tokens_at_seq_.empty() ? 0 : tokens_at_seq_.rbegin()->second) + int64_t(ids.size());
   return ctx.Emit(std::move(out));
 }
@@ -330,9 +331,7 @@ Result<pipeline::StepResult> LlmWorker::Step(pipeline::StepContext& ctx) {
       out.kind = "token";
       out.fields = {{"token_ids", Json::array()}, {"text", ""}};
       out.watermark = int64_t(prompt_.size());
-      const int64_t H = config_.decoder.hidden_size;
-      out.payloads.push_back({"closing_hidden", "float32", {H},
-                              std::string(reinterpret_cast<const char*>(decoder_->last_hidden()), size_t(H) * sizeof(float))});
+      out.payloads.push_back(HiddenPayload("closing_hidden"));
       tokens_at_seq_[++seq_] = tokens_at_seq_.empty() ? 0 : tokens_at_seq_.rbegin()->second;  // an event, no token
       OE_RETURN_IF_ERROR(ctx.Emit(std::move(out)).status());
     }

@@ -57,6 +57,8 @@ class LlmWorker final : public pipeline::StageWorker {
   Status Fail(const Status& status);  // poisons: the cache may hold part of a step
   Status Rewind(int64_t shown);
   Result<bool> EmitToken(pipeline::StepContext& ctx, const std::vector<TokenId>& ids, const std::string& text);
+  // The decoder's output at its newest position as a payload named `name`, for the next stage.
+  pipeline::Payload HiddenPayload(const std::string& name) const;
 
   LlmConfig config_;
   std::unique_ptr<text::Tokenizer> tokenizer_;

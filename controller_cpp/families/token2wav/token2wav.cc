@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include "base/counter_noise.h"
@@ -40,15 +41,13 @@ struct TensorFile {
 // An index and its data file, which must be the one beside it with its stem (the file the
 // stage's config lists, so the manifest hashed it).
 Result<TensorFile> ReadTensorFile(const std::string& index_path) {
+  const std::filesystem::path data_path = std::filesystem::path(index_path).replace_extension(".bin").lexically_normal();
   OE_ASSIGN_OR_RETURN(std::string text, platform::ReadWholeFile(index_path));
   OE_ASSIGN_OR_RETURN(Json j, ParseJson(text, index_path));
-  OE_ASSIGN_OR_RETURN(WeightsIndex index, ParseWeightsIndex(j, index_path, /*data_size=*/-1));
-  if (index.data_path != std::filesystem::path(index_path).replace_extension(".bin").lexically_normal()) {
-    return Invalid(index_path + ": its data file must be the .bin beside it");
-  }
   TensorFile f;
-  OE_ASSIGN_OR_RETURN(f.data, platform::ReadWholeFile(index.data_path.string()));
-  OE_ASSIGN_OR_RETURN(index, ParseWeightsIndex(j, index_path, int64_t(f.data.size())));  // every tensor inside it
+  OE_ASSIGN_OR_RETURN(f.data, platform::ReadWholeFile(data_path.string()));
+  OE_ASSIGN_OR_RETURN(WeightsIndex index, ParseWeightsIndex(j, index_path, int64_t(f.data.size())));  // every tensor inside it
+  if (index.data_path != data_path) return Invalid(index_path + ": its data file must be the .bin beside it");
   for (auto& t : index.tensors) f.tensors[t.name] = t;
   return f;
 }
@@ -138,15 +137,12 @@ Result<std::vector<float>> Token2Wav::Encode(const std::vector<int32_t>& codes, 
   if (m <= 0) return Status::Error("invalid_argument", "a token2wav window of " + std::to_string(n) + " codes emits nothing");
   std::vector<int64_t> ids(codes.begin(), codes.end());
   Cache& c = encoder_cache_;
-  std::vector<int64_t> att_out_shape = c.att_shape;
-  att_out_shape[3] += m;
-  std::vector<float> mu(size_t(M * m)), cnn(c.cnn.size()), att(size_t(NumElements(att_out_shape)));
-  OE_RETURN_IF_ERROR(Run(last ? *encoder_last_ : *encoder_,
-                         {TensorView{ids.data(), DType::kInt64, {1, n}}, View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
-                         {View(mu, {1, M, m}), View(cnn, c.cnn_shape), View(att, att_out_shape)}));
-  c.cnn = std::move(cnn);
-  c.att = std::move(att);
-  c.att_shape = att_out_shape;
+  std::vector<float> mu(size_t(M * m));
+  OE_RETURN_IF_ERROR(Advance(c, m, [&](const TensorView& cnn, const TensorView& att) {
+    return Run(last ? *encoder_last_ : *encoder_,
+               {TensorView{ids.data(), DType::kInt64, {1, n}}, View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
+               {View(mu, {1, M, m}), cnn, att});
+  }));
   return mu;
 }
 
@@ -166,28 +162,39 @@ Result<std::vector<float>> Token2Wav::Flow(const std::vector<float>& mu, const f
   std::vector<float> velocity(x.size());
   for (size_t k = 0; k < step_caches_.size(); ++k) {
     Cache& c = step_caches_[k];
-    std::vector<int64_t> att_out_shape = c.att_shape;
-    att_out_shape[3] += m;
-    std::vector<float> cnn(c.cnn.size()), att(size_t(NumElements(att_out_shape)));
-    OE_RETURN_IF_ERROR(Run(*estimator_,
-                           {View(x, {1, M, m}), View(mu, {1, M, m}), View(t, {1}), View(speaker_, {1, M}),
-                            View(condition, {1, M, m}), View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
-                           {View(velocity, {1, M, m}), View(cnn, c.cnn_shape), View(att, att_out_shape)}));
+    OE_RETURN_IF_ERROR(Advance(c, m, [&](const TensorView& cnn, const TensorView& att) {
+      return Run(*estimator_,
+                 {View(x, {1, M, m}), View(mu, {1, M, m}), View(t, {1}), View(speaker_, {1, M}), View(condition, {1, M, m}),
+                  View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
+                 {View(velocity, {1, M, m}), cnn, att});
+    }));
     for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] + dt * velocity[i];
     t[0] = t[0] + dt;
     if (k + 1 < step_caches_.size()) dt = times[k + 2] - t[0];
-    c.cnn = std::move(cnn);
-    c.att = std::move(att);
-    c.att_shape = att_out_shape;
   }
   return x;
+}
+
+Status Token2Wav::Advance(Cache& c, int64_t m, const std::function<Status(const TensorView&, const TensorView&)>& run) {
+  std::vector<int64_t> att_shape = c.att_shape;
+  att_shape[3] += m;
+  // The graph writes the caches after it beside the ones it reads: into the spare buffers, kept
+  // across windows (resized, not reallocated, once they are as long as a window needs).
+  c.spare_cnn.resize(c.cnn.size());
+  c.spare_att.resize(size_t(NumElements(att_shape)));
+  OE_RETURN_IF_ERROR(run(View(c.spare_cnn, c.cnn_shape), View(c.spare_att, att_shape)));
+  c.cnn.swap(c.spare_cnn);
+  c.att.swap(c.spare_att);
+  c.att_shape = att_shape;
+  return Status::Ok();
 }
 
 void Token2Wav::Trim(Cache& c) const {
   const int64_t frames = c.att_shape[3], keep = prompt_frames_ + config_.keep_recent;
   if (frames <= keep) return;
   const int64_t outer = c.att_shape[0] * c.att_shape[1] * c.att_shape[2], inner = c.att_shape[4];
-  std::vector<float> out(size_t(outer * keep * inner));
+  std::vector<float>& out = c.spare_att;
+  out.resize(size_t(outer * keep * inner));
   for (int64_t o = 0; o < outer; ++o) {
     const float* src = &c.att[size_t(o * frames * inner)];
     float* dst = &out[size_t(o * keep * inner)];
@@ -195,7 +202,7 @@ void Token2Wav::Trim(Cache& c) const {
     std::memcpy(dst + prompt_frames_ * inner, src + (frames - config_.keep_recent) * inner,
                 size_t(config_.keep_recent * inner) * sizeof(float));
   }
-  c.att = std::move(out);
+  c.att.swap(out);
   c.att_shape[3] = keep;
 }
 
@@ -217,8 +224,10 @@ Status Token2Wav::Prompt() {
   OE_ASSIGN_OR_RETURN(std::vector<float> mu, Encode(prompt, /*last=*/false));
   if (int64_t(mu.size()) != c.mel_bins * prompt_frames_) return Status::Error("internal", "the voice prompt's mu has the wrong size");
   OE_RETURN_IF_ERROR(Flow(mu, voice_mel_.data()).status());  // its mel is dropped: the caches are what it leaves
-  prompt_encoder_ = encoder_cache_;
-  prompt_steps_ = step_caches_;
+  auto kept = [](const Cache& c) { return Cache{c.cnn, c.att, c.cnn_shape, c.att_shape, {}, {}}; };  // no spares
+  prompt_encoder_ = kept(encoder_cache_);
+  prompt_steps_.clear();
+  for (const Cache& c : step_caches_) prompt_steps_.push_back(kept(c));
   prompted_ = true;
   return Status::Ok();
 }
@@ -226,9 +235,16 @@ Status Token2Wav::Prompt() {
 Status Token2Wav::Start(uint64_t seed) {
   const Token2WavConfig& c = config_;
   started_ = false;
-  if (prompted_) {
-    encoder_cache_ = prompt_encoder_;
-    step_caches_ = prompt_steps_;
+  if (prompted_) {  // the contents only: each cache keeps its spare buffers
+    auto restore = [](Cache& to, const Cache& from) {
+      to.cnn = from.cnn;
+      to.att = from.att;
+      to.cnn_shape = from.cnn_shape;
+      to.att_shape = from.att_shape;
+    };
+    restore(encoder_cache_, prompt_encoder_);
+    step_caches_.resize(prompt_steps_.size());
+    for (size_t k = 0; k < prompt_steps_.size(); ++k) restore(step_caches_[k], prompt_steps_[k]);
   } else {
     OE_RETURN_IF_ERROR(Prompt());
   }

@@ -11,6 +11,7 @@
 // are cross-faded (Hamming) with the last window's tail, which a non-last window holds back.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,7 +46,11 @@ class Token2Wav {
   struct Cache {
     std::vector<float> cnn, att;
     std::vector<int64_t> cnn_shape, att_shape;  // att's axis 3: frames
+    std::vector<float> spare_cnn, spare_att;    // where the next run writes (swapped in after it)
   };
+  // Runs a graph that reads cache `c` and writes it `m` frames longer (`run` gets the output
+  // views), then makes the written caches current.
+  Status Advance(Cache& c, int64_t m, const std::function<Status(const TensorView&, const TensorView&)>& run);
   Status Run(Graph& g, const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs);
   Result<std::vector<float>> DecodeWindow(const std::vector<int32_t>& codes, bool last);
   // mu [mel, m] of `codes` through the encoder; the encoder's cache advances.

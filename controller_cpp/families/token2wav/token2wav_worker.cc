@@ -42,15 +42,7 @@ Status Token2WavWorker::Window(pipeline::StepContext& ctx, std::vector<int32_t> 
   out.kind = "pcm";
   out.fields = {{"first_sample", samples_}, {"n_samples", n}, {"frames_final", codes_ - int64_t(pending_.size())},
                 {"dtype", c.pcm_dtype}};
-  std::string bytes;
-  if (c.pcm_dtype == "float32") {
-    bytes.assign(reinterpret_cast<const char*>(pcm.data()), pcm.size() * sizeof(float));
-  } else {
-    std::vector<int16_t> s16(pcm.size());
-    std::transform(pcm.begin(), pcm.end(), s16.begin(), ToInt16);
-    bytes.assign(reinterpret_cast<const char*>(s16.data()), s16.size() * sizeof(int16_t));
-  }
-  out.payloads.push_back({"pcm", c.pcm_dtype, {n}, std::move(bytes)});
+  out.payloads.push_back({"pcm", c.pcm_dtype, {n}, EncodePcm(pcm, c.pcm_dtype)});
   samples_ += n;
   return ctx.Emit(std::move(out)).status();
 }

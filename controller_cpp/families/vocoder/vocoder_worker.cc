@@ -6,16 +6,6 @@
 #include "base/pcm.h"
 
 namespace omni_edge::vocoder {
-namespace {
-
-std::string EncodePcm(const std::vector<float>& samples, const std::string& dtype) {
-  if (dtype == "float32") return std::string(reinterpret_cast<const char*>(samples.data()), samples.size() * sizeof(float));
-  std::vector<int16_t> out(samples.size());
-  std::transform(samples.begin(), samples.end(), out.begin(), ToInt16);
-  return std::string(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(int16_t));
-}
-
-}  // namespace
 
 Result<std::unique_ptr<VocoderWorker>> VocoderWorker::Open(const StagePlan& stage, BackendPool& backends) {
   std::unique_ptr<VocoderWorker> w(new VocoderWorker());

@@ -227,108 +227,56 @@ def _copy_evidence(store: Path, record_id: str, files: list[Path], names: list[s
     return out
 
 
-def record_from_artifact(store: Path, route_key: str, family_key: str, component: Path, execution: str,
-                         command: str, profile_report: Path | None = None) -> Path:
-    """A record from an artifact that ran: its manifest is re-hashed (native reader) first."""
+@dataclass(frozen=True)
+class _Ran:
+    """A component that ran, its manifest re-hashed: the record's artifact fields, its QNN facts,
+    its validation, and its evidence files."""
+
+    summary: dict[str, Any]
+    qnn: dict[str, Any]
+    verified: dict[str, Any]
+    evidence: list[Path]
+
+
+def _verified_component(component: Path, r: Route) -> _Ran:
     from omni_edge._native import read_manifest
 
-    r, f = route(route_key), family(family_key)
-    if execution not in EXECUTIONS:
-        raise RecordError(f"execution must be one of {', '.join(EXECUTIONS)}")
     verified = json.loads(read_manifest(str(component)))
     manifest = verified["manifest"]
     meta = manifest.get("metadata", {})
     qnn = meta.get("qnn", {})
-    if execution == "htp-emulator" and not qnn:
-        raise RecordError(f"{component} is not a QNN artifact: it cannot have run on the HTP emulator")
     if r.htp_arch and qnn and qnn.get("htp_arch") != r.htp_arch:
         raise RecordError(f"{component} targets HTP {qnn.get('htp_arch')}, the route {r.key} is HTP {r.htp_arch}")
     evidence = [component / "manifest.json", component / "reports" / "numerical.json", component / "reports" / "task.json"]
     missing = [str(p) for p in evidence if not p.is_file()]
     if missing:
         raise RecordError(f"{component}: no {', '.join(missing)}: a record needs the artifact's validation reports")
+    summary = {"component": manifest["component"], "manifest_sha256": sha256_file(component / "manifest.json"),
+               "bytes": sum((component / name).stat().st_size for name in manifest["files"]),
+               **{k: meta.get("artifact", {}).get(k)
+                  for k in ("checkpoint_id", "checkpoint_revision", "precision", "target_abi", "runtime")}}
+    return _Ran(summary, qnn, verified, evidence)
+
+
+def _write_record(store: Path, r: Route, f: Family, execution: str, command: str, profile_report: Path | None,
+                  artifact: dict[str, Any], quality: dict[str, Any], device: dict[str, Any], evidence: list[Path],
+                  names: list[str] | None = None) -> Path:
+    """The record of something that ran, its evidence (and the profile's) copied and hashed."""
     profile = json.loads(profile_report.read_text()) if profile_report else None
     if execution == "device":
         _check_device_identity(r, profile)
     if profile_report:
-        evidence.append(profile_report)
+        evidence = [*evidence, profile_report]
+        names = [*names, profile_report.name] if names is not None else None
     record_id = f"{r.key}--{f.key}--{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
     record = {
         "schema": SCHEMA, "route": r.key, "family": f.key, "execution": execution,
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "device": profile["device"] if profile else {"serial": execution, "htp_arch": qnn.get("htp_arch"),
-                                                     "soc": qnn.get("soc")},
-        "artifact": {"component": manifest["component"], "manifest_sha256": sha256_file(component / "manifest.json"),
-                     "bytes": sum((component / name).stat().st_size for name in manifest["files"]),
-                     **{k: meta.get("artifact", {}).get(k)
-                        for k in ("checkpoint_id", "checkpoint_revision", "precision", "target_abi", "runtime")}},
+        "device": profile["device"] if profile else device,
+        "artifact": artifact,
         "command": command,
         "placement": profile.get("placement") if profile else None,
-        "quality": {"qualified": bool(verified["qualified"]),
-                    "numerical": verified["numerical"], "task": verified["task"]},
-        "memory": ({"ledger": profile["ledger"], "memory": profile["memory"]} if profile else None),
-        "performance": ({"startup": profile["startup"], "groups": profile["groups"]} if profile else None),
-        "outcome": {"ran": True},
-        "evidence": _copy_evidence(store, record_id, evidence),
-    }
-    path = store / "records" / f"{record_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(record, indent=2) + "\n")
-    return path
-
-
-def record_from_plan(store: Path, route_key: str, family_key: str, plan: Path, execution: str, command: str,
-                     profile_report: Path | None = None) -> Path:
-    """A record from a whole plan that ran (a multi-stage family: every stage's component counts):
-    each component's manifest is re-hashed; the record is qualified only if every one is."""
-    from omni_edge._native import read_manifest
-
-    r, f = route(route_key), family(family_key)
-    if execution not in EXECUTIONS:
-        raise RecordError(f"execution must be one of {', '.join(EXECUTIONS)}")
-    stages = json.loads(plan.read_text())["stages"]
-    components = list(dict.fromkeys((plan.parent / s["artifact"]).resolve() for s in stages))
-    evidence, names, summaries, numerical, task = [plan], [plan.name], [], {}, {}
-    qualified, qnn_any = True, False
-    for component in components:
-        verified = json.loads(read_manifest(str(component)))
-        manifest = verified["manifest"]
-        meta = manifest.get("metadata", {})
-        qnn = meta.get("qnn", {})
-        qnn_any = qnn_any or bool(qnn)
-        if r.htp_arch and qnn and qnn.get("htp_arch") != r.htp_arch:
-            raise RecordError(f"{component} targets HTP {qnn.get('htp_arch')}, the route {r.key} is HTP {r.htp_arch}")
-        files = [component / "manifest.json", component / "reports" / "numerical.json", component / "reports" / "task.json"]
-        missing = [str(p) for p in files if not p.is_file()]
-        if missing:
-            raise RecordError(f"{component}: no {', '.join(missing)}: a record needs the artifact's validation reports")
-        evidence += files
-        names += [f"{manifest['component']}/{p.name}" for p in files]
-        summaries.append({"component": manifest["component"], "manifest_sha256": sha256_file(component / "manifest.json"),
-                          "bytes": sum((component / name).stat().st_size for name in manifest["files"]),
-                          **{k: meta.get("artifact", {}).get(k)
-                             for k in ("checkpoint_id", "checkpoint_revision", "precision", "target_abi", "runtime")}})
-        qualified = qualified and bool(verified["qualified"])
-        numerical[manifest["component"]], task[manifest["component"]] = verified["numerical"], verified["task"]
-    if execution == "htp-emulator" and not qnn_any:
-        raise RecordError(f"{plan}: no stage is a QNN artifact: it cannot have run on the HTP emulator")
-    profile = json.loads(profile_report.read_text()) if profile_report else None
-    if execution == "device":
-        _check_device_identity(r, profile)
-    if profile_report:
-        evidence.append(profile_report)
-        names.append(profile_report.name)
-    record_id = f"{r.key}--{f.key}--{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
-    record = {
-        "schema": SCHEMA, "route": r.key, "family": f.key, "execution": execution,
-        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "device": profile["device"] if profile else {"serial": execution},
-        "artifact": {"component": f"{plan.name} ({' + '.join(c['component'] for c in summaries)})",
-                     "bytes": sum(c["bytes"] for c in summaries), "components": summaries,
-                     **{k: summaries[0][k] for k in ("checkpoint_id", "checkpoint_revision", "target_abi")}},
-        "command": command,
-        "placement": profile.get("placement") if profile else None,
-        "quality": {"qualified": qualified, "numerical": numerical, "task": task},
+        "quality": quality,
         "memory": ({"ledger": profile["ledger"], "memory": profile["memory"]} if profile else None),
         "performance": ({"startup": profile["startup"], "groups": profile["groups"]} if profile else None),
         "outcome": {"ran": True},
@@ -338,6 +286,48 @@ def record_from_plan(store: Path, route_key: str, family_key: str, plan: Path, e
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
+
+
+def _checked(route_key: str, family_key: str, execution: str) -> tuple[Route, Family]:
+    r, f = route(route_key), family(family_key)
+    if execution not in EXECUTIONS:
+        raise RecordError(f"execution must be one of {', '.join(EXECUTIONS)}")
+    return r, f
+
+
+def record_from_artifact(store: Path, route_key: str, family_key: str, component: Path, execution: str,
+                         command: str, profile_report: Path | None = None) -> Path:
+    """A record from an artifact that ran: its manifest is re-hashed (native reader) first."""
+    r, f = _checked(route_key, family_key, execution)
+    ran = _verified_component(component, r)
+    if execution == "htp-emulator" and not ran.qnn:
+        raise RecordError(f"{component} is not a QNN artifact: it cannot have run on the HTP emulator")
+    v = ran.verified
+    return _write_record(store, r, f, execution, command, profile_report, ran.summary,
+                         {"qualified": bool(v["qualified"]), "numerical": v["numerical"], "task": v["task"]},
+                         {"serial": execution, "htp_arch": ran.qnn.get("htp_arch"), "soc": ran.qnn.get("soc")}, ran.evidence)
+
+
+def record_from_plan(store: Path, route_key: str, family_key: str, plan: Path, execution: str, command: str,
+                     profile_report: Path | None = None) -> Path:
+    """A record from a whole plan that ran (a multi-stage family: every stage's component counts):
+    each component's manifest is re-hashed; the record is qualified only if every one is."""
+    r, f = _checked(route_key, family_key, execution)
+    stages = json.loads(plan.read_text())["stages"]
+    ran = [_verified_component(c, r) for c in dict.fromkeys((plan.parent / s["artifact"]).resolve() for s in stages)]
+    if execution == "htp-emulator" and not any(x.qnn for x in ran):
+        raise RecordError(f"{plan}: no stage is a QNN artifact: it cannot have run on the HTP emulator")
+    summaries = [x.summary for x in ran]
+    artifact = {"component": f"{plan.name} ({' + '.join(c['component'] for c in summaries)})",
+                "bytes": sum(c["bytes"] for c in summaries), "components": summaries,
+                **{k: summaries[0][k] for k in ("checkpoint_id", "checkpoint_revision", "target_abi")}}
+    quality = {"qualified": all(bool(x.verified["qualified"]) for x in ran),
+               "numerical": {x.summary["component"]: x.verified["numerical"] for x in ran},
+               "task": {x.summary["component"]: x.verified["task"] for x in ran}}
+    evidence = [plan, *[e for x in ran for e in x.evidence]]
+    names = [plan.name, *[f"{x.summary['component']}/{e.name}" for x in ran for e in x.evidence]]
+    return _write_record(store, r, f, execution, command, profile_report, artifact, quality, {"serial": execution},
+                         evidence, names)
 
 
 def _check_device_identity(r: Route, profile: dict[str, Any] | None) -> None:
