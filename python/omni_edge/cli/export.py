@@ -16,6 +16,7 @@ from typing import Any
 
 from omni_edge.cli import flags
 from omni_edge.cli.console import log_beside, quietly
+from omni_edge.export.options import TARGETS
 from omni_edge.export.registry import ARCHITECTURES
 
 
@@ -51,6 +52,12 @@ def add_parsers(sub: Any) -> None:
     e.add_argument("--speech-plan", type=Path,
                    help="a speech plan whose talker reads the thinker (make-checkpoint --arch qwen3-tts --thinker)")
     e.add_argument("--out", type=Path, required=True, help="directory for plan.json")
+    e.add_argument("--target", choices=TARGETS, default="cpu",
+                   help="with --checkpoint: qnn-htp compiles the encoders, thinker and talker per SoC (token2wav stays "
+                        "on the CPU)")
+    e.add_argument("--precision", default="", help="qnn-htp: the thinker's, w8a16 (default), w4a16, a16w16 or fp16 "
+                                                   "(the encoders and talker are fp16)")
+    flags.soc(e)
     flags.threads(e)
     e.add_argument("--no-validate", action="store_true", help="with --checkpoint: skip validation (it will not qualify)")
     flags.verbose(e)
@@ -235,12 +242,13 @@ def _export_omni_checkpoint(args: argparse.Namespace) -> int:
         return 2
 
     def show(plans: list[Path]) -> None:
-        omni = args.out / "plan.omni-onnx.json"
-        if omni not in plans:
+        omni = next((p for p in plans if p.name.startswith("plan.omni-")), None)  # the first SoC's, on the HTP
+        if omni is None:
             raise ValueError(f"{args.checkpoint}: not an omni checkpoint (no three-stage plan: a MiniCPM-o 4.5 "
                              "directory with assets/token2wav/ is)")
         shutil.copy2(omni, args.out / "plan.json")
         _show_plans(args.out / "plan.json")(plans)
 
-    return _export(args, lambda: LlmExportOptions(threads=args.threads, validate=not args.no_validate, voice=args.voice),
+    return _export(args, lambda: LlmExportOptions(target=args.target, precision=args.precision, socs=args.socs,
+                                                  threads=args.threads, validate=not args.no_validate, voice=args.voice),
                    show)

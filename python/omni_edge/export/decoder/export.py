@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -62,16 +63,18 @@ def checked(opts: LlmExportOptions) -> LlmExportOptions:
     return opts
 
 
-def export_decoder_lm(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
+def export_decoder_lm(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptions,
+                      prompts: Sequence[Any] = ()) -> list[Path]:
     """Every requested format of a loaded causal LM (options already `checked`); returns the plan
-    paths (the first is also OUT/plan.json)."""
+    paths (the first is also OUT/plan.json). `prompts`: qnn-htp's media calibration prompts
+    (qnn_target.Prompt) beside the shipped text."""
     shape = DecoderShape.from_config(model.config)
     caches = kv_caches(shape, opts)
     out.mkdir(parents=True, exist_ok=True)
     if opts.target == "qnn-htp":
         from omni_edge.export.decoder.qnn import export_qnn
 
-        plans = export_qnn(model, checkpoint, out, opts, shape, caches)
+        plans = export_qnn(model, checkpoint, out, opts, shape, caches, prompts)
     else:
         plans = [_cpu_component(model, checkpoint, out, opts, shape, caches, fmt) for fmt in opts.formats]
     shutil.copy2(plans[0], out / "plan.json")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,10 @@ def _compile(files: dict[str, str], graphs: dict[str, Path], cdir: Path, soc: So
 
 
 def export_qnn(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptions, shape: DecoderShape,
-               caches: list[int]) -> list[Path]:
+               caches: list[int], prompts: Sequence[qnn_target.Prompt] = ()) -> list[Path]:
     """Export, quantize, compile and validate; one component and plan per SoC (plus a
-    weight-shared twin per SoC with opts.share_weights). Returns the plans."""
+    weight-shared twin per SoC with opts.share_weights). Returns the plans. `prompts`: media
+    prompts calibrated on beside the text (a multimodal thinker's)."""
     import onnxruntime as ort
 
     ort.set_default_logger_severity(3)
@@ -100,7 +102,7 @@ def export_qnn(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptions, 
     (build / "fp32").mkdir(parents=True)
     (build / "qdq").mkdir()
     shutil.copy2(checkpoint / "tokenizer.json", build / "fp32" / "tokenizer.json")
-    graphs = _quantized_graphs(model, checkpoint, build, opts, shape, caches)
+    graphs = _quantized_graphs(model, checkpoint, build, opts, shape, caches, prompts)
     plans = []
     for soc_key in opts.socs:
         soc, _ = qnn_target.check_target(soc_key, opts.precision)
@@ -128,7 +130,7 @@ class _Graphs:
 
 
 def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExportOptions, shape: DecoderShape,
-                      caches: list[int]) -> _Graphs:
+                      caches: list[int], prompts: Sequence[qnn_target.Prompt]) -> _Graphs:
     precision = qnn_target.PRECISIONS[opts.precision]
     # 1. fp32 graphs and their plan, with the mask value of the quantized graphs.
     with tqdm(total=3 + 2 * len(caches), desc="export fp32 for calibration", unit="graph", leave=False) as progress:
@@ -144,8 +146,8 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
     # 2. Calibration inputs of every graph, captured through the native engine; held-out inputs
     #    (the last calibration sequence reversed) for the per-graph SQNR.
     tokens = qnn_target.calibration_token_ids(checkpoint / "tokenizer.json", calibration_lengths(caches))
-    samples = qnn_target.capture_calibration(build / "plan.fp32.json", tokens, DECODE_STEPS, SAMPLES_PER_SEQUENCE,
-                                              opts.threads)
+    samples = qnn_target.capture_calibration(build / "plan.fp32.json", [*tokens, *prompts], DECODE_STEPS,
+                                              SAMPLES_PER_SEQUENCE, opts.threads)
     held_out = qnn_target.capture_calibration(build / "plan.fp32.json", [t[::-1] for t in tokens[-3:]], 4, 4, opts.threads)
 
     # 3. Quantize once per precision (fp16 compiles the prepared float graph in fp16 instead). The
@@ -168,6 +170,7 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
     if quantized:
         llm["kv"]["dtype"] = "uint16"
     calibration = {"file": "calibration.txt", "sequences": [len(t) for t in tokens], "decode_steps": DECODE_STEPS,
+                   "media_prompts": [len(p[0]) for p in prompts],
                    "samples_per_graph_and_sequence": SAMPLES_PER_SEQUENCE, "range_widening": qnn_target.RANGE_WIDENING}
     return _Graphs(groups, files, device_graphs, llm, kv_codes, held_out, calibration, caches)
 

@@ -156,21 +156,30 @@ def calibration_token_ids(tokenizer: Path | Any, lengths: Sequence[int]) -> list
     return out
 
 
-def capture_calibration(plan: Path, sequences: list[list[int]], decode_steps: int, per_sequence: int,
+# A calibration prompt with media: ids, the rows [n, hidden] that replace the embeddings at positions.
+Prompt = tuple[list[int], np.ndarray, list[int]]
+
+
+def capture_calibration(plan: Path, sequences: Sequence[list[int] | Prompt], decode_steps: int, per_sequence: int,
                         threads: int = 0) -> dict[str, list[list[np.ndarray]]]:
     """Run the fp32 graphs through the native engine, collecting every graph's inputs: up to
     `per_sequence` runs of each graph per sequence, so that every sequence (and the cache
-    positions it reaches) is represented."""
+    positions it reaches) is represented. A sequence is token ids, or a Prompt whose media rows
+    the engine splices in (a multimodal thinker's bodies then meet the encoders' rows too)."""
     from omni_edge import _native
 
     engine = _native.LlmEngine.open(str(plan), threads)
     out: dict[str, list[list[np.ndarray]]] = {}
     for seq in sequences:
+        ids, rows, positions = seq if isinstance(seq, tuple) else (seq, None, [])
         engine.reset()
         engine.capture(per_sequence)
-        engine.feed(seq)
+        if rows is None:
+            engine.feed(ids)
+        else:
+            engine.feed(ids, np.ascontiguousarray(rows, np.float32).tobytes(), positions)
         for step in range(decode_steps):
-            engine.feed([seq[(step * 7) % len(seq)]])
+            engine.feed([ids[(step * 7) % len(ids)]])
         for graph, samples in engine.take_capture().items():
             out.setdefault(graph, []).extend(
                 [np.frombuffer(b, dtype=dtype).reshape(shape).copy() for b, dtype, shape in sample] for sample in samples)

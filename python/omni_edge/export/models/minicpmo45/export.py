@@ -56,6 +56,15 @@ def slice_sizes(thinker: Thinker, image_sizes: tuple[tuple[int, int], ...]) -> l
 def export(checkpoint: Path, out: Path, opts: LlmExportOptions) -> list[Path]:
     opts = checked(opts)
     thinker = load_thinker(checkpoint)
+    if opts.target == "qnn-htp" and (checkpoint / DIRECTORY).is_dir():
+        from omni_edge.export.models.minicpmo45.qnn import export_omni_qnn
+
+        return export_omni_qnn(checkpoint, out, thinker, opts)
+    return export_loaded(checkpoint, out, thinker, opts)
+
+
+def export_loaded(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOptions) -> list[Path]:
+    """`export` with the thinker loaded (options checked)."""
     plans = export_decoder_lm(thinker.llm, checkpoint, out, opts)
     for plan in {*plans, out / "plan.json"}:
         rewrite_thinker_plan(plan)

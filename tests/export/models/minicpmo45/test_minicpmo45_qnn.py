@@ -1,0 +1,91 @@
+"""`omni-edge export omni --target qnn-htp` on a MiniCPM-o 4.5 checkpoint (the vLLM-Omni fixture
+with token2wav's files at the tiny preset): the encoders, the thinker (w8a16, calibrated on media
+prompts too) and the talker compiled for the X Elite's HTP and checked on the HTP emulator, and
+the omni plan that runs them there with token2wav on the CPU, placements declared."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omni_edge.cli import main
+from paths import DATA
+
+CHECKPOINT = DATA / "minicpmo45" / "checkpoint"
+COMPONENTS = ("vision-qnn-x-elite-fp16", "audio-qnn-x-elite-fp16", "thinker-qnn-x-elite-w8a16", "talker-qnn-x-elite-fp16")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from omni_edge.export.models.minicpmo45.checkpoint import TOKEN2WAV
+    from omni_edge.export.models.minicpmo45.token2wav_files import write_token2wav
+
+    path = tmp_path_factory.mktemp("minicpmo45-qnn") / "checkpoint"
+    shutil.copytree(CHECKPOINT, path)
+    write_token2wav(path, *TOKEN2WAV["tiny"], seed=5)
+    return path
+
+
+@pytest.fixture(scope="module")
+def exported(checkpoint: Path) -> tuple[Path, list[Path]]:
+    from omni_edge.export.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint
+
+    out = checkpoint.parent / "art"
+    opts = LlmExportOptions(target="qnn-htp", precision="w8a16", socs=("x-elite",), buckets=(512,), prefill_chunk=32,
+                            threads=2)
+    return out, export_checkpoint(checkpoint, out, opts)
+
+
+def _checks(component: Path, report: str) -> dict[str, Any]:
+    data = json.loads((component / "reports" / f"{report}.json").read_text())
+    return {c["name"]: c["observed"] for c in data["checks"]}
+
+
+def test_every_stage_but_token2wav_compiles_for_the_htp_and_passes_its_checks(exported: tuple[Path, list[Path]]) -> None:
+    out, plans = exported
+    assert [p.name for p in plans] == ["plan.omni-qnn-x-elite-w8a16.json", "plan.talker-qnn-x-elite-fp16.json",
+                                       "plan.qnn-x-elite-w8a16.json"]
+    assert json.loads((out / "plan.json").read_text()) == json.loads(plans[0].read_text())
+    for name in COMPONENTS:
+        artifact = json.loads((out / name / "manifest.json").read_text())["metadata"]["artifact"]
+        assert artifact["numerical_validation"]["passed"] and artifact["task_validation"]["passed"], name
+        assert artifact["target_abi"] == "qnn-htp-v73" and artifact["runtime"] == "onnxruntime-qnn", name
+    talker = _checks(out / "talker-qnn-x-elite-fp16", "task")
+    assert talker["forced_code_agreement"] >= 0.9  # measured 1.0
+    # Calibrated on text alone, the w8a16 thinker lost the request's first token; with the media
+    # prompts it repeats the CPU plan's 16 ids.
+    assert talker["omni_text_agreement"] == 1.0
+    assert talker["omni_pcm_rms"] > 1e-3
+    for kind in ("vision", "audio"):
+        assert min(_checks(out / f"{kind}-qnn-x-elite-fp16", "numerical").values()) >= 35  # measured 44-56 dB
+
+
+def test_the_omni_plan_places_each_graph_where_it_was_compiled(exported: tuple[Path, list[Path]]) -> None:
+    """The session's own placements: the encoders, the thinker and the talker's LM on the NPU; the
+    talker's two prefill-row graphs and token2wav's four on the CPU, declared so in the plan."""
+    from omni_edge.runtime import OmniSession
+
+    out, plans = exported
+    session = OmniSession.open(plans[0], threads=1)
+    where = {str(p["graph"]): str(p["device"]) for p in session.placements()}
+    assert sorted(g for g, d in where.items() if d == "cpu") == [
+        "talker_condition", "talker_text_embed", "token2wav_encoder", "token2wav_encoder_last", "token2wav_estimator",
+        "token2wav_hift"]
+    assert {"image_encoder_32x32", "audio_encoder_3000", "decode_s512", "lm_head", "talker_decode_s512",
+            "talker_lm_head"} <= {g for g, d in where.items() if d == "npu"}
+    assert len(where) == 19
+    facts = json.loads((out / "talker-qnn-x-elite-fp16" / "manifest.json").read_text())["metadata"]["talker"]
+    assert facts["row_graphs_on_cpu"] == ["condition", "text_embed"]
+
+
+def test_an_soc_without_fp16_is_refused_before_any_work(checkpoint: Path, tmp_path: Path,
+                                                          capfd: pytest.CaptureFixture[str]) -> None:
+    code = main(["export", "omni", "--checkpoint", str(checkpoint), "--out", str(tmp_path / "out"), "--target", "qnn-htp",
+                 "--soc", "qcs6490"])
+    assert code == 2
+    assert "fp16 cannot run on qcs6490" in capfd.readouterr().err
+    assert not list((tmp_path / "out").glob("*-onnx"))
