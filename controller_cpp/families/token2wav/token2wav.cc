@@ -56,6 +56,20 @@ TensorView View(const std::vector<float>& v, std::vector<int64_t> shape) {
   return TensorView{const_cast<float*>(v.data()), DType::kFloat32, std::move(shape)};
 }
 
+// The DiT's sinusoidal time features (its time embedder before the MLP): cos then sin of
+// t x 1000 x 10000^(-i / half), in double: fp16 would lose the time in the cosines of ~1000 rad.
+void TimeFeatures(float t, std::vector<float>& out) {
+  const size_t half = out.size() / 2;
+  for (size_t i = 0; i < half; ++i) {
+    const double arg = double(t) * 1000.0 * std::exp(-std::log(10000.0) * double(i) / double(half));
+    out[i] = float(std::cos(arg));
+    out[half + i] = float(std::sin(arg));
+  }
+}
+
+// A graph input's static shape: every axis known.
+bool StaticShape(const GraphIo& io, const std::vector<int64_t>& want) { return io.shape == want; }
+
 }  // namespace
 
 Result<std::unique_ptr<Token2Wav>> Token2Wav::Create(const StagePlan& stage, BackendPool& backends) {
@@ -113,14 +127,46 @@ Status Token2Wav::Load(const StagePlan& stage, BackendPool& backends) {
   }
   noise_ = noise.Values<float>(*n);
 
+  OE_RETURN_IF_ERROR(LoadSteady(stage, backends));
+
   const int64_t fade = 2 * c.source_cache;
   fade_.resize(size_t(fade));
   for (int64_t i = 0; i < fade; ++i) fade_[size_t(i)] = float(0.54 - 0.46 * std::cos(2.0 * kPi * double(i) / double(fade - 1)));
   return Status::Ok();
 }
 
+Status Token2Wav::LoadSteady(const StagePlan& stage, BackendPool& backends) {
+  const Token2WavConfig& c = config_;
+  const bool encoder = stage.graphs.count("steady_encoder") > 0, estimator = stage.graphs.count("steady_estimator") > 0;
+  if (!encoder && !estimator) return Status::Ok();
+  if (encoder != estimator) return Invalid(stage.artifact + ": a steady_encoder group needs a steady_estimator group, and back");
+  OE_ASSIGN_OR_RETURN(steady_encoder_, LoadGraph(backends, stage.graphs.at("steady_encoder"), "window", "token2wav_encoder_steady"));
+  OE_ASSIGN_OR_RETURN(steady_estimator_,
+                      LoadGraph(backends, stage.graphs.at("steady_estimator"), "step", "token2wav_estimator_steady"));
+  steady_frames_ = prompt_frames_ + c.keep_recent;
+  const auto& enc = steady_encoder_->inputs();
+  const auto& est = steady_estimator_->inputs();
+  std::vector<int64_t> enc_att = c.encoder_att, est_att = c.estimator_att;
+  enc_att[3] = est_att[3] = steady_frames_;
+  const int64_t m = 2 * c.window;
+  const bool shapes = enc.size() == 3 && est.size() == 7 && StaticShape(enc[0], {1, c.window + c.context}) &&
+                      StaticShape(enc[2], enc_att) && StaticShape(est[0], {1, c.mel_bins, m}) &&
+                      est[2].name == "t_features" && est[2].shape.size() == 2 && est[2].shape[0] == 1 &&
+                      est[2].shape[1] > 0 && est[2].shape[1] % 2 == 0 && StaticShape(est[6], est_att);
+  if (!shapes) {
+    return Invalid(stage.artifact + ": the steady graphs must take " + std::to_string(c.window + c.context) + " codes, " +
+                   std::to_string(m) + " frames, t_features and caches of " + std::to_string(steady_frames_) +
+                   " frames (this voice's prompt and keep_recent)");
+  }
+  time_width_ = est[2].shape[1];
+  return Status::Ok();
+}
+
 std::vector<Placement> Token2Wav::placements() const {
-  return {encoder_->placement(), encoder_last_->placement(), estimator_->placement(), hift_->placement()};
+  std::vector<Placement> out = {encoder_->placement(), encoder_last_->placement(), estimator_->placement(),
+                                hift_->placement()};
+  if (steady_encoder_) out.insert(out.end(), {steady_encoder_->placement(), steady_estimator_->placement()});
+  return out;
 }
 
 Status Token2Wav::Run(Graph& g, const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) {
@@ -138,9 +184,10 @@ Result<std::vector<float>> Token2Wav::Encode(const std::vector<int32_t>& codes, 
   std::vector<int64_t> ids(codes.begin(), codes.end());
   Cache& c = encoder_cache_;
   std::vector<float> mu(size_t(M * m));
+  const bool steady = steady_encoder_ && !last && n == config_.window + config_.context && c.att_shape[3] == steady_frames_;
+  Graph& graph = steady ? *steady_encoder_ : last ? *encoder_last_ : *encoder_;
   OE_RETURN_IF_ERROR(Advance(c, m, [&](const TensorView& cnn, const TensorView& att) {
-    return Run(last ? *encoder_last_ : *encoder_,
-               {TensorView{ids.data(), DType::kInt64, {1, n}}, View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
+    return Run(graph, {TensorView{ids.data(), DType::kInt64, {1, n}}, View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
                {View(mu, {1, M, m}), cnn, att});
   }));
   return mu;
@@ -160,11 +207,15 @@ Result<std::vector<float>> Token2Wav::Flow(const std::vector<float>& mu, const f
   std::vector<float> t = {times[0]};
   float dt = times[1] - times[0];
   std::vector<float> velocity(x.size());
+  const bool steady = steady_estimator_ && m == 2 * config_.window && offset == steady_frames_;
+  std::vector<float> features(steady ? size_t(time_width_) : 0);
   for (size_t k = 0; k < step_caches_.size(); ++k) {
     Cache& c = step_caches_[k];
+    if (steady) TimeFeatures(t[0], features);
+    const TensorView time = steady ? View(features, {1, time_width_}) : View(t, {1});
     OE_RETURN_IF_ERROR(Advance(c, m, [&](const TensorView& cnn, const TensorView& att) {
-      return Run(*estimator_,
-                 {View(x, {1, M, m}), View(mu, {1, M, m}), View(t, {1}), View(speaker_, {1, M}), View(condition, {1, M, m}),
+      return Run(steady ? *steady_estimator_ : *estimator_,
+                 {View(x, {1, M, m}), View(mu, {1, M, m}), time, View(speaker_, {1, M}), View(condition, {1, M, m}),
                   View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
                  {View(velocity, {1, M, m}), cnn, att});
     }));
@@ -224,10 +275,10 @@ Status Token2Wav::Prompt() {
   OE_ASSIGN_OR_RETURN(std::vector<float> mu, Encode(prompt, /*last=*/false));
   if (int64_t(mu.size()) != c.mel_bins * prompt_frames_) return Status::Error("internal", "the voice prompt's mu has the wrong size");
   OE_RETURN_IF_ERROR(Flow(mu, voice_mel_.data()).status());  // its mel is dropped: the caches are what it leaves
-  auto kept = [](const Cache& c) { return Cache{c.cnn, c.att, c.cnn_shape, c.att_shape, {}, {}}; };  // no spares
+  auto kept = [](const Cache& from) { return Cache{from.cnn, from.att, from.cnn_shape, from.att_shape, {}, {}}; };  // no spares
   prompt_encoder_ = kept(encoder_cache_);
   prompt_steps_.clear();
-  for (const Cache& c : step_caches_) prompt_steps_.push_back(kept(c));
+  for (const Cache& cache : step_caches_) prompt_steps_.push_back(kept(cache));
   prompted_ = true;
   return Status::Ok();
 }

@@ -9,6 +9,11 @@
 // and the last keep_recent after each window; HiFT reads the last mel_cache frames before the
 // new ones, its source's first samples are the last window's, its first source_cache samples
 // are cross-faded (Hamming) with the last window's tail, which a non-last window holds back.
+// Optional groups steady_encoder / steady_estimator: the same two graphs at a steady window's
+// static shapes (the HTP's): context + window codes, caches of the voice prompt's frames plus
+// keep_recent (where trimming holds them from the third window on), the step's time as its
+// sinusoidal features [1, K] computed here in double. Every window with those shapes runs them;
+// the prompt, the windows before and the last run the dynamic graphs.
 #pragma once
 
 #include <functional>
@@ -58,9 +63,14 @@ class Token2Wav {
   // The flow's mel [mel, m] over mu; `cond` [mel, m] (nullptr: zeros); the step caches advance.
   Result<std::vector<float>> Flow(const std::vector<float>& mu, const float* cond);
   void Trim(Cache& c) const;
+  // The steady graphs of the plan, if any, checked against this voice's cache length.
+  Status LoadSteady(const StagePlan& stage, BackendPool& backends);
 
   Token2WavConfig config_;
   std::unique_ptr<Graph> encoder_, encoder_last_, estimator_, hift_;
+  std::unique_ptr<Graph> steady_encoder_, steady_estimator_;  // both or neither
+  int64_t steady_frames_ = 0;  // their caches' frames
+  int64_t time_width_ = 0;     // the steady estimator's time features
   int64_t harmonics_ = 0;     // HiFT's phase0 width
   std::vector<int32_t> voice_codes_;
   std::vector<float> speaker_, voice_mel_;  // voice_mel_: [mel, 2P] (the condition's layout)

@@ -1,7 +1,7 @@
 """`omni-edge export omni --target qnn-htp` on a MiniCPM-o 4.5 checkpoint (the vLLM-Omni fixture
 with token2wav's files at the tiny preset): the encoders, the thinker (w8a16, calibrated on media
-prompts too) and the talker compiled for the X Elite's HTP and checked on the HTP emulator, and
-the omni plan that runs them there with token2wav on the CPU, placements declared."""
+prompts too), the talker and token2wav's steady windows compiled for the X Elite's HTP and checked
+on the HTP emulator, and the omni plan that runs them there, placements declared."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from omni_edge.cli import main
 from paths import DATA
 
 CHECKPOINT = DATA / "minicpmo45" / "checkpoint"
-COMPONENTS = ("vision-qnn-x-elite-fp16", "audio-qnn-x-elite-fp16", "thinker-qnn-x-elite-w8a16", "talker-qnn-x-elite-fp16")
+COMPONENTS = ("vision-qnn-x-elite-fp16", "audio-qnn-x-elite-fp16", "thinker-qnn-x-elite-w8a16", "talker-qnn-x-elite-fp16",
+              "token2wav-qnn-x-elite-fp16")
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def _checks(component: Path, report: str) -> dict[str, Any]:
     return {c["name"]: c["observed"] for c in data["checks"]}
 
 
-def test_every_stage_but_token2wav_compiles_for_the_htp_and_passes_its_checks(exported: tuple[Path, list[Path]]) -> None:
+def test_every_stage_compiles_for_the_htp_and_passes_its_checks(exported: tuple[Path, list[Path]]) -> None:
     out, plans = exported
     assert [p.name for p in plans] == ["plan.omni-qnn-x-elite-w8a16.json", "plan.talker-qnn-x-elite-fp16.json",
                                        "plan.qnn-x-elite-w8a16.json"]
@@ -62,11 +63,15 @@ def test_every_stage_but_token2wav_compiles_for_the_htp_and_passes_its_checks(ex
     assert talker["omni_pcm_rms"] > 1e-3
     for kind in ("vision", "audio"):
         assert min(_checks(out / f"{kind}-qnn-x-elite-fp16", "numerical").values()) >= 35  # measured 44-56 dB
+    token2wav = _checks(out / "token2wav-qnn-x-elite-fp16", "task")
+    assert token2wav["steady_graph_runs"] == 33  # three steady windows of the check's utterance
+    assert token2wav["steady_pcm_sqnr_db"] >= 20  # measured 26 dB against the CPU's graphs
 
 
 def test_the_omni_plan_places_each_graph_where_it_was_compiled(exported: tuple[Path, list[Path]]) -> None:
-    """The session's own placements: the encoders, the thinker and the talker's LM on the NPU; the
-    talker's two prefill-row graphs and token2wav's four on the CPU, declared so in the plan."""
+    """The session's own placements: the encoders, the thinker, the talker's LM and token2wav's
+    steady graphs on the NPU; the talker's two prefill-row graphs and token2wav's four dynamic
+    graphs on the CPU, declared so in the plan."""
     from omni_edge.runtime import OmniSession
 
     out, plans = exported
@@ -76,8 +81,9 @@ def test_the_omni_plan_places_each_graph_where_it_was_compiled(exported: tuple[P
         "talker_condition", "talker_text_embed", "token2wav_encoder", "token2wav_encoder_last", "token2wav_estimator",
         "token2wav_hift"]
     assert {"image_encoder_32x32", "audio_encoder_3000", "decode_s512", "lm_head", "talker_decode_s512",
-            "talker_lm_head"} <= {g for g, d in where.items() if d == "npu"}
-    assert len(where) == 19
+            "talker_lm_head", "token2wav_encoder_steady", "token2wav_estimator_steady"} <= {
+        g for g, d in where.items() if d == "npu"}
+    assert len(where) == 21
     facts = json.loads((out / "talker-qnn-x-elite-fp16" / "manifest.json").read_text())["metadata"]["talker"]
     assert facts["row_graphs_on_cpu"] == ["condition", "text_embed"]
 
@@ -89,3 +95,52 @@ def test_an_soc_without_fp16_is_refused_before_any_work(checkpoint: Path, tmp_pa
     assert code == 2
     assert "fp16 cannot run on qcs6490" in capfd.readouterr().err
     assert not list((tmp_path / "out").glob("*-onnx"))
+
+
+def test_token2wav_runs_its_steady_windows_on_the_htp_as_the_graph_chain_does(exported: tuple[Path, list[Path]]) -> None:
+    """From the third window on (caches trimmed to the voice prompt and the last 100 frames) the
+    native stage runs the steady graphs on the HTP: its PCM is the Python graph chain's with the
+    same compiled graphs at those windows, not the CPU-only chain's."""
+    import numpy as np
+    import onnxruntime as ort
+    from omni_edge.export.comparison import sqnr_db
+    from omni_edge.export.models.minicpmo45.qnn import STEADY_GRAPHS
+    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain
+    from omni_edge.export.targets.qnn_target import ctx_name, htp_session_options
+    from omni_edge.runtime import OmniSession
+
+    out, plans = exported
+    session = OmniSession.open(plans[0], threads=1)
+    got = session.run("Say something.", chat=True, max_new_tokens=16, ignore_stop_tokens=True, max_frames=110,
+                      speech_sampling={"temperature": 0.0, "seed": 3})
+    codes = [frame[0] for frame in session.codes()]
+    assert len(codes) == 110  # windows of 25: two fill the caches, two steady ones, a last one of 10
+    cdir = out / "token2wav-qnn-x-elite-fp16"
+    htp = {file: ort.InferenceSession(str(cdir / ctx_name(file)), htp_session_options()) for file in STEADY_GRAPHS.values()}
+    chain = GraphChain(cdir, seed=3, steady=htp)
+    expected = chain.utterance(codes)
+    assert chain.steady_runs == 2 * 11  # per steady window: the encoder and ten Euler steps
+    assert got.pcm.shape == expected.shape and sqnr_db(expected, got.pcm) > 100
+    assert sqnr_db(GraphChain(cdir, seed=3).utterance(codes), got.pcm) < 60  # the CPU's graphs alone differ
+    assert float(np.sqrt(np.mean(got.pcm ** 2))) > 1e-3
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ("drop_estimator", "a steady_encoder group needs a steady_estimator group"),
+    ("swap", "the steady graphs must take 28 codes, 50 frames, t_features and caches of"),
+])
+def test_steady_graphs_that_do_not_fit_the_stage_are_refused_by_name(exported: tuple[Path, list[Path]], change: str,
+                                                                     said: str) -> None:
+    from omni_edge.runtime import OmniSession
+
+    out, plans = exported
+    plan = json.loads(plans[0].read_text())
+    graphs = plan["stages"][-1]["graphs"]
+    if change == "drop_estimator":
+        del graphs["steady_estimator"]
+    else:
+        graphs["steady_encoder"]["graphs"]["window"] = graphs["steady_estimator"]["graphs"]["step"]
+    path = out / f"plan.broken-{change}.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(Exception, match=said):
+        OmniSession.open(path, threads=1)

@@ -15,7 +15,8 @@ Plans: plan.onnx.json (= plan.json) is the whole thinker: the encoders as entry 
 the controller (which slices images and cuts audio as the reference processors do), their rows
 in place of the prompt's `<unk>`s; plan.thinker-onnx.json the thinker alone (text -> text).
 The talker (talker-onnx, talker_export.py) is exported beside them with a plan for the decoder
-engine (plan.talker-onnx.json). Not yet: the talker as a stage of the omni plan, token2wav."""
+engine (plan.talker-onnx.json); with token2wav's files in the checkpoint, token2wav-onnx and the
+three-stage plan plan.omni-<fmt>.json follow. --target qnn-htp on such a checkpoint: qnn.py."""
 
 from __future__ import annotations
 

@@ -329,8 +329,11 @@ class Estimator(nn.Module):
         self.final_layer = _FinalLayer(c.dit_width, c.mel_bins)
 
     def chunk(self, x: torch.Tensor, mu: torch.Tensor, t: torch.Tensor, spks: torch.Tensor, cond: torch.Tensor,
-              cnn_cache: torch.Tensor | None, att_cache: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        c = self.t_embedder(t).unsqueeze(1)
+              cnn_cache: torch.Tensor | None, att_cache: torch.Tensor | None,
+              embed: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`embed`: what turns `t` into the time's embedding (default the t_embedder; a graph fed
+        the time's features passes its MLP)."""
+        c = (embed or self.t_embedder)(t).unsqueeze(1)
         h = torch.cat([x, mu, spks[:, :, None].expand(-1, -1, x.shape[2]), cond], dim=1).transpose(1, 2)
         h = self.in_proj(h)
         new_cnn, new_att = [], []

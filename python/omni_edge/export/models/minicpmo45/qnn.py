@@ -12,17 +12,19 @@ reference). Then, per SoC of --soc:
                                     cache, head) re-exported as the HTP takes it (RoPE tables,
                                     the scaled norm fp16 needs); its two prefill-row graphs stay
                                     fp32 on the CPU beside them (see ROW_GRAPHS_ON_CPU)
-    plan.omni-qnn-<soc>-<precision>.json  encoders -> thinker -> talker on the NPU, token2wav on
-                                    the CPU (its windows' frame axes are dynamic and its caches
-                                    grow: the HTP needs them as static buckets with masks, not
-                                    built yet), placement declared per graph
+    token2wav-qnn-<soc>-fp16/       token2wav-onnx's files (its dynamic graphs for the CPU, noise,
+                                    voices) and its encoder and Euler step at a steady window's
+                                    static shapes for the HTP (see STEADY_GRAPHS)
+    plan.omni-qnn-<soc>-<precision>.json  encoders -> thinker -> talker -> token2wav, placement
+                                    declared per graph group
     plan.talker-qnn-<soc>-fp16.json the talker alone on the decoder engine
 
 OUT/plan.json becomes the first SoC's omni plan. Validation on the HTP backend (the emulator
 here): each compiled graph against its fp32 graph on held-out inputs (SQNR: media the native
 preprocessing makes; code sequences through the talker), the talker teacher-forced along the
 fp32 talker's greedy codes for the reference thinker's spoken reply (the share of steps whose
-pick agrees), and the roadmap's request (red square + 440 Hz tone) through the whole plan in the
+pick agrees), held-out codes through token2wav with its steady windows on the HTP against the
+CPU's graphs alone (PCM SQNR), and the roadmap's request (red square + 440 Hz tone) through the whole plan in the
 native session against the CPU omni plan (thinker ids, codes, PCM; reported, the thinker held to
 half: a random thinker's greedy path flips on the HTP's rounding).
 """
@@ -60,6 +62,15 @@ CHECK_CODES = 64
 # thinker's residual rows, squared in its norm, overflow fp16; fp32 on the CPU costs one
 # projection per token.
 ROW_GRAPHS_ON_CPU = ("condition", "text_embed")
+# token2wav's graphs at a steady window's shapes (plan group -> file): the third window on finds its
+# caches trimmed to the voice prompt and the last 100 frames, so from there every window but the
+# utterance's last has one shape. The prompt, the first two windows and the last run the CPU's
+# dynamic graphs; HiFT stays on the CPU (its sine source sums the phase over a window's 27,840
+# samples: fp16 on the HTP measured 0.3 dB against fp32).
+STEADY_GRAPHS = {"steady_encoder": "encoder_steady.onnx", "steady_estimator": "estimator_steady.onnx"}
+STEADY_WINDOWS = 3        # steady windows in the check's utterance
+TOKEN2WAV_SQNR_DB = 35.0  # each steady graph's outputs (tiny: encoder 61 dB, one Euler step 46-65 dB)
+STEADY_PCM_SQNR_DB = 20.0
 
 
 def export_omni_qnn(checkpoint: Path, out: Path, thinker: Any, opts: LlmExportOptions) -> list[Path]:
@@ -130,6 +141,7 @@ class _Shared:
     rows: np.ndarray                        # the reference's spoken reply as the talker's prefill
     codes: list[int]                        # the fp32 talker's greedy codes for them
     reference: Any                          # the CPU omni plan's result for the roadmap's request
+    steady_held_out: dict[str, list[list[np.ndarray]]]  # token2wav's steady graphs' inputs
 
     @classmethod
     def make(cls, checkpoint: Path, out: Path, build: Path, thinker: Any, opts: LlmExportOptions) -> _Shared:
@@ -149,7 +161,50 @@ class _Shared:
         held_out = qnn_target.capture_calibration(build / "plan.talker-fp32.json", sequences, 4, 4, opts.threads)
         reference = _omni_request(cpu_plan, opts.threads) if opts.validate else None
         return cls(checkpoint, out, build, opts, cpu_plan, media, _media_samples(thinker, media, opts), groups, llm,
-                   held_out, rows, codes, reference)
+                   held_out, rows, codes, reference, _steady_graphs(build, checkpoint, out))
+
+
+def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> dict[str, list[list[np.ndarray]]]:
+    """token2wav's steady-window graphs (build/token2wav-steady/, prepared copies beside) and
+    their inputs while the chain speaks held-out codes (the fp32 static graphs standing in)."""
+    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain
+    from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
+    from omni_edge.export.models.minicpmo45.token2wav_graphs import steady_examples
+
+    cdir = build / "token2wav-steady"
+    cdir.mkdir()
+    chain = GraphChain(out / "token2wav-onnx")
+    for name, (module, example, inputs, outputs) in steady_examples(load_token2wav(checkpoint).flow,
+                                                                   chain.steady_frames).items():
+        onnx_target.export_graph(module, example, inputs, outputs, cdir / name)
+        qnn_target.prepare_graph(cdir / name, build / ("fp32_" + name), fuse_norms=False)
+    samples: dict[str, list[list[np.ndarray]]] = {}
+
+    class _Recorded:
+        def __init__(self, name: str) -> None:
+            self.name, self.session = name, onnx_target.cpu_session(cdir / name)
+
+        def get_inputs(self) -> Any:
+            return self.session.get_inputs()
+
+        def run(self, outputs: Any, feeds: dict[str, np.ndarray]) -> Any:
+            samples.setdefault(self.name.removesuffix(".onnx"), []).append(
+                [np.array(feeds[i.name]) for i in self.session.get_inputs()])
+            return self.session.run(outputs, feeds)
+
+    chain.steady = {name: _Recorded(name) for name in STEADY_GRAPHS.values()}
+    codes = _steady_codes(seed=9)
+    got = chain.utterance(codes)
+    # The static graphs in fp32 change only the summation order (measured 81 dB through ten Euler steps and HiFT).
+    samples["fp32_pcm_sqnr_db"] = [[np.array(sqnr_db(GraphChain(out / "token2wav-onnx").utterance(codes), got))]]
+    return samples
+
+
+def _steady_codes(seed: int) -> list[int]:
+    """Codes for STEADY_WINDOWS windows past the two that fill token2wav's caches, and a last one."""
+    from omni_edge.export.models.minicpmo45.token2wav import SILENCE, WINDOW
+
+    return [int(v) for v in np.random.default_rng(seed).integers(0, SILENCE, (2 + STEADY_WINDOWS) * WINDOW + 7)]
 
 
 def _talker_graphs(build: Path, checkpoint: Path, talker: Any, stage: dict[str, Any],
@@ -318,6 +373,7 @@ def _soc(s: _Shared, soc_key: str, soc: Any, text_plan: Path) -> list[Path]:
     sqnr = qnn_target.graph_sqnr(s.build / "talker-fp32", cdir, {k: f for k, f in files.items() if not k.startswith("embed")},
                                  s.talker_held_out) if s.opts.validate else {}
     components["talker"] = (cdir, npu, sqnr)
+    components["token2wav"] = _token2wav_component(s, soc_key, soc)
     plan = _omni_plan(s, soc_key, text_plan, components)
     checks: dict[str, tuple[ReportCheck, ...]] = {kind: (ReportCheck("validation_run", 0.0, 1.0, ">="),) for kind in components}
     facts: dict[str, Any] = {}
@@ -337,8 +393,47 @@ def _soc(s: _Shared, soc_key: str, soc: Any, text_plan: Path) -> list[Path]:
         session = (ReportCheck("omni_text_agreement", text, TEXT_AGREEMENT, ">="), ReportCheck("omni_pcm_rms", pcm_rms, PCM_RMS, ">="))
         checks = {kind: session for kind in components}
         checks["talker"] = (*session, ReportCheck("forced_code_agreement", forced, FORCED_CODE_AGREEMENT, ">="))
+        fp32 = float(s.steady_held_out["fp32_pcm_sqnr_db"][0][0])
+        checks["token2wav"] = (*session, ReportCheck("steady_fp32_pcm_sqnr_db", fp32, 60.0, ">="),
+                               *_steady_pcm(s, components["token2wav"][0]))
     _write(components, identity, soc, fp16, checks, facts)
     return [plan, talker_plan]
+
+
+def _token2wav_component(s: _Shared, soc_key: str, soc: Any) -> tuple[Path, dict[str, Any], dict[str, float]]:
+    """token2wav-qnn-<soc>-fp16: token2wav-onnx's files (the CPU's graphs, noise, voices) and the
+    steady graphs compiled; its plan groups; the steady graphs' SQNR on held-out inputs."""
+    source = s.out / "token2wav-onnx"
+    cdir = new_component(s.out / f"token2wav-qnn-{soc_key}-{STAGE_PRECISION}", s.checkpoint, required=("config.json",))
+    for path in source.iterdir():
+        if path.name not in ("manifest.json", "reports"):
+            (shutil.copytree if path.is_dir() else shutil.copy2)(path, cdir / path.name)
+    fp16 = qnn_target.PRECISIONS[STAGE_PRECISION]
+    groups = {group: {"backend": "onnxruntime", "device": "npu", "graphs": {
+        "window" if group == "steady_encoder" else "step": qnn_target.compile_context(s.build / ("fp32_" + file), cdir, soc, fp16).name}}
+        for group, file in STEADY_GRAPHS.items()}
+    files = {file.removesuffix(".onnx"): file for file in STEADY_GRAPHS.values()}
+    sqnr = qnn_target.graph_sqnr(s.build / "token2wav-steady", cdir, files, s.steady_held_out,
+                                 all_outputs=True) if s.opts.validate else {}
+    return cdir, groups, sqnr
+
+
+def _steady_pcm(s: _Shared, cdir: Path) -> tuple[ReportCheck, ...]:
+    """Held-out codes through the graph chain with the steady windows on the HTP, against the
+    CPU's graphs alone (the same HiFT noise): the PCM's SQNR and how many steady runs there were."""
+    import onnxruntime as ort
+
+    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain
+
+    codes = _steady_codes(seed=3)
+    htp = {file: ort.InferenceSession(str(cdir / qnn_target.ctx_name(file)), qnn_target.htp_session_options())
+           for file in STEADY_GRAPHS.values()}
+    chain = GraphChain(cdir, steady=htp)
+    got = chain.utterance(codes)
+    ref = GraphChain(s.out / "token2wav-onnx").utterance(codes)
+    steps = int(chain.meta["steps"])
+    return (ReportCheck("steady_pcm_sqnr_db", sqnr_db(ref, got), STEADY_PCM_SQNR_DB, ">="),
+            ReportCheck("steady_graph_runs", float(chain.steady_runs), float(STEADY_WINDOWS * (1 + steps)), ">="))
 
 
 def _row_graphs(cdir: Path, checkpoint: Path, talker: Any) -> None:
@@ -388,6 +483,10 @@ def _omni_plan(s: _Shared, soc_key: str, text_plan: Path, components: dict[str, 
     rows = {role: {"backend": "onnxruntime", "device": "cpu", "graphs": {"step": ref}}
             for role, ref in zip(ROW_GRAPHS_ON_CPU, ROW_GRAPHS["onnx"], strict=True)}
     talker["graphs"] = {**npu, **rows}
+    cdir, steady, _ = components["token2wav"]
+    code2wav = stages["code2wav"]
+    code2wav["artifact"] = cdir.name
+    code2wav["graphs"] = {**code2wav["graphs"], **steady}
     precision = s.opts.precision
     plan["name"] = (f"{s.checkpoint.name} (image + audio + text -> text + speech; encoders, thinker ({precision}) and talker "
                     f"on the {soc_key} HTP, token2wav on the CPU)")
@@ -400,7 +499,7 @@ def _write(components: dict[str, tuple[Path, dict[str, Any], dict[str, float]]],
            precision: qnn_target.Precision, task_checks: dict[str, tuple[ReportCheck, ...]], facts: dict[str, Any]) -> None:
     """Each component's reports (its own graphs' SQNR; the request's checks) and manifest."""
     for kind, (cdir, graphs, sqnr) in components.items():
-        limit = TALKER_SQNR_DB if kind == "talker" else ENCODER_SQNR_DB
+        limit = {"talker": TALKER_SQNR_DB, "token2wav": TOKEN2WAV_SQNR_DB}.get(kind, ENCODER_SQNR_DB)
         kind_identity = {**identity, "shape_bucket": "-".join(k for g in graphs.values() for k in g.get("graphs", g))}
         checks = tuple(ReportCheck(f"graph_sqnr_db.{name}", value, limit, ">=") for name, value in sorted(sqnr.items()))
         numerical = identity_report("numerical", kind_identity, checks or (ReportCheck("validation_run", 0.0, 1.0, ">="),))

@@ -42,7 +42,7 @@ from omni_edge.export.models.minicpmo45.token2wav import (
     stand_in_voice,
     windows,
 )
-from omni_edge.export.models.minicpmo45.token2wav_graphs import as_numpy, examples
+from omni_edge.export.models.minicpmo45.token2wav_graphs import as_numpy, examples, time_features
 from omni_edge.export.targets import onnx_target
 from omni_edge.files import write_bytes_atomic, write_text_atomic
 
@@ -93,14 +93,20 @@ class _Caches:
 
 
 class GraphChain:
-    """The exported graphs stepped as the native vocoder steps them."""
+    """The exported graphs stepped as the native vocoder steps them. `steady`: sessions of the
+    steady window's static graphs (encoder_steady.onnx, estimator_steady.onnx: the HTP's), run
+    wherever a window has their shapes, as the controller runs them; `steady_runs` counts them."""
 
-    def __init__(self, cdir: Path, voice: str = "default", seed: int = CHECK_SEED, threads: int = 0) -> None:
+    def __init__(self, cdir: Path, voice: str = "default", seed: int = CHECK_SEED, threads: int = 0,
+                 steady: dict[str, Any] | None = None) -> None:
         self.s = {name: onnx_target.cpu_session(cdir / name)
                   for name in ("encoder.onnx", "encoder_last.onnx", "estimator.onnx", "hift.onnx")}
         self.meta = json.loads((cdir / "token2wav.json").read_text())
         self.noise = read_tensors(cdir, "noise")["noise"]
         self.voice = read_tensors(cdir / "voices", voice)
+        self.steady = steady or {}
+        self.steady_frames = self.voice["mel"].shape[0] + KEEP_RECENT
+        self.steady_runs = 0
         self.draws = CounterDraws(seed)
         self.window = np.hamming(2 * SOURCE_CACHE).astype(np.float32)
         steps = self.meta["steps"]
@@ -116,9 +122,16 @@ class GraphChain:
         x = np.ascontiguousarray(self.noise[None, :, offset: offset + mu.shape[2]])
         t, dt = self.span[:1].copy(), np.float32(self.span[1] - self.span[0])
         speaker = self.voice["speaker"][None]
+        steady = self.steady.get("estimator_steady.onnx")
+        steady = steady if mu.shape[2] == 2 * WINDOW and offset == self.steady_frames else None
         for k, cache in enumerate(self.estimator):
-            v, cnn, att = self.s["estimator.onnx"].run(None, {"x": x, "mu": mu, "t": t, "speaker": speaker, "cond": cond,
-                                                              "cnn_cache": cache.cnn, "att_cache": cache.att})
+            feeds = {"x": x, "mu": mu, "speaker": speaker, "cond": cond, "cnn_cache": cache.cnn, "att_cache": cache.att}
+            if steady is None:
+                v, cnn, att = self.s["estimator.onnx"].run(None, {**feeds, "t": t})
+            else:
+                features = time_features(float(t[0]), steady.get_inputs()[2].shape[1])
+                v, cnn, att = steady.run(None, {**feeds, "t_features": features})
+                self.steady_runs += 1
             x = x + dt * v
             t = t + dt
             if k + 1 < len(self.estimator):
@@ -137,8 +150,13 @@ class GraphChain:
         self.speech: np.ndarray | None = None
 
     def _encode(self, codes: np.ndarray, last: bool) -> np.ndarray:
-        mu, cnn, att = self.s["encoder_last.onnx" if last else "encoder.onnx"].run(
-            None, {"codes": codes, "cnn_cache": self.encoder.cnn, "att_cache": self.encoder.att})
+        session = self.s["encoder_last.onnx" if last else "encoder.onnx"]
+        steady = self.steady.get("encoder_steady.onnx")
+        if steady is not None and not last and codes.shape[1] == CONTEXT + WINDOW and \
+                self.encoder.att.shape[3] == self.steady_frames:
+            session = steady
+            self.steady_runs += 1
+        mu, cnn, att = session.run(None, {"codes": codes, "cnn_cache": self.encoder.cnn, "att_cache": self.encoder.att})
         self.encoder = _Caches(cnn, att)
         return mu  # type: ignore[no-any-return]
 

@@ -15,7 +15,8 @@ The controller keeps the caches (one estimator cache per step), trims them to th
 frames and the last 100, slices the decoder's fixed noise (noise.bin) at the cache's length, runs
 the Euler loop on 1 - cos(t pi / 2), cross-fades HiFT's windows and draws HiFT's noise
 (counter_noise). Attention caches and windows vary in length: the graphs take dynamic sizes
-(ONNX Runtime; the HTP needs them bucketed, not done). HiFT's STFT and inverse STFT are
+(ONNX Runtime); steady_examples() are the encoder and the Euler step at the one shape most windows
+have, static, for the HTP (qnn.py). HiFT's STFT and inverse STFT are
 convolutions with the DFT's bases here (the ONNX exporter has no inverse STFT)."""
 
 from __future__ import annotations
@@ -44,18 +45,32 @@ class EncoderGraph(nn.Module):
 
 
 class EstimatorGraph(nn.Module):
-    def __init__(self, flow: Flow) -> None:
+    """One guided Euler step. `time_features`: the step's time comes in as its sinusoidal features
+    [1, freq] (time_features()), computed by the controller in float32: in fp16 (the HTP) the
+    cosines of t x 1000 rad lose the time altogether (the step's velocity measured 15 dB against
+    fp32 with t inside the graph, 54 dB with the features fed)."""
+
+    def __init__(self, flow: Flow, time_features: bool = False) -> None:
         super().__init__()
-        self.flow = flow
+        self.flow, self.time_features = flow, time_features
 
     def forward(self, x: torch.Tensor, mu: torch.Tensor, t: torch.Tensor, speaker: torch.Tensor, cond: torch.Tensor,
                 cnn_cache: torch.Tensor, att_cache: torch.Tensor) -> tuple[torch.Tensor, ...]:
         rate = self.flow.decoder.cfg_rate
+        estimator = self.flow.decoder.estimator
         mu2, spk2, cond2 = (torch.cat([v, torch.zeros_like(v)]) for v in (mu, speaker, cond))
-        velocity, cnn, att = self.flow.decoder.estimator.chunk(x.repeat(2, 1, 1), mu2, t.repeat(2), spk2, cond2,
-                                                               cnn_cache, att_cache)
+        embed = estimator.t_embedder.mlp if self.time_features else estimator.t_embedder
+        velocity, cnn, att = estimator.chunk(x.repeat(2, 1, 1), mu2, t.repeat(2, *[1] * (t.dim() - 1)), spk2, cond2,
+                                             cnn_cache, att_cache, embed=embed)
         guided, free = velocity.chunk(2, dim=0)
         return (1.0 + rate) * guided - rate * free, cnn, att
+
+
+def time_features(t: float, freq: int) -> np.ndarray:
+    """[1, freq]: the DiT's sinusoidal time features (its _TimeEmbedder before the MLP), in float64."""
+    half = freq // 2
+    args = float(t) * 1000.0 * np.exp(-math.log(10000) * np.arange(half) / half)
+    return np.concatenate([np.cos(args), np.sin(args)])[None].astype(np.float32)
 
 
 def _bases(window: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -134,6 +149,31 @@ def examples(flow: Flow, hift: Hift) -> dict[str, tuple[nn.Module, tuple[torch.T
                       ["mel", "phase0", "noise", "cache_source", "keep"], ["speech", "source"],
                       {"mel": {2: "frames"}, "noise": {1: "samples"}, "speech": {1: "samples"},
                        "source": {2: "samples"}}),
+    }
+
+
+def steady_examples(flow: Flow, cache_frames: int) -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], list[str],
+                                                                       list[str]]]:
+    """The encoder and one Euler step at the shapes of a steady window (the HTP takes static
+    shapes): `CONTEXT + WINDOW` codes, 2 WINDOW new frames, caches of `cache_frames` (the voice
+    prompt's frames and the last KEEP_RECENT, where trimming holds them from the third window
+    on); the step takes the time's features (EstimatorGraph)."""
+    from omni_edge.export.models.minicpmo45.token2wav import CONTEXT, WINDOW
+
+    c = flow.config
+    layers, d = c.blocks + c.up_blocks, c.width // c.heads
+    mel = torch.zeros(1, c.mel_bins, 2 * WINDOW)
+    return {
+        "encoder_steady.onnx": (EncoderGraph(flow, False).eval(),
+                                (torch.zeros(1, CONTEXT + WINDOW, dtype=torch.int64), torch.zeros(1, c.width, 6),
+                                 torch.zeros(layers, 1, c.heads, cache_frames, 2 * d)),
+                                ["codes", "cnn_cache", "att_cache"], ["mu", "cnn_out", "att_out"]),
+        "estimator_steady.onnx": (EstimatorGraph(flow, time_features=True).eval(),
+                                  (mel, mel, torch.zeros(1, flow.decoder.estimator.t_embedder.freq),
+                                   torch.zeros(1, c.mel_bins), mel, torch.zeros(c.dit_depth, 2, 2 * c.dit_width, 2),
+                                   torch.zeros(c.dit_depth, 2, c.dit_heads, cache_frames, 2 * c.dit_head_dim)),
+                                  ["x", "mu", "t_features", "speaker", "cond", "cnn_cache", "att_cache"],
+                                  ["velocity", "cnn_out", "att_out"]),
     }
 
 
