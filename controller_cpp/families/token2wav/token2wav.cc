@@ -137,35 +137,52 @@ Status Token2Wav::Load(const StagePlan& stage, BackendPool& backends) {
 
 Status Token2Wav::LoadSteady(const StagePlan& stage, BackendPool& backends) {
   const Token2WavConfig& c = config_;
-  const bool encoder = stage.graphs.count("steady_encoder") > 0, estimator = stage.graphs.count("steady_estimator") > 0;
-  if (!encoder && !estimator) return Status::Ok();
-  if (encoder != estimator) return Invalid(stage.artifact + ": a steady_encoder group needs a steady_estimator group, and back");
-  OE_ASSIGN_OR_RETURN(steady_encoder_, LoadGraph(backends, stage.graphs.at("steady_encoder"), "window", "token2wav_encoder_steady"));
-  OE_ASSIGN_OR_RETURN(steady_estimator_,
-                      LoadGraph(backends, stage.graphs.at("steady_estimator"), "step", "token2wav_estimator_steady"));
-  steady_frames_ = prompt_frames_ + c.keep_recent;
-  const auto& enc = steady_encoder_->inputs();
-  const auto& est = steady_estimator_->inputs();
-  std::vector<int64_t> enc_att = c.encoder_att, est_att = c.estimator_att;
-  enc_att[3] = est_att[3] = steady_frames_;
-  const int64_t m = 2 * c.window;
-  const bool shapes = enc.size() == 3 && est.size() == 7 && StaticShape(enc[0], {1, c.window + c.context}) &&
-                      StaticShape(enc[2], enc_att) && StaticShape(est[0], {1, c.mel_bins, m}) &&
-                      est[2].name == "t_features" && est[2].shape.size() == 2 && est[2].shape[0] == 1 &&
-                      est[2].shape[1] > 0 && est[2].shape[1] % 2 == 0 && StaticShape(est[6], est_att);
-  if (!shapes) {
-    return Invalid(stage.artifact + ": the steady graphs must take " + std::to_string(c.window + c.context) + " codes, " +
-                   std::to_string(m) + " frames, t_features and caches of " + std::to_string(steady_frames_) +
-                   " frames (this voice's prompt and keep_recent)");
+  const auto encoders = stage.graphs.find("steady_encoder"), estimators = stage.graphs.find("steady_estimator");
+  if (encoders == stage.graphs.end() && estimators == stage.graphs.end()) return Status::Ok();
+  auto keys = [](const auto& group) {
+    std::vector<std::string> out;
+    for (const auto& [key, ref] : group->second.graphs) out.push_back(key);
+    return out;
+  };
+  if (encoders == stage.graphs.end() || estimators == stage.graphs.end() || keys(encoders) != keys(estimators)) {
+    return Invalid(stage.artifact + ": the steady_encoder and steady_estimator groups need graphs for the same cache frames");
   }
-  time_width_ = est[2].shape[1];
+  const int64_t m = 2 * c.window, longest = prompt_frames_ + c.keep_recent;
+  for (const std::string& key : keys(encoders)) {
+    int64_t frames = 0;
+    const bool number = !key.empty() && key.size() < 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (number) frames = std::stoll(key);
+    if (!number || frames < prompt_frames_ || frames > longest) {
+      return Invalid(stage.artifact + ": steady graphs '" + key + "': the key is the frames their caches hold, from " +
+                     std::to_string(prompt_frames_) + " to " + std::to_string(longest) + " for this voice");
+    }
+    OE_ASSIGN_OR_RETURN(auto encoder, LoadGraph(backends, encoders->second, key, "token2wav_encoder_steady_f" + key));
+    OE_ASSIGN_OR_RETURN(auto estimator, LoadGraph(backends, estimators->second, key, "token2wav_estimator_steady_f" + key));
+    const auto& enc = encoder->inputs();
+    const auto& est = estimator->inputs();
+    std::vector<int64_t> enc_att = c.encoder_att, est_att = c.estimator_att;
+    enc_att[3] = est_att[3] = frames;
+    const bool shapes = enc.size() == 3 && est.size() == 7 && StaticShape(enc[0], {1, c.window + c.context}) &&
+                        StaticShape(enc[2], enc_att) && StaticShape(est[0], {1, c.mel_bins, m}) &&
+                        est[2].name == "t_features" && est[2].shape.size() == 2 && est[2].shape[0] == 1 &&
+                        est[2].shape[1] > 0 && est[2].shape[1] % 2 == 0 && StaticShape(est[6], est_att) &&
+                        (time_width_ == 0 || est[2].shape[1] == time_width_);
+    if (!shapes) {
+      return Invalid(stage.artifact + ": the steady graphs '" + key + "' must take " + std::to_string(c.window + c.context) +
+                     " codes, " + std::to_string(m) + " frames, t_features and caches of " + key + " frames");
+    }
+    time_width_ = est[2].shape[1];
+    steady_encoders_[frames] = std::move(encoder);
+    steady_estimators_[frames] = std::move(estimator);
+  }
   return Status::Ok();
 }
 
 std::vector<Placement> Token2Wav::placements() const {
   std::vector<Placement> out = {encoder_->placement(), encoder_last_->placement(), estimator_->placement(),
                                 hift_->placement()};
-  if (steady_encoder_) out.insert(out.end(), {steady_encoder_->placement(), steady_estimator_->placement()});
+  for (const auto& [frames, graph] : steady_encoders_) out.push_back(graph->placement());
+  for (const auto& [frames, graph] : steady_estimators_) out.push_back(graph->placement());
   return out;
 }
 
@@ -184,8 +201,9 @@ Result<std::vector<float>> Token2Wav::Encode(const std::vector<int32_t>& codes, 
   std::vector<int64_t> ids(codes.begin(), codes.end());
   Cache& c = encoder_cache_;
   std::vector<float> mu(size_t(M * m));
-  const bool steady = steady_encoder_ && !last && n == config_.window + config_.context && c.att_shape[3] == steady_frames_;
-  Graph& graph = steady ? *steady_encoder_ : last ? *encoder_last_ : *encoder_;
+  const auto steady = steady_encoders_.find(c.att_shape[3]);
+  const bool whole = !last && n == config_.window + config_.context && steady != steady_encoders_.end();
+  Graph& graph = whole ? *steady->second : last ? *encoder_last_ : *encoder_;
   OE_RETURN_IF_ERROR(Advance(c, m, [&](const TensorView& cnn, const TensorView& att) {
     return Run(graph, {TensorView{ids.data(), DType::kInt64, {1, n}}, View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
                {View(mu, {1, M, m}), cnn, att});
@@ -207,14 +225,15 @@ Result<std::vector<float>> Token2Wav::Flow(const std::vector<float>& mu, const f
   std::vector<float> t = {times[0]};
   float dt = times[1] - times[0];
   std::vector<float> velocity(x.size());
-  const bool steady = steady_estimator_ && m == 2 * config_.window && offset == steady_frames_;
-  std::vector<float> features(steady ? size_t(time_width_) : 0);
+  const auto found = steady_estimators_.find(offset);
+  Graph* steady = m == 2 * config_.window && found != steady_estimators_.end() ? found->second.get() : nullptr;
+  std::vector<float> features(steady != nullptr ? size_t(time_width_) : 0);
   for (size_t k = 0; k < step_caches_.size(); ++k) {
     Cache& c = step_caches_[k];
-    if (steady) TimeFeatures(t[0], features);
-    const TensorView time = steady ? View(features, {1, time_width_}) : View(t, {1});
+    if (steady != nullptr) TimeFeatures(t[0], features);
+    const TensorView time = steady != nullptr ? View(features, {1, time_width_}) : View(t, {1});
     OE_RETURN_IF_ERROR(Advance(c, m, [&](const TensorView& cnn, const TensorView& att) {
-      return Run(steady ? *steady_estimator_ : *estimator_,
+      return Run(steady != nullptr ? *steady : *estimator_,
                  {View(x, {1, M, m}), View(mu, {1, M, m}), time, View(speaker_, {1, M}), View(condition, {1, M, m}),
                   View(c.cnn, c.cnn_shape), View(c.att, c.att_shape)},
                  {View(velocity, {1, M, m}), cnn, att});

@@ -9,14 +9,15 @@
 // and the last keep_recent after each window; HiFT reads the last mel_cache frames before the
 // new ones, its source's first samples are the last window's, its first source_cache samples
 // are cross-faded (Hamming) with the last window's tail, which a non-last window holds back.
-// Optional groups steady_encoder / steady_estimator: the same two graphs at a steady window's
-// static shapes (the HTP's): context + window codes, caches of the voice prompt's frames plus
-// keep_recent (where trimming holds them from the third window on), the step's time as its
+// Optional groups steady_encoder / steady_estimator: the same two graphs at a whole window's
+// static shapes (the HTP's), keyed by the frames their caches hold (the voice prompt's, growing
+// by 2 x window until trimming holds them): context + window codes, the step's time as its
 // sinusoidal features [1, K] computed here in double. Every window with those shapes runs them;
-// the prompt, the windows before and the last run the dynamic graphs.
+// the prompt and the last window run the dynamic graphs.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,9 +69,9 @@ class Token2Wav {
 
   Token2WavConfig config_;
   std::unique_ptr<Graph> encoder_, encoder_last_, estimator_, hift_;
-  std::unique_ptr<Graph> steady_encoder_, steady_estimator_;  // both or neither
-  int64_t steady_frames_ = 0;  // their caches' frames
-  int64_t time_width_ = 0;     // the steady estimator's time features
+  // By the frames their caches hold; both for the same frames, or neither.
+  std::map<int64_t, std::unique_ptr<Graph>> steady_encoders_, steady_estimators_;
+  int64_t time_width_ = 0;  // the steady estimators' time features
   int64_t harmonics_ = 0;     // HiFT's phase0 width
   std::vector<int32_t> voice_codes_;
   std::vector<float> speaker_, voice_mel_;  // voice_mel_: [mel, 2P] (the condition's layout)

@@ -64,8 +64,8 @@ def test_every_stage_compiles_for_the_htp_and_passes_its_checks(exported: tuple[
     for kind in ("vision", "audio"):
         assert min(_checks(out / f"{kind}-qnn-x-elite-fp16", "numerical").values()) >= 35  # measured 44-56 dB
     token2wav = _checks(out / "token2wav-qnn-x-elite-fp16", "task")
-    assert token2wav["steady_graph_runs"] == 33  # three steady windows of the check's utterance
-    assert token2wav["steady_pcm_sqnr_db"] >= 20  # measured 26 dB against the CPU's graphs
+    assert token2wav["steady_graph_runs"] == 55  # every whole window of the check's utterance: 5 x 11
+    assert token2wav["steady_pcm_sqnr_db"] >= 20
 
 
 def test_the_omni_plan_places_each_graph_where_it_was_compiled(exported: tuple[Path, list[Path]]) -> None:
@@ -81,9 +81,9 @@ def test_the_omni_plan_places_each_graph_where_it_was_compiled(exported: tuple[P
         "talker_condition", "talker_text_embed", "token2wav_encoder", "token2wav_encoder_last", "token2wav_estimator",
         "token2wav_hift"]
     assert {"image_encoder_32x32", "audio_encoder_3000", "decode_s512", "lm_head", "talker_decode_s512",
-            "talker_lm_head", "token2wav_encoder_steady", "token2wav_estimator_steady"} <= {
+            "talker_lm_head", *(f"token2wav_{g}_steady_f{f}" for g in ("encoder", "estimator") for f in (100, 150, 200))} <= {
         g for g, d in where.items() if d == "npu"}
-    assert len(where) == 21
+    assert len(where) == 25
     facts = json.loads((out / "talker-qnn-x-elite-fp16" / "manifest.json").read_text())["metadata"]["talker"]
     assert facts["row_graphs_on_cpu"] == ["condition", "text_embed"]
 
@@ -98,15 +98,13 @@ def test_an_soc_without_fp16_is_refused_before_any_work(checkpoint: Path, tmp_pa
 
 
 def test_token2wav_runs_its_steady_windows_on_the_htp_as_the_graph_chain_does(exported: tuple[Path, list[Path]]) -> None:
-    """From the third window on (caches trimmed to the voice prompt and the last 100 frames) the
-    native stage runs the steady graphs on the HTP: its PCM is the Python graph chain's with the
-    same compiled graphs at those windows, not the CPU-only chain's."""
+    """Every whole window (its caches at 100, 150, then 200 frames) runs the steady graphs on the
+    HTP natively: the PCM is the Python graph chain's with the same compiled graphs at those
+    windows, not the CPU-only chain's."""
     import numpy as np
-    import onnxruntime as ort
     from omni_edge.export.comparison import sqnr_db
-    from omni_edge.export.models.minicpmo45.qnn import STEADY_GRAPHS
+    from omni_edge.export.models.minicpmo45.qnn import steady_sessions
     from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain
-    from omni_edge.export.targets.qnn_target import ctx_name, htp_session_options
     from omni_edge.runtime import OmniSession
 
     out, plans = exported
@@ -114,20 +112,20 @@ def test_token2wav_runs_its_steady_windows_on_the_htp_as_the_graph_chain_does(ex
     got = session.run("Say something.", chat=True, max_new_tokens=16, ignore_stop_tokens=True, max_frames=110,
                       speech_sampling={"temperature": 0.0, "seed": 3})
     codes = [frame[0] for frame in session.codes()]
-    assert len(codes) == 110  # windows of 25: two fill the caches, two steady ones, a last one of 10
+    assert len(codes) == 110  # four whole windows of 25 and a last one of 10
     cdir = out / "token2wav-qnn-x-elite-fp16"
-    htp = {file: ort.InferenceSession(str(cdir / ctx_name(file)), htp_session_options()) for file in STEADY_GRAPHS.values()}
-    chain = GraphChain(cdir, seed=3, steady=htp)
+    chain = GraphChain(cdir, seed=3, steady=steady_sessions(cdir))
     expected = chain.utterance(codes)
-    assert chain.steady_runs == 2 * 11  # per steady window: the encoder and ten Euler steps
+    assert chain.steady_runs == 4 * 11  # per whole window: the encoder and ten Euler steps
     assert got.pcm.shape == expected.shape and sqnr_db(expected, got.pcm) > 100
     assert sqnr_db(GraphChain(cdir, seed=3).utterance(codes), got.pcm) < 60  # the CPU's graphs alone differ
     assert float(np.sqrt(np.mean(got.pcm ** 2))) > 1e-3
 
 
 @pytest.mark.parametrize(("change", "said"), [
-    ("drop_estimator", "a steady_encoder group needs a steady_estimator group"),
-    ("swap", "the steady graphs must take 28 codes, 50 frames, t_features and caches of"),
+    ("drop_estimator", "the steady_encoder and steady_estimator groups need graphs for the same cache frames"),
+    ("swap", "the steady graphs '200' must take 28 codes, 50 frames, t_features and caches of 200 frames"),
+    ("frames", "steady graphs '999': the key is the frames their caches hold, from 100 to 200"),
 ])
 def test_steady_graphs_that_do_not_fit_the_stage_are_refused_by_name(exported: tuple[Path, list[Path]], change: str,
                                                                      said: str) -> None:
@@ -138,8 +136,11 @@ def test_steady_graphs_that_do_not_fit_the_stage_are_refused_by_name(exported: t
     graphs = plan["stages"][-1]["graphs"]
     if change == "drop_estimator":
         del graphs["steady_estimator"]
+    elif change == "swap":
+        graphs["steady_encoder"]["graphs"]["200"] = graphs["steady_estimator"]["graphs"]["200"]
     else:
-        graphs["steady_encoder"]["graphs"]["window"] = graphs["steady_estimator"]["graphs"]["step"]
+        for group in ("steady_encoder", "steady_estimator"):
+            graphs[group]["graphs"]["999"] = graphs[group]["graphs"].pop("200")
     path = out / f"plan.broken-{change}.json"
     path.write_text(json.dumps(plan))
     with pytest.raises(Exception, match=said):

@@ -13,8 +13,8 @@ reference). Then, per SoC of --soc:
                                     the scaled norm fp16 needs); its two prefill-row graphs stay
                                     fp32 on the CPU beside them (see ROW_GRAPHS_ON_CPU)
     token2wav-qnn-<soc>-fp16/       token2wav-onnx's files (its dynamic graphs for the CPU, noise,
-                                    voices) and its encoder and Euler step at a steady window's
-                                    static shapes for the HTP (see STEADY_GRAPHS)
+                                    voices) and its encoder and Euler step at a whole window's
+                                    static shapes for the HTP (see STEADY_GROUPS)
     plan.omni-qnn-<soc>-<precision>.json  encoders -> thinker -> talker -> token2wav, placement
                                     declared per graph group
     plan.talker-qnn-<soc>-fp16.json the talker alone on the decoder engine
@@ -62,13 +62,14 @@ CHECK_CODES = 64
 # thinker's residual rows, squared in its norm, overflow fp16; fp32 on the CPU costs one
 # projection per token.
 ROW_GRAPHS_ON_CPU = ("condition", "text_embed")
-# token2wav's graphs at a steady window's shapes (plan group -> file): the third window on finds its
-# caches trimmed to the voice prompt and the last 100 frames, so from there every window but the
-# utterance's last has one shape. The prompt, the first two windows and the last run the CPU's
-# dynamic graphs; HiFT stays on the CPU (its sine source sums the phase over a window's 27,840
-# samples: fp16 on the HTP measured 0.3 dB against fp32).
-STEADY_GRAPHS = {"steady_encoder": "encoder_steady.onnx", "steady_estimator": "estimator_steady.onnx"}
-STEADY_WINDOWS = 3        # steady windows in the check's utterance
+# token2wav's encoder and Euler step at a whole window's static shapes, one pair per cache length
+# a window meets (steady_cache_frames: the voice prompt's frames, growing by 50 a window until
+# trimming holds them at the prompt's and the last 100): every window but the utterance's last
+# runs on the HTP. The voice prompt (once per session) and the last window run the CPU's dynamic
+# graphs; HiFT stays on the CPU (its sine source sums the phase over a window's 27,840 samples:
+# fp16 on the HTP measured 0.3 dB against fp32). Plan group -> graph file stem.
+STEADY_GROUPS = {"steady_encoder": "encoder_steady", "steady_estimator": "estimator_steady"}
+STEADY_WINDOWS = 5        # whole windows in the check's utterance
 TOKEN2WAV_SQNR_DB = 35.0  # each steady graph's outputs (tiny: encoder 61 dB, one Euler step 46-65 dB)
 STEADY_PCM_SQNR_DB = 20.0
 
@@ -167,17 +168,20 @@ class _Shared:
 def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> dict[str, list[list[np.ndarray]]]:
     """token2wav's steady-window graphs (build/token2wav-steady/, prepared copies beside) and
     their inputs while the chain speaks held-out codes (the fp32 static graphs standing in)."""
-    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain
+    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain, steady_cache_frames
     from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
     from omni_edge.export.models.minicpmo45.token2wav_graphs import steady_examples
 
     cdir = build / "token2wav-steady"
     cdir.mkdir()
     chain = GraphChain(out / "token2wav-onnx")
-    for name, (module, example, inputs, outputs) in steady_examples(load_token2wav(checkpoint).flow,
-                                                                   chain.steady_frames).items():
-        onnx_target.export_graph(module, example, inputs, outputs, cdir / name)
-        qnn_target.prepare_graph(cdir / name, build / ("fp32_" + name), fuse_norms=False)
+    flow = load_token2wav(checkpoint).flow
+    names = []
+    for frames in steady_cache_frames(chain.voice["mel"].shape[0]):
+        for name, (module, example, inputs, outputs) in steady_examples(flow, frames).items():
+            onnx_target.export_graph(module, example, inputs, outputs, cdir / name)
+            qnn_target.prepare_graph(cdir / name, build / ("fp32_" + name), fuse_norms=False)
+            names.append(name)
     samples: dict[str, list[list[np.ndarray]]] = {}
 
     class _Recorded:
@@ -192,7 +196,7 @@ def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> dict[str, list[l
                 [np.array(feeds[i.name]) for i in self.session.get_inputs()])
             return self.session.run(outputs, feeds)
 
-    chain.steady = {name: _Recorded(name) for name in STEADY_GRAPHS.values()}
+    chain.steady = {name: _Recorded(name) for name in names}
     codes = _steady_codes(seed=9)
     got = chain.utterance(codes)
     # The static graphs in fp32 change only the summation order (measured 81 dB through ten Euler steps and HiFT).
@@ -201,10 +205,10 @@ def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> dict[str, list[l
 
 
 def _steady_codes(seed: int) -> list[int]:
-    """Codes for STEADY_WINDOWS windows past the two that fill token2wav's caches, and a last one."""
+    """Codes for STEADY_WINDOWS whole windows of token2wav and a last one of 7."""
     from omni_edge.export.models.minicpmo45.token2wav import SILENCE, WINDOW
 
-    return [int(v) for v in np.random.default_rng(seed).integers(0, SILENCE, (2 + STEADY_WINDOWS) * WINDOW + 7)]
+    return [int(v) for v in np.random.default_rng(seed).integers(0, SILENCE, STEADY_WINDOWS * WINDOW + 7)]
 
 
 def _talker_graphs(build: Path, checkpoint: Path, talker: Any, stage: dict[str, Any],
@@ -409,26 +413,35 @@ def _token2wav_component(s: _Shared, soc_key: str, soc: Any) -> tuple[Path, dict
         if path.name not in ("manifest.json", "reports"):
             (shutil.copytree if path.is_dir() else shutil.copy2)(path, cdir / path.name)
     fp16 = qnn_target.PRECISIONS[STAGE_PRECISION]
-    groups = {group: {"backend": "onnxruntime", "device": "npu", "graphs": {
-        "window" if group == "steady_encoder" else "step": qnn_target.compile_context(s.build / ("fp32_" + file), cdir, soc, fp16).name}}
-        for group, file in STEADY_GRAPHS.items()}
-    files = {file.removesuffix(".onnx"): file for file in STEADY_GRAPHS.values()}
+    files = {path.name.removeprefix("fp32_").removesuffix(".onnx"): path.name.removeprefix("fp32_")
+             for path in sorted(s.build.glob("fp32_*_steady_f*.onnx"))}
+    groups: dict[str, Any] = {group: {"backend": "onnxruntime", "device": "npu", "graphs": {}} for group in STEADY_GROUPS}
+    for group, stem in STEADY_GROUPS.items():
+        for name, file in files.items():
+            if name.startswith(stem + "_f"):
+                ctx = qnn_target.compile_context(s.build / ("fp32_" + file), cdir, soc, fp16)
+                groups[group]["graphs"][name.removeprefix(stem + "_f")] = ctx.name  # keyed by the cache's frames
     sqnr = qnn_target.graph_sqnr(s.build / "token2wav-steady", cdir, files, s.steady_held_out,
                                  all_outputs=True) if s.opts.validate else {}
     return cdir, groups, sqnr
 
 
+def steady_sessions(cdir: Path) -> dict[str, Any]:
+    """A token2wav HTP component's steady graphs on the HTP backend, by the file they were compiled
+    from (GraphChain's `steady`)."""
+    import onnxruntime as ort
+
+    return {path.name.removesuffix("_ctx.onnx") + ".onnx": ort.InferenceSession(str(path), qnn_target.htp_session_options())
+            for path in sorted(cdir.glob("*_steady_f*_ctx.onnx"))}
+
+
 def _steady_pcm(s: _Shared, cdir: Path) -> tuple[ReportCheck, ...]:
     """Held-out codes through the graph chain with the steady windows on the HTP, against the
     CPU's graphs alone (the same HiFT noise): the PCM's SQNR and how many steady runs there were."""
-    import onnxruntime as ort
-
     from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain
 
     codes = _steady_codes(seed=3)
-    htp = {file: ort.InferenceSession(str(cdir / qnn_target.ctx_name(file)), qnn_target.htp_session_options())
-           for file in STEADY_GRAPHS.values()}
-    chain = GraphChain(cdir, steady=htp)
+    chain = GraphChain(cdir, steady=steady_sessions(cdir))
     got = chain.utterance(codes)
     ref = GraphChain(s.out / "token2wav-onnx").utterance(codes)
     steps = int(chain.meta["steps"])

@@ -80,6 +80,14 @@ def voice_tensors(flow: Flow, voice: Voice) -> dict[str, np.ndarray]:
             "mel": as_numpy(voice.mel[0])}
 
 
+def steady_cache_frames(prompt_frames: int) -> list[int]:
+    """The cache lengths a whole window meets after a voice prompt of `prompt_frames`: the prompt's
+    frames, then 2 WINDOW more per window until trimming holds them at the prompt's and the last
+    KEEP_RECENT (100, 150, 200 for the default voice)."""
+    grown = range(prompt_frames, prompt_frames + KEEP_RECENT, 2 * WINDOW)
+    return [*grown, prompt_frames + KEEP_RECENT]
+
+
 def noise_frames(prompt_frames: int) -> int:
     """How far into the decoder's noise a stream with this voice reads: the cache's length (the
     prompt's frames and the last KEEP_RECENT) plus the longest window's frames."""
@@ -94,8 +102,9 @@ class _Caches:
 
 class GraphChain:
     """The exported graphs stepped as the native vocoder steps them. `steady`: sessions of the
-    steady window's static graphs (encoder_steady.onnx, estimator_steady.onnx: the HTP's), run
-    wherever a window has their shapes, as the controller runs them; `steady_runs` counts them."""
+    steady windows' static graphs by file (encoder_steady_f<frames>.onnx, estimator_steady_f<...>:
+    the HTP's), run wherever a window has their shapes, as the controller runs them;
+    `steady_runs` counts them."""
 
     def __init__(self, cdir: Path, voice: str = "default", seed: int = CHECK_SEED, threads: int = 0,
                  steady: dict[str, Any] | None = None) -> None:
@@ -105,7 +114,6 @@ class GraphChain:
         self.noise = read_tensors(cdir, "noise")["noise"]
         self.voice = read_tensors(cdir / "voices", voice)
         self.steady = steady or {}
-        self.steady_frames = self.voice["mel"].shape[0] + KEEP_RECENT
         self.steady_runs = 0
         self.draws = CounterDraws(seed)
         self.window = np.hamming(2 * SOURCE_CACHE).astype(np.float32)
@@ -122,8 +130,7 @@ class GraphChain:
         x = np.ascontiguousarray(self.noise[None, :, offset: offset + mu.shape[2]])
         t, dt = self.span[:1].copy(), np.float32(self.span[1] - self.span[0])
         speaker = self.voice["speaker"][None]
-        steady = self.steady.get("estimator_steady.onnx")
-        steady = steady if mu.shape[2] == 2 * WINDOW and offset == self.steady_frames else None
+        steady = self.steady.get(f"estimator_steady_f{offset}.onnx") if mu.shape[2] == 2 * WINDOW else None
         for k, cache in enumerate(self.estimator):
             feeds = {"x": x, "mu": mu, "speaker": speaker, "cond": cond, "cnn_cache": cache.cnn, "att_cache": cache.att}
             if steady is None:
@@ -151,9 +158,8 @@ class GraphChain:
 
     def _encode(self, codes: np.ndarray, last: bool) -> np.ndarray:
         session = self.s["encoder_last.onnx" if last else "encoder.onnx"]
-        steady = self.steady.get("encoder_steady.onnx")
-        if steady is not None and not last and codes.shape[1] == CONTEXT + WINDOW and \
-                self.encoder.att.shape[3] == self.steady_frames:
+        steady = self.steady.get(f"encoder_steady_f{self.encoder.att.shape[3]}.onnx")
+        if steady is not None and not last and codes.shape[1] == CONTEXT + WINDOW:
             session = steady
             self.steady_runs += 1
         mu, cnn, att = session.run(None, {"codes": codes, "cnn_cache": self.encoder.cnn, "att_cache": self.encoder.att})

@@ -154,21 +154,21 @@ def examples(flow: Flow, hift: Hift) -> dict[str, tuple[nn.Module, tuple[torch.T
 
 def steady_examples(flow: Flow, cache_frames: int) -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], list[str],
                                                                        list[str]]]:
-    """The encoder and one Euler step at the shapes of a steady window (the HTP takes static
-    shapes): `CONTEXT + WINDOW` codes, 2 WINDOW new frames, caches of `cache_frames` (the voice
-    prompt's frames and the last KEEP_RECENT, where trimming holds them from the third window
-    on); the step takes the time's features (EstimatorGraph)."""
+    """The encoder and one Euler step at the shapes of a steady window (a whole window of new
+    codes, not the last) whose caches hold `cache_frames` (the HTP takes static shapes):
+    `CONTEXT + WINDOW` codes, 2 WINDOW new frames; the step takes the time's features
+    (EstimatorGraph). Files encoder_steady_f<frames>.onnx, estimator_steady_f<frames>.onnx."""
     from omni_edge.export.models.minicpmo45.token2wav import CONTEXT, WINDOW
 
     c = flow.config
     layers, d = c.blocks + c.up_blocks, c.width // c.heads
     mel = torch.zeros(1, c.mel_bins, 2 * WINDOW)
     return {
-        "encoder_steady.onnx": (EncoderGraph(flow, False).eval(),
+        f"encoder_steady_f{cache_frames}.onnx": (EncoderGraph(flow, False).eval(),
                                 (torch.zeros(1, CONTEXT + WINDOW, dtype=torch.int64), torch.zeros(1, c.width, 6),
                                  torch.zeros(layers, 1, c.heads, cache_frames, 2 * d)),
                                 ["codes", "cnn_cache", "att_cache"], ["mu", "cnn_out", "att_out"]),
-        "estimator_steady.onnx": (EstimatorGraph(flow, time_features=True).eval(),
+        f"estimator_steady_f{cache_frames}.onnx": (EstimatorGraph(flow, time_features=True).eval(),
                                   (mel, mel, torch.zeros(1, flow.decoder.estimator.t_embedder.freq),
                                    torch.zeros(1, c.mel_bins), mel, torch.zeros(c.dit_depth, 2, 2 * c.dit_width, 2),
                                    torch.zeros(c.dit_depth, 2, c.dit_heads, cache_frames, 2 * c.dit_head_dim)),
