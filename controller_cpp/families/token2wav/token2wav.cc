@@ -164,7 +164,7 @@ Status Token2Wav::LoadSteady(const StagePlan& stage, BackendPool& backends) {
     enc_att[3] = est_att[3] = frames;
     const bool shapes = enc.size() == 3 && est.size() == 7 && StaticShape(enc[0], {1, c.window + c.context}) &&
                         StaticShape(enc[2], enc_att) && StaticShape(est[0], {1, c.mel_bins, m}) &&
-                        est[2].name == "t_features" && est[2].shape.size() == 2 && est[2].shape[0] == 1 &&
+                        est[2].shape.size() == 2 && est[2].shape[0] == 1 &&  // t_features [1, K], not t [1]
                         est[2].shape[1] > 0 && est[2].shape[1] % 2 == 0 && StaticShape(est[6], est_att) &&
                         (time_width_ == 0 || est[2].shape[1] == time_width_);
     if (!shapes) {

@@ -75,4 +75,6 @@ class MethodSession:
         self.method = Runtime.get().load_program(str(program)).load_method(method)
 
     def run(self, _outputs: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        return [t.numpy() for t in self.method.execute([torch.from_numpy(v) for v in feeds.values()])]
+        """The outputs, copied: the method's next call writes its planned output buffers again.
+        Inputs go by position: `feeds` in the method's input order."""
+        return [t.numpy().copy() for t in self.method.execute([torch.from_numpy(v) for v in feeds.values()])]

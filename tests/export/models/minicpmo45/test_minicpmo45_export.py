@@ -200,13 +200,14 @@ OMNI_TOKENS, OMNI_CODES, OMNI_SEED = 12, 60, 7  # 60 codes: token2wav's windows 
 
 @pytest.fixture(scope="module")
 def exported_pte(exported: tuple[Path, list[Path], Thinker]) -> Path:
-    """The same checkpoint exported for ExecuTorch (encoders, thinker and talker as programs;
-    token2wav on ONNX Runtime): every component validated as the export does it."""
+    """The same checkpoint exported for ExecuTorch (encoders, thinker, talker and token2wav's whole
+    windows as programs; token2wav's prompt, last window and HiFT on ONNX Runtime): every
+    component validated as the export does it."""
     out, _, _ = exported
     plans = export_checkpoint(out.parent / "checkpoint", out.parent / "art-pte",
                               LlmExportOptions(buckets=(512,), prefill_chunk=32, threads=1, formats=("pte",)))
     assert [p.name for p in plans] == ["plan.pte.json", "plan.thinker-pte.json", "plan.talker-pte.json", "plan.omni-pte.json"]
-    for component in ("vision-pte", "audio-pte", "thinker-pte", "talker-pte", "token2wav-onnx"):
+    for component in ("vision-pte", "audio-pte", "thinker-pte", "talker-pte", "token2wav-onnx", "token2wav-pte"):
         manifest = json.loads((out.parent / "art-pte" / component / "manifest.json").read_text())["metadata"]["artifact"]
         assert manifest["numerical_validation"]["passed"] and manifest["task_validation"]["passed"], component
     return out.parent / "art-pte"
@@ -247,6 +248,8 @@ def test_the_three_stages_natively_equal_the_reference_chain(exported: tuple[Pat
     session = OmniSession.open(art / f"plan.omni-{fmt}.json", threads=1)
     if fmt == "pte":
         assert {p["backend"] for p in session.placements()} == {"executorch", "onnxruntime"}
+        steady = {p["graph"]: p["backend"] for p in session.placements() if "_steady_f" in str(p["graph"])}
+        assert len(steady) == 6 and set(steady.values()) == {"executorch"}  # whole windows at 100, 150, 200 frames
     got = session.run(question, chat=True, media=files, max_new_tokens=OMNI_TOKENS, ignore_stop_tokens=True,
                       max_frames=OMNI_CODES, speech_sampling={"temperature": 0.0, "seed": OMNI_SEED})
     with torch.no_grad():
@@ -396,3 +399,32 @@ def test_a_matrix_record_of_the_omni_plan_counts_every_stage(exported: tuple[Pat
     cells = {(c["route"], c["family"]): c for c in json.loads(cli("matrix", "--json", "--store", str(store)).stdout)}
     cell = cells[("cpu-wsl", "omni")]
     assert cell["status"] == "artifact-ready" and "token2wav-onnx): artifact-ready (on the host), tiny checkpoint" in cell["detail"]
+
+
+def test_a_block_quantized_thinker_speaks_through_the_other_stages_in_fp32(exported: tuple[Path, list[Path], Thinker],
+                                                                          tmp_path: Path) -> None:
+    """`--precision int4` on the CPU: the thinker int4 (its own decoder reports), the encoders,
+    talker and token2wav fp32, plan.omni-onnx-int4.json; the media request teacher-forced along
+    the reference held to the int4 decoder's own greedy limit (measured 0.77 over 64 tokens;
+    int8 0.97), and the whole plan speaks."""
+    import numpy as np
+    from omni_edge.runtime import OmniSession
+    from omni_edge.runtime.media import wav_bytes
+
+    out, _, _ = exported
+    art = tmp_path / "int4"
+    plans = export_checkpoint(out.parent / "checkpoint", art,
+                              LlmExportOptions(precision="int4", buckets=(512,), prefill_chunk=32, threads=1))
+    assert [p.name for p in plans] == ["plan.onnx-int4.json", "plan.thinker-onnx-int4.json", "plan.talker-onnx.json",
+                                       "plan.omni-onnx-int4.json"]
+    for component in ("vision-onnx", "audio-onnx", "thinker-onnx-int4", "talker-onnx", "token2wav-onnx"):
+        manifest = json.loads((art / component / "manifest.json").read_text())["metadata"]["artifact"]
+        assert manifest["numerical_validation"]["passed"] and manifest["task_validation"]["passed"], component
+    assert _checks(art / "vision-onnx" / "reports" / "task.json")["media_forced_agreement"] >= 0.7
+    image, audio = image_inputs()[0][1], audio_inputs()[0][1]
+    image.save(tmp_path / "red.png")
+    (tmp_path / "tone.wav").write_bytes(wav_bytes(audio, 16000))
+    got = OmniSession.open(plans[-1], threads=1).run(
+        "What do you see and hear?", chat=True, media=[("image", str(tmp_path / "red.png")), ("audio", str(tmp_path / "tone.wav"))],
+        max_new_tokens=8, ignore_stop_tokens=True, max_frames=60, speech_sampling={"temperature": 0.0, "seed": 1})
+    assert len(got.text_events) > 0 and float(np.sqrt(np.mean(got.pcm ** 2))) > 1e-3

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from omni_edge.artifacts import identity_report, new_component, write_validated
 from omni_edge.contracts import ReportCheck, ValidationReport
-from omni_edge.export.decoder.export import checked, export_decoder_lm
+from omni_edge.export.decoder.export import CPU_LIMITS, checked, export_decoder_lm
 from omni_edge.export.models.minicpmo45.audio import audio_tokens
 from omni_edge.export.models.minicpmo45.onnx import PIECE_BUCKETS, export_audio, export_vision
 from omni_edge.export.models.minicpmo45.plan import media_plan, omni_plan, rewrite_thinker_plan
@@ -69,38 +69,48 @@ def export_loaded(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExport
     plans = export_decoder_lm(thinker.llm, checkpoint, out, opts)
     for plan in {*plans, out / "plan.json"}:
         rewrite_thinker_plan(plan)
-    if opts.target != "cpu" or opts.precision != "fp32":
-        return plans  # the encoders, talker and token2wav export beside an fp32 thinker on the CPU
+    if opts.target != "cpu":
+        return plans  # the HTP's stages: qnn.py
     omni = (checkpoint / DIRECTORY).is_dir()  # token2wav's files: the whole omni pipeline
     whole_plans: list[Path] = []
+    # A quantized thinker's plans say so (plan.omni-onnx-int4.json); the other stages stay fp32.
+    suffix = "" if opts.precision == "fp32" else f"-{opts.precision}"
     for fmt, plan in zip(opts.formats, plans, strict=True):
-        # The text plan keeps its own name; plan.<fmt>.json becomes the whole thinker's.
-        text = out / f"plan.thinker-{fmt}.json"
+        if suffix and fmt == "pte":
+            whole_plans.append(plan)  # a quantized ExecuTorch thinker: its text plan only (not yet checked with media)
+            continue
+        # The text plan keeps its own name; plan.<fmt>[-<precision>].json becomes the whole thinker's.
+        text = out / f"plan.thinker-{fmt}{suffix}.json"
         shutil.copy2(plan, text)
         whole = _media(checkpoint, out, thinker, plan, text, opts, fmt)
         talker_plan = _talker(checkpoint, out, thinker, opts, fmt)
         whole_plans += [whole, text, talker_plan]
         if omni:
-            whole_plans.append(_omni(checkpoint, out, thinker, whole, talker_plan, opts, fmt))
+            whole_plans.append(_omni(checkpoint, out, thinker, whole, talker_plan, opts, fmt, suffix))
     shutil.copy2(whole_plans[0], out / "plan.json")
     return whole_plans
 
 
 def _omni(checkpoint: Path, out: Path, thinker: Thinker, whole: Path, talker_plan: Path, opts: LlmExportOptions,
-          fmt: str) -> Path:
-    """token2wav-onnx (its voice from opts.voice; once per export: ExecuTorch's plan runs it on ONNX
-    Runtime too, its graphs' frame axes are dynamic) and the three-stage plan plan.omni-<fmt>.json."""
+          fmt: str, suffix: str = "") -> Path:
+    """token2wav-onnx (its voice from opts.voice; once per export), for ExecuTorch also token2wav-pte
+    (its whole windows as methods: token2wav_pte.py), and the three-stage plan plan.omni-<fmt>.json."""
     from omni_edge.export.models.minicpmo45.reference import load_talker
     from omni_edge.export.models.minicpmo45.talker_export import ROW_GRAPHS
     from omni_edge.export.models.minicpmo45.token2wav_export import export_token2wav, token2wav_stage
     from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
+    from omni_edge.export.models.minicpmo45.token2wav_pte import export_token2wav_pte
 
-    cdir = out / "token2wav-onnx"
+    token2wav = load_token2wav(checkpoint)
     if fmt == opts.formats[0]:
-        export_token2wav(checkpoint, out, load_token2wav(checkpoint), opts.voice, opts.validate)
-    meta = json.loads((cdir / "token2wav.json").read_text())
-    return omni_plan(out / f"plan.omni-{fmt}.json", checkpoint.name, whole, talker_plan, load_talker(checkpoint),
-                     thinker.config.hidden, token2wav_stage("token2wav-onnx", meta, 0, 0), ROW_GRAPHS[fmt])
+        export_token2wav(checkpoint, out, token2wav, opts.voice, opts.validate)
+    meta = json.loads((out / "token2wav-onnx" / "token2wav.json").read_text())
+    stage = token2wav_stage("token2wav-onnx", meta, 0, 0)
+    if fmt == "pte":
+        steady = export_token2wav_pte(checkpoint, out, token2wav.flow, opts.validate)
+        stage = {**stage, "artifact": "token2wav-pte", "graphs": {**stage["graphs"], **steady}}
+    return omni_plan(out / f"plan.omni-{fmt}{suffix}.json", checkpoint.name, whole, talker_plan, load_talker(checkpoint),
+                     thinker.config.hidden, stage, ROW_GRAPHS[fmt])
 
 
 def _talker(checkpoint: Path, out: Path, thinker: Thinker, opts: LlmExportOptions, fmt: str) -> Path:
@@ -165,7 +175,9 @@ def _media(checkpoint: Path, out: Path, thinker: Thinker, path: Path, text: Path
     media: tuple[ReportCheck, ...] = (ReportCheck("validation_run", 0.0, 1.0, ">="),)
     manifests(media)  # a session verifies every component before it runs a request
     if opts.validate:
-        media = (media_report(thinker, text, out, opts.image_sizes[0], opts.threads) if fmt == "onnx" else
+        # A block-quantized thinker is held, teacher-forced, to what its own decoder report holds it to.
+        forced = CPU_LIMITS[opts.precision]["greedy_agreement_64"] if opts.precision in CPU_LIMITS else None
+        media = (media_report(thinker, text, out, opts.image_sizes[0], opts.threads, forced) if fmt == "onnx" else
                  session_media_report(thinker, whole, opts.image_sizes[0], opts.threads))
         manifests(media)
     return whole

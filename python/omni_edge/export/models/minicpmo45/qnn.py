@@ -14,7 +14,7 @@ reference). Then, per SoC of --soc:
                                     fp32 on the CPU beside them (see ROW_GRAPHS_ON_CPU)
     token2wav-qnn-<soc>-fp16/       token2wav-onnx's files (its dynamic graphs for the CPU, noise,
                                     voices) and its encoder and Euler step at a whole window's
-                                    static shapes for the HTP (see STEADY_GROUPS)
+                                    static shapes for the HTP (see STEADY_WINDOWS)
     plan.omni-qnn-<soc>-<precision>.json  encoders -> thinker -> talker -> token2wav, placement
                                     declared per graph group
     plan.talker-qnn-<soc>-fp16.json the talker alone on the decoder engine
@@ -67,8 +67,7 @@ ROW_GRAPHS_ON_CPU = ("condition", "text_embed")
 # trimming holds them at the prompt's and the last 100): every window but the utterance's last
 # runs on the HTP. The voice prompt (once per session) and the last window run the CPU's dynamic
 # graphs; HiFT stays on the CPU (its sine source sums the phase over a window's 27,840 samples:
-# fp16 on the HTP measured 0.3 dB against fp32). Plan group -> graph file stem.
-STEADY_GROUPS = {"steady_encoder": "encoder_steady", "steady_estimator": "estimator_steady"}
+# fp16 on the HTP measured 0.3 dB against fp32). Plan groups: token2wav_export.STEADY_GROUPS.
 STEADY_WINDOWS = 5        # whole windows in the check's utterance
 TOKEN2WAV_SQNR_DB = 35.0  # each steady graph's outputs (tiny: encoder 61 dB, one Euler step 46-65 dB)
 STEADY_PCM_SQNR_DB = 20.0
@@ -168,7 +167,7 @@ class _Shared:
 def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> dict[str, list[list[np.ndarray]]]:
     """token2wav's steady-window graphs (build/token2wav-steady/, prepared copies beside) and
     their inputs while the chain speaks held-out codes (the fp32 static graphs standing in)."""
-    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain, steady_cache_frames
+    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain, steady_cache_frames, whole_window_codes
     from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
     from omni_edge.export.models.minicpmo45.token2wav_graphs import steady_examples
 
@@ -197,18 +196,11 @@ def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> dict[str, list[l
             return self.session.run(outputs, feeds)
 
     chain.steady = {name: _Recorded(name) for name in names}
-    codes = _steady_codes(seed=9)
+    codes = whole_window_codes(STEADY_WINDOWS, seed=9)
     got = chain.utterance(codes)
     # The static graphs in fp32 change only the summation order (measured 81 dB through ten Euler steps and HiFT).
     samples["fp32_pcm_sqnr_db"] = [[np.array(sqnr_db(GraphChain(out / "token2wav-onnx").utterance(codes), got))]]
     return samples
-
-
-def _steady_codes(seed: int) -> list[int]:
-    """Codes for STEADY_WINDOWS whole windows of token2wav and a last one of 7."""
-    from omni_edge.export.models.minicpmo45.token2wav import SILENCE, WINDOW
-
-    return [int(v) for v in np.random.default_rng(seed).integers(0, SILENCE, STEADY_WINDOWS * WINDOW + 7)]
 
 
 def _talker_graphs(build: Path, checkpoint: Path, talker: Any, stage: dict[str, Any],
@@ -407,11 +399,9 @@ def _soc(s: _Shared, soc_key: str, soc: Any, text_plan: Path) -> list[Path]:
 def _token2wav_component(s: _Shared, soc_key: str, soc: Any) -> tuple[Path, dict[str, Any], dict[str, float]]:
     """token2wav-qnn-<soc>-fp16: token2wav-onnx's files (the CPU's graphs, noise, voices) and the
     steady graphs compiled; its plan groups; the steady graphs' SQNR on held-out inputs."""
-    source = s.out / "token2wav-onnx"
-    cdir = new_component(s.out / f"token2wav-qnn-{soc_key}-{STAGE_PRECISION}", s.checkpoint, required=("config.json",))
-    for path in source.iterdir():
-        if path.name not in ("manifest.json", "reports"):
-            (shutil.copytree if path.is_dir() else shutil.copy2)(path, cdir / path.name)
+    from omni_edge.export.models.minicpmo45.token2wav_export import STEADY_GROUPS, derived_component
+
+    cdir = derived_component(s.out, s.checkpoint, f"token2wav-qnn-{soc_key}-{STAGE_PRECISION}")
     fp16 = qnn_target.PRECISIONS[STAGE_PRECISION]
     files = {path.name.removeprefix("fp32_").removesuffix(".onnx"): path.name.removeprefix("fp32_")
              for path in sorted(s.build.glob("fp32_*_steady_f*.onnx"))}
@@ -438,15 +428,12 @@ def steady_sessions(cdir: Path) -> dict[str, Any]:
 def _steady_pcm(s: _Shared, cdir: Path) -> tuple[ReportCheck, ...]:
     """Held-out codes through the graph chain with the steady windows on the HTP, against the
     CPU's graphs alone (the same HiFT noise): the PCM's SQNR and how many steady runs there were."""
-    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain
+    from omni_edge.export.models.minicpmo45.token2wav_export import steady_check, whole_window_codes
 
-    codes = _steady_codes(seed=3)
-    chain = GraphChain(cdir, steady=steady_sessions(cdir))
-    got = chain.utterance(codes)
-    ref = GraphChain(s.out / "token2wav-onnx").utterance(codes)
-    steps = int(chain.meta["steps"])
-    return (ReportCheck("steady_pcm_sqnr_db", sqnr_db(ref, got), STEADY_PCM_SQNR_DB, ">="),
-            ReportCheck("steady_graph_runs", float(chain.steady_runs), float(STEADY_WINDOWS * (1 + steps)), ">="))
+    sqnr, runs, _ = steady_check(cdir, steady_sessions(cdir), whole_window_codes(STEADY_WINDOWS, seed=3))
+    steps = int(json.loads((cdir / "token2wav.json").read_text())["steps"])
+    return (ReportCheck("steady_pcm_sqnr_db", sqnr, STEADY_PCM_SQNR_DB, ">="),
+            ReportCheck("steady_graph_runs", float(runs), float(STEADY_WINDOWS * (1 + steps)), ">="))
 
 
 def _row_graphs(cdir: Path, checkpoint: Path, talker: Any) -> None:

@@ -132,13 +132,11 @@ class GraphChain:
         speaker = self.voice["speaker"][None]
         steady = self.steady.get(f"estimator_steady_f{offset}.onnx") if mu.shape[2] == 2 * WINDOW else None
         for k, cache in enumerate(self.estimator):
-            feeds = {"x": x, "mu": mu, "speaker": speaker, "cond": cond, "cnn_cache": cache.cnn, "att_cache": cache.att}
-            if steady is None:
-                v, cnn, att = self.s["estimator.onnx"].run(None, {**feeds, "t": t})
-            else:
-                features = time_features(float(t[0]), steady.get_inputs()[2].shape[1])
-                v, cnn, att = steady.run(None, {**feeds, "t_features": features})
-                self.steady_runs += 1
+            time = {"t": t} if steady is None else {"t_features": time_features(float(t[0]), int(self.meta["time_features"]))}
+            # In the graphs' input order: an ExecuTorch method takes its inputs by position.
+            feeds = {"x": x, "mu": mu, **time, "speaker": speaker, "cond": cond, "cnn_cache": cache.cnn, "att_cache": cache.att}
+            v, cnn, att = (self.s["estimator.onnx"] if steady is None else steady).run(None, feeds)
+            self.steady_runs += steady is not None
             x = x + dt * v
             t = t + dt
             if k + 1 < len(self.estimator):
@@ -194,6 +192,44 @@ class GraphChain:
         return np.concatenate([self.decode(window, last) for window, last in windows(codes)])
 
 
+def derived_component(out: Path, checkpoint: Path, name: str) -> Path:
+    """OUT/name holding token2wav-onnx's files (its dynamic graphs, noise, voices, meta), not its
+    manifest or reports: a token2wav component for another runtime adds its steady graphs to it."""
+    import shutil
+
+    source = out / "token2wav-onnx"
+    cdir = new_component(out / name, checkpoint, required=("config.json",))
+    for path in source.iterdir():
+        if path.name not in ("manifest.json", "reports"):
+            (shutil.copytree if path.is_dir() else shutil.copy2)(path, cdir / path.name)
+    return cdir
+
+
+# The steady graphs' plan groups -> their file or method stem; each group keyed by cache frames.
+STEADY_GROUPS = {"steady_encoder": "encoder_steady", "steady_estimator": "estimator_steady"}
+
+
+def whole_window_codes(count: int, seed: int) -> list[int]:
+    """Seeded codes for `count` whole windows and a last one of 7."""
+    return [int(v) for v in np.random.default_rng(seed).integers(0, SILENCE, count * WINDOW + 7)]
+
+
+def steady_check(cdir: Path, steady: dict[str, Any], codes: list[int], window_db: float = PCM_SQNR_DB
+                 ) -> tuple[float, int, float]:
+    """`codes` through the graph chain of `cdir` with its `steady` sessions (GraphChain's) against
+    the dynamic graphs alone, the same HiFT noise: (the PCM's SQNR, the steady graphs' runs, the
+    share of windows whose own PCM holds `window_db`)."""
+    chains = GraphChain(cdir, steady=steady), GraphChain(cdir)
+    for chain in chains:
+        chain.start()
+    got, ref = [], []
+    for window, last in windows(codes):
+        got.append(chains[0].decode(window, last))
+        ref.append(chains[1].decode(window, last))
+    agree = [sqnr_db(r, g) >= window_db for r, g in zip(ref, got, strict=True)]
+    return sqnr_db(np.concatenate(ref), np.concatenate(got)), chains[0].steady_runs, sum(agree) / len(agree)
+
+
 def load_voice(flow: Flow, wav: Path | None, checkpoint: Path | None = None) -> tuple[Voice, dict[str, Any]]:
     """The voice of a WAV (any rate: resampled to 16 and 24 kHz), or of a synthetic recording
     (2 s of a 140 Hz tone with overtones) without one; its codes and speaker vector from the
@@ -246,7 +282,8 @@ def export_token2wav(checkpoint: Path, out: Path, token2wav: Token2Wav, voice_wa
             "encoder": {"cnn": [1, c.width, 6], "att": [layers, 1, c.heads, 0, 2 * d]},
             "estimator": {"cnn": [c.dit_depth, 2, 2 * c.dit_width, 2], "att": [c.dit_depth, 2, c.dit_heads, 0,
                                                                                 2 * c.dit_head_dim]},
-            "noise_frames": frames, "voices": {"default": voice_meta}}
+            "noise_frames": frames, "time_features": flow.decoder.estimator.t_embedder.freq,
+            "voices": {"default": voice_meta}}
     write_text_atomic(cdir / "token2wav.json", json.dumps(meta, indent=1) + "\n")
     revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision, precision="fp32",

@@ -162,15 +162,17 @@ def steady_examples(flow: Flow, cache_frames: int) -> dict[str, tuple[nn.Module,
 
     c = flow.config
     layers, d = c.blocks + c.up_blocks, c.width // c.heads
-    mel = torch.zeros(1, c.mel_bins, 2 * WINDOW)
+    def mel() -> torch.Tensor:  # a tensor per input: torch.export reads one tensor passed twice as one input
+        return torch.zeros(1, c.mel_bins, 2 * WINDOW)
+
     return {
         f"encoder_steady_f{cache_frames}.onnx": (EncoderGraph(flow, False).eval(),
                                 (torch.zeros(1, CONTEXT + WINDOW, dtype=torch.int64), torch.zeros(1, c.width, 6),
                                  torch.zeros(layers, 1, c.heads, cache_frames, 2 * d)),
                                 ["codes", "cnn_cache", "att_cache"], ["mu", "cnn_out", "att_out"]),
         f"estimator_steady_f{cache_frames}.onnx": (EstimatorGraph(flow, time_features=True).eval(),
-                                  (mel, mel, torch.zeros(1, flow.decoder.estimator.t_embedder.freq),
-                                   torch.zeros(1, c.mel_bins), mel, torch.zeros(c.dit_depth, 2, 2 * c.dit_width, 2),
+                                  (mel(), mel(), torch.zeros(1, flow.decoder.estimator.t_embedder.freq),
+                                   torch.zeros(1, c.mel_bins), mel(), torch.zeros(c.dit_depth, 2, 2 * c.dit_width, 2),
                                    torch.zeros(c.dit_depth, 2, c.dit_heads, cache_frames, 2 * c.dit_head_dim)),
                                   ["x", "mu", "t_features", "speaker", "cond", "cnn_cache", "att_cache"],
                                   ["velocity", "cnn_out", "att_out"]),

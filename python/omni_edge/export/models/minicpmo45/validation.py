@@ -62,6 +62,24 @@ def exported_generate(thinker: Thinker, plan: Path, out: Path, ids: list[int], m
     return got
 
 
+def exported_forced(thinker: Thinker, plan: Path, out: Path, ids: list[int], media: list[Media], ref: Reply,
+                    threads: int = 0) -> float:
+    """The exported thinker (the engine on `plan`, the encoders' rows spliced in) fed the
+    reference's reply token by token: the share of steps whose pick is the reference's, up to
+    near ties of its logits (a quantized thinker's measure; a free run drifts at its first miss)."""
+    from omni_edge import _native
+
+    slots = [i for i, t in enumerate(ids) if t == thinker.token("<unk>")]
+    engine = _native.LlmEngine.open(str(plan), threads)
+    logits = np.frombuffer(engine.feed(ids, exported_rows(thinker, out, media).tobytes(), slots), np.float32)
+    hits = 0
+    for token, row in zip(ref.ids, ref.logits, strict=True):
+        pick = int(np.argmax(logits))
+        hits += pick == token or float(row.double().max() - row.double()[pick]) < FP32_TIE_GAP
+        logits = np.frombuffer(engine.feed([token]), np.float32)
+    return hits / max(len(ref.ids), 1)
+
+
 def path_agreement(got: list[int], ids: list[int], logits: list[torch.Tensor]) -> float:
     """1.0 when the picks agree with the reference's `ids` up to near ties of its `logits` (and
     are as many); else the share of the reference before the first decided difference."""
@@ -76,10 +94,17 @@ def greedy_agreement(got: list[int], ref: Reply) -> float:
     return path_agreement(got, ref.ids, ref.logits)
 
 
-def media_report(thinker: Thinker, plan: Path, out: Path, size: tuple[int, int], threads: int) -> tuple[ReportCheck, ...]:
+def media_report(thinker: Thinker, plan: Path, out: Path, size: tuple[int, int], threads: int,
+                 forced_limit: float | None = None) -> tuple[ReportCheck, ...]:
+    """The roadmap's request through the exported graphs: greedy, held to the reference's ids;
+    with `forced_limit` (a quantized thinker) teacher-forced along the reference, held to it."""
     media = request(size)
-    with torch.no_grad():
-        ids, ref = generate(thinker, media, QUESTION, MEDIA_TOKENS, ignore_stop=True)
+    with torch.no_grad():  # forced: as many tokens as the decoder's own greedy_agreement_64
+        ids, ref = generate(thinker, media, QUESTION, MEDIA_TOKENS if forced_limit is None else 64, ignore_stop=True)
+    if forced_limit is not None:
+        return (ReportCheck("media_forced_agreement", exported_forced(thinker, plan, out, ids, media, ref, threads),
+                            forced_limit, ">="),
+                ReportCheck("media_prompt_tokens", float(len(ids)), 1.0, ">="))
     got = exported_generate(thinker, plan, out, ids, media, MEDIA_TOKENS, threads)
     return (ReportCheck("media_greedy_agreement", greedy_agreement(got, ref), 1.0, ">="),
             ReportCheck("media_prompt_tokens", float(len(ids)), 1.0, ">="))
