@@ -369,6 +369,8 @@ void BindManifest(nb::module_& m) {
 // truncated under its mapping ends the process.
 void BindHost(nb::module_& m) {
   m.def("available_backends", &AvailableBackends);
+  m.def("onnxruntime_process_threads", &OnnxRuntimeProcessThreads,
+        "ONNX Runtime's shared intra-op pool in this process (its first session sized it); 0 before one.");
   m.def("report_mapped_file_faults", [](const std::string& lines) {
     // A weights file truncated under its mapping ends the process with these stdout lines and
     // a message, not a SIGBUS crash (base/platform/mapped_files.h).

@@ -21,6 +21,14 @@ std::vector<std::string> AvailableBackends() {
   return names;
 }
 
+int OnnxRuntimeProcessThreads() {
+#ifdef OMNI_EDGE_WITH_ONNXRUNTIME
+  return ort::ProcessIntraOpThreads();
+#else
+  return 0;
+#endif
+}
+
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& name, const std::map<std::string, std::string>& options) {
 #ifdef OMNI_EDGE_WITH_ONNXRUNTIME
   if (name == "onnxruntime") return ort::CreateBackend(options);

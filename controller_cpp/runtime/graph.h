@@ -75,5 +75,8 @@ class Backend {
 // configure it (e.g. threads, library paths). Refuses names not built into this binary.
 Result<std::unique_ptr<Backend>> CreateBackend(const std::string& name, const std::map<std::string, std::string>& options);
 std::vector<std::string> AvailableBackends();
+// ONNX Runtime's shared intra-op pool in this process (its first backend sizes it): 0 before
+// that, or without ONNX Runtime. A reference that must sum as the sessions do uses as many threads.
+int OnnxRuntimeProcessThreads();
 
 }  // namespace omni_edge

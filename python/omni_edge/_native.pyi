@@ -16,6 +16,11 @@ def read_manifest(directory: str) -> str: ...
 
 def available_backends() -> list[str]: ...
 
+def onnxruntime_process_threads() -> int:
+    """
+    ONNX Runtime's shared intra-op pool in this process (its first session sized it); 0 before one.
+    """
+
 def report_mapped_file_faults(lines: str) -> None: ...
 
 def playback_stats(arrivals: Sequence[tuple[float, int]], sample_rate: int, prebuffer_ms: float) -> str:

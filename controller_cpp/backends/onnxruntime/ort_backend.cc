@@ -50,10 +50,8 @@ std::string Option(const std::map<std::string, std::string>& options, const std:
 class OrtProcess {
  public:
   static Result<OrtProcess*> Get(const std::string& library_path, int threads, bool spinning) {
-    static std::mutex mu;
-    static OrtProcess* instance = nullptr;
-    std::lock_guard<std::mutex> lock(mu);
-    if (instance != nullptr) return instance;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (instance_ != nullptr) return instance_;
     // ONNX Runtime's POSIX builds write a device id and an event cache under ~/.cache unless
     // this is set before the library initializes; an on-device runtime does not phone home by
     // default (a user who sets the variable decides).
@@ -89,8 +87,14 @@ class OrtProcess {
     p->env_ = env;
     if (OrtStatus* off = api->DisableTelemetryEvents(env)) api->ReleaseStatus(off);  // Windows' ETW events
     p->threads_ = threads;
-    instance = p.release();
-    return instance;
+    instance_ = p.release();
+    return instance_;
+  }
+
+  // The process's environment if one was created, else nullptr.
+  static const OrtProcess* Existing() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return instance_;
   }
 
   const OrtApi* api() const { return api_; }
@@ -161,6 +165,8 @@ class OrtProcess {
   std::mutex create_mu_;
   bool qnn_registered_ = false;
   int threads_ = 1;
+  static inline std::mutex mu_;
+  static inline OrtProcess* instance_ = nullptr;  // created once, kept for the life of the process
 };
 
 Status FromOrt(const OrtApi* api, OrtStatus* st, const std::string& what) {
@@ -509,6 +515,11 @@ class OrtBackend : public Backend {
 };
 
 }  // namespace
+
+int ProcessIntraOpThreads() {
+  const OrtProcess* ort = OrtProcess::Existing();
+  return ort == nullptr ? 0 : ort->threads();
+}
 
 Result<std::unique_ptr<Backend>> CreateBackend(const std::map<std::string, std::string>& options) {
   std::string library = Option(options, "library", "OMNI_EDGE_ONNXRUNTIME_LIB", OMNI_EDGE_ORT_LIBRARY);

@@ -22,4 +22,8 @@ namespace omni_edge::ort {
 // "ort.session.disable_prepacking").
 Result<std::unique_ptr<Backend>> CreateBackend(const std::map<std::string, std::string>& options);
 
+// The shared intra-op pool's size, 0 before the process's first backend (a reference that must
+// sum as the sessions do runs with this many threads).
+int ProcessIntraOpThreads();
+
 }  // namespace omni_edge::ort

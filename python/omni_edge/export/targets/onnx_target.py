@@ -83,8 +83,11 @@ def share_weights(directory: Path, graph_files: Sequence[str], weights_file: str
     return index
 
 
-def cpu_session(path: Path) -> Any:
-    """An ONNX Runtime CPU session of one graph: the exporters' checks of a graph against its module."""
+def cpu_session(path: Path, threads: int = 0) -> Any:
+    """An ONNX Runtime CPU session of one graph: the exporters' checks of a graph against its module.
+    `threads` > 0: that many intra-op threads (the summation order of a native stage run with them)."""
     import onnxruntime as ort
 
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -108,7 +108,7 @@ class GraphChain:
 
     def __init__(self, cdir: Path, voice: str = "default", seed: int = CHECK_SEED, threads: int = 0,
                  steady: dict[str, Any] | None = None) -> None:
-        self.s = {name: onnx_target.cpu_session(cdir / name)
+        self.s = {name: onnx_target.cpu_session(cdir / name, threads)
                   for name in ("encoder.onnx", "encoder_last.onnx", "estimator.onnx", "hift.onnx")}
         self.meta = json.loads((cdir / "token2wav.json").read_text())
         self.noise = read_tensors(cdir, "noise")["noise"]
