@@ -56,10 +56,10 @@ def calibration_lengths(caches: list[int]) -> list[int]:
     return lengths
 
 
-def _plan_files(plan: dict[str, Any]) -> dict[str, str]:
-    """{"decode:512": "decode_s512.onnx", ...} for every graph of the (single) stage."""
-    stage = plan["stages"][0]
-    return {f"{role}:{key}": ref for role, group in stage["graphs"].items() for key, ref in group["graphs"].items()}
+def group_files(groups: dict[str, Any]) -> dict[str, str]:
+    """{"decode:512": "decode_s512.onnx", ...} for every graph of a stage's graph groups (the keys
+    the native engine's calibration capture uses)."""
+    return {f"{role}:{key}": ref for role, group in groups.items() for key, ref in group["graphs"].items()}
 
 
 def _graph_facts(cdir: Path, files: dict[str, str]) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
     llm["mask_value"] = qnn_target.QDQ_MASK_VALUE
     fp32_plan = {"plan_version": 1, "name": "fp32 for calibration", "stages": [thinker_stage("fp32", llm, groups)]}
     write_text_atomic(build / "plan.fp32.json", json.dumps(fp32_plan))
-    files = _plan_files(fp32_plan)
+    files = group_files(groups)
 
     # 2. Calibration inputs of every graph, captured through the native engine; held-out inputs
     #    (the last calibration sequence reversed) for the per-graph SQNR.
@@ -193,7 +193,7 @@ def _soc_component(model: Any, checkpoint: Path, out: Path, build: Path, opts: L
     # 4. Context binaries for this SoC (the compile itself runs on this host).
     compile_s = _compile(g.files, g.device, cdir, soc, precision, False, f"compile for {soc_key}")
     plan_path = write_plan(out, f"{checkpoint.name} (QNN HTP {soc_key}, {opts.precision})",
-                           thinker_stage(component, g.llm, _npu_groups(g.groups)))
+                           thinker_stage(component, g.llm, npu_groups(g.groups)))
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=opts.precision,
                     shape_bucket=shape_bucket(opts, g.caches), target_abi=f"qnn-htp-v{soc.htp_arch}")
     # 5. Validation on the HTP backend, through the native engine.
@@ -221,7 +221,7 @@ def _llm_facts(opts: LlmExportOptions, g: _Graphs) -> dict[str, Any]:
     return {"kv": opts.kv, "caches": g.caches, "prefill_chunk": opts.prefill_chunk}
 
 
-def _npu_groups(groups: dict[str, Any], shared: dict[str, str] | None = None) -> dict[str, Any]:
+def npu_groups(groups: dict[str, Any], shared: dict[str, str] | None = None) -> dict[str, Any]:
     """The plan's graph groups on the NPU (their EPContext models); `shared`: the session options
     of the roles whose graphs share one context."""
     return {role: {"backend": "onnxruntime", "device": "npu",
@@ -263,7 +263,7 @@ def _shared_twin(out: Path, checkpoint: Path, opts: LlmExportOptions, g: _Graphs
                          f"compile shared for {soc_key}")
     share_options = {"ort.ep.share_ep_contexts": "1"}  # one loaded context serves every session
     plan_path = write_plan(out, f"{checkpoint.name} (QNN HTP {soc_key}, {opts.precision}, shared weights)",
-                           thinker_stage(component, g.llm, _npu_groups(g.groups, share_options)))
+                           thinker_stage(component, g.llm, npu_groups(g.groups, share_options)))
     twin, facts = component.removesuffix("-shared"), twin_of.facts
     shared_facts = {**facts, "graphs": _graph_facts(cdir, g.files), "compile_seconds": round(compile_s, 2),
                     "weight_sharing": {"roles": list(SHARED_ROLES), "same_quantized_graphs_as": twin,

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from omni_edge.files import write_bytes_atomic, write_text_atomic
+
 
 def delegation_facts(pte: bytes) -> dict[str, dict[str, Any]]:
     """Per method: delegate calls by backend and CPU kernel calls by operator, from the program itself."""
@@ -59,9 +61,9 @@ def export_program(methods: dict[str, tuple[torch.nn.Module, tuple[torch.Tensor,
     edge = to_edge_transform_and_lower(programs, partitioner=[XnnpackPartitioner()])
     program = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False)))
     data = program.buffer
-    path.write_bytes(data)
+    write_bytes_atomic(path, data)
     facts = delegation_facts(data)
-    (path.parent / "placement.json").write_text(json.dumps(facts, indent=1) + "\n")
+    write_text_atomic(path.parent / "placement.json", json.dumps(facts, indent=1) + "\n")
     return facts
 
 

@@ -45,6 +45,7 @@ from omni_edge.artifacts import identity_report, new_component, pending_task
 from omni_edge.contracts import ReportCheck, ValidationReport
 from omni_edge.export.comparison import sqnr_db
 from omni_edge.export.decoder.plan import thinker_stage, write_plan
+from omni_edge.export.decoder.qnn import group_files, npu_groups
 from omni_edge.export.options import LlmExportOptions
 from omni_edge.export.targets import onnx_target, qnn_target
 from omni_edge.files import write_text_atomic
@@ -142,6 +143,9 @@ class _Shared:
     codes: list[int]                        # the fp32 talker's greedy codes for them
     reference: Any                          # the CPU omni plan's result for the roadmap's request
     steady_held_out: dict[str, list[list[np.ndarray]]]  # token2wav's steady graphs' inputs
+    steady_fp32_sqnr: float                 # the steady graphs in fp32 against the dynamic ones (PCM)
+    talker: Any
+    thinker_norm: Any                       # the thinker's final norm (the talker's condition graph)
 
     @classmethod
     def make(cls, checkpoint: Path, out: Path, build: Path, thinker: Any, opts: LlmExportOptions) -> _Shared:
@@ -160,47 +164,41 @@ class _Shared:
         sequences = [codes[::-1], rng.integers(0, talker.config.eos, 40).tolist()]
         held_out = qnn_target.capture_calibration(build / "plan.talker-fp32.json", sequences, 4, 4, opts.threads)
         reference = _omni_request(cpu_plan, opts.threads) if opts.validate else None
+        steady, steady_sqnr = _steady_graphs(build, checkpoint, out)
         return cls(checkpoint, out, build, opts, cpu_plan, media, _media_samples(thinker, media, opts), groups, llm,
-                   held_out, rows, codes, reference, _steady_graphs(build, checkpoint, out))
+                   held_out, rows, codes, reference, steady, steady_sqnr, talker, thinker.llm.model.norm)
 
 
-def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> dict[str, list[list[np.ndarray]]]:
-    """token2wav's steady-window graphs (build/token2wav-steady/, prepared copies beside) and
-    their inputs while the chain speaks held-out codes (the fp32 static graphs standing in)."""
-    from omni_edge.export.models.minicpmo45.token2wav_export import GraphChain, steady_cache_frames, whole_window_codes
+def _steady_graphs(build: Path, checkpoint: Path, out: Path) -> tuple[dict[str, list[list[np.ndarray]]], float]:
+    """token2wav's steady-window graphs (build/token2wav-steady/, prepared copies beside), their
+    inputs while the chain speaks held-out codes (the fp32 static graphs standing in), and that
+    chain's PCM against the dynamic graphs alone (SQNR: summation order only)."""
+    from omni_edge.export.models.minicpmo45.token2wav_export import steady_check, voice_cache_frames, whole_window_codes
     from omni_edge.export.models.minicpmo45.token2wav_files import load_token2wav
     from omni_edge.export.models.minicpmo45.token2wav_graphs import steady_examples
 
     cdir = build / "token2wav-steady"
     cdir.mkdir()
-    chain = GraphChain(out / "token2wav-onnx")
+    source = out / "token2wav-onnx"
     flow = load_token2wav(checkpoint).flow
     names = []
-    for frames in steady_cache_frames(chain.voice["mel"].shape[0]):
+    for frames in voice_cache_frames(source):
         for name, (module, example, inputs, outputs) in steady_examples(flow, frames).items():
             onnx_target.export_graph(module, example, inputs, outputs, cdir / name)
             qnn_target.prepare_graph(cdir / name, build / ("fp32_" + name), fuse_norms=False)
             names.append(name)
     samples: dict[str, list[list[np.ndarray]]] = {}
 
-    class _Recorded:
+    class _Recorded:  # a session that keeps the inputs it was run on
         def __init__(self, name: str) -> None:
             self.name, self.session = name, onnx_target.cpu_session(cdir / name)
 
-        def get_inputs(self) -> Any:
-            return self.session.get_inputs()
-
         def run(self, outputs: Any, feeds: dict[str, np.ndarray]) -> Any:
-            samples.setdefault(self.name.removesuffix(".onnx"), []).append(
-                [np.array(feeds[i.name]) for i in self.session.get_inputs()])
+            samples.setdefault(self.name.removesuffix(".onnx"), []).append(list(feeds.values()))
             return self.session.run(outputs, feeds)
 
-    chain.steady = {name: _Recorded(name) for name in names}
-    codes = whole_window_codes(STEADY_WINDOWS, seed=9)
-    got = chain.utterance(codes)
-    # The static graphs in fp32 change only the summation order (measured 81 dB through ten Euler steps and HiFT).
-    samples["fp32_pcm_sqnr_db"] = [[np.array(sqnr_db(GraphChain(out / "token2wav-onnx").utterance(codes), got))]]
-    return samples
+    sqnr, _, _ = steady_check(source, {name: _Recorded(name) for name in names}, whole_window_codes(STEADY_WINDOWS, seed=9))
+    return samples, sqnr
 
 
 def _talker_graphs(build: Path, checkpoint: Path, talker: Any, stage: dict[str, Any],
@@ -225,14 +223,9 @@ def _talker_graphs(build: Path, checkpoint: Path, talker: Any, stage: dict[str, 
     groups["lm_head"].pop("options", None)
     write_text_atomic(build / "plan.talker-fp32.json", json.dumps(
         {"plan_version": 1, "name": "talker fp32 (HTP form)", "stages": [thinker_stage("talker-fp32", llm, groups)]}))
-    for file in _files(groups).values():
+    for file in group_files(groups).values():
         qnn_target.prepare_graph(cdir / file, build / ("fp32_" + file), fuse_norms=False)
     return groups, llm
-
-
-def _files(groups: dict[str, Any]) -> dict[str, str]:
-    """{"decode:512": "decode_s512.onnx", ...}: every graph of a stage's groups."""
-    return {f"{role}:{key}": ref for role, group in groups.items() for key, ref in group["graphs"].items()}
 
 
 def _spoken_reply(out: Path, thinker: Any, talker: Any, opts: LlmExportOptions) -> tuple[np.ndarray, list[int]]:
@@ -341,7 +334,6 @@ def forced_agreement(reference_plan: Path, plan: Path, rows: np.ndarray, codes: 
 def _soc(s: _Shared, soc_key: str, soc: Any, text_plan: Path) -> list[Path]:
     """One SoC's encoder and talker components, its plans, and their checks."""
     from omni_edge.export.models.minicpmo45.export import PREPROCESSOR
-    from omni_edge.export.models.minicpmo45.reference import load_talker
     from omni_edge.export.models.minicpmo45.talker import MIN_CODES
 
     fp16 = qnn_target.PRECISIONS[STAGE_PRECISION]
@@ -355,14 +347,13 @@ def _soc(s: _Shared, soc_key: str, soc: Any, text_plan: Path) -> list[Path]:
         sqnr = qnn_target.graph_sqnr(s.out / f"{kind}-onnx", cdir, {f"{kind}:{k}": f for k, f in graphs.items()},
                                      s.media_held_out) if s.opts.validate else {}
         components[kind] = (cdir, {"encoder": refs}, sqnr)
-    talker = load_talker(s.checkpoint)
+    talker = s.talker
     cdir = new_component(s.out / f"talker-qnn-{soc_key}-{STAGE_PRECISION}", s.checkpoint)
-    files = _files(s.talker_groups)
+    files = group_files(s.talker_groups)
     for file in tqdm(files.values(), desc=f"compile talker for {soc_key}", unit="graph", leave=False):
         qnn_target.compile_context(s.build / ("fp32_" + file), cdir, soc, fp16)
-    _row_graphs(cdir, s.checkpoint, talker)
-    npu = {role: {"backend": "onnxruntime", "device": "npu", "graphs": {k: qnn_target.ctx_name(v) for k, v in g["graphs"].items()}}
-           for role, g in s.talker_groups.items()}
+    _row_graphs(cdir, talker, s.thinker_norm)
+    npu = npu_groups(s.talker_groups)
     talker_plan = write_plan(s.out, f"{s.checkpoint.name} talker (QNN HTP {soc_key}, {STAGE_PRECISION})",
                              {**thinker_stage(cdir.name, s.talker_llm, npu), "final_output_type": "codes"},
                              f"plan.talker-qnn-{soc_key}-{STAGE_PRECISION}.json")
@@ -389,8 +380,7 @@ def _soc(s: _Shared, soc_key: str, soc: Any, text_plan: Path) -> list[Path]:
         session = (ReportCheck("omni_text_agreement", text, TEXT_AGREEMENT, ">="), ReportCheck("omni_pcm_rms", pcm_rms, PCM_RMS, ">="))
         checks = {kind: session for kind in components}
         checks["talker"] = (*session, ReportCheck("forced_code_agreement", forced, FORCED_CODE_AGREEMENT, ">="))
-        fp32 = float(s.steady_held_out["fp32_pcm_sqnr_db"][0][0])
-        checks["token2wav"] = (*session, ReportCheck("steady_fp32_pcm_sqnr_db", fp32, 60.0, ">="),
+        checks["token2wav"] = (*session, ReportCheck("steady_fp32_pcm_sqnr_db", s.steady_fp32_sqnr, 60.0, ">="),
                                *_steady_pcm(s, components["token2wav"][0]))
     _write(components, identity, soc, fp16, checks, facts)
     return [plan, talker_plan]
@@ -436,17 +426,16 @@ def _steady_pcm(s: _Shared, cdir: Path) -> tuple[ReportCheck, ...]:
             ReportCheck("steady_graph_runs", float(runs), float(STEADY_WINDOWS * (1 + steps)), ">="))
 
 
-def _row_graphs(cdir: Path, checkpoint: Path, talker: Any) -> None:
-    """The talker's prefill-row graphs (fp32, for the CPU) in its HTP component."""
+def _row_graphs(cdir: Path, talker: Any, norm: Any) -> None:
+    """The talker's prefill-row graphs (fp32, for the CPU) in its HTP component; `norm`: the thinker's final norm."""
     import torch
 
-    from omni_edge.export.models.minicpmo45.reference import load_thinker
     from omni_edge.export.models.minicpmo45.talker_export import ROW_GRAPHS, ConditionGraph, TextEmbedGraph
 
     ids = torch.zeros(1, 1, dtype=torch.int64)
     condition, text_embed = ROW_GRAPHS["onnx"]
-    onnx_target.export_graph(ConditionGraph(talker, load_thinker(checkpoint).llm.model.norm).eval(),
-                             (ids, torch.zeros(1, 1, talker.config.llm_dim)), ["ids", "hidden"], ["rows"], cdir / condition)
+    onnx_target.export_graph(ConditionGraph(talker, norm).eval(), (ids, torch.zeros(1, 1, talker.config.llm_dim)),
+                             ["ids", "hidden"], ["rows"], cdir / condition)
     onnx_target.export_graph(TextEmbedGraph(talker).eval(), (ids,), ["ids"], ["rows"], cdir / text_embed)
     onnx_target.share_weights(cdir, [condition, text_embed])
 

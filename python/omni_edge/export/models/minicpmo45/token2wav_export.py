@@ -88,6 +88,11 @@ def steady_cache_frames(prompt_frames: int) -> list[int]:
     return [*grown, prompt_frames + KEEP_RECENT]
 
 
+def voice_cache_frames(cdir: Path, voice: str = "default") -> list[int]:
+    """steady_cache_frames of a token2wav component's voice."""
+    return steady_cache_frames(read_tensors(cdir / "voices", voice)["mel"].shape[0])
+
+
 def noise_frames(prompt_frames: int) -> int:
     """How far into the decoder's noise a stream with this voice reads: the cache's length (the
     prompt's frames and the last KEEP_RECENT) plus the longest window's frames."""

@@ -28,9 +28,8 @@ from omni_edge.export.models.minicpmo45.flow import Flow
 from omni_edge.export.models.minicpmo45.token2wav_export import (
     STEADY_GROUPS,
     derived_component,
-    read_tensors,
-    steady_cache_frames,
     steady_check,
+    voice_cache_frames,
     whole_window_codes,
 )
 from omni_edge.export.models.minicpmo45.token2wav_graphs import steady_examples
@@ -47,7 +46,7 @@ def export_token2wav_pte(checkpoint: Path, out: Path, flow: Flow, validate: bool
     """token2wav-pte under OUT (token2wav-onnx must be there); returns its steady plan groups."""
     cdir = derived_component(out, checkpoint, "token2wav-pte")
     meta = json.loads((cdir / "token2wav.json").read_text())
-    lengths = steady_cache_frames(read_tensors(cdir / "voices", "default")["mel"].shape[0])
+    lengths = voice_cache_frames(cdir)
     methods: dict[str, tuple[torch.nn.Module, tuple[torch.Tensor, ...]]] = {}
     for frames in lengths:
         methods.update({name.removesuffix(".onnx"): (module, example)
