@@ -1,6 +1,6 @@
 """The one list of model architectures: what `make-checkpoint --arch` offers, which `export`
 command takes a checkpoint, and which folder (export/models/<arch>/) builds it, found from the
-checkpoint's own config.json (its model_type). Adding an architecture is a folder under
+checkpoint's own config.json (its model_type; InternVLA-A1's configs say `type`). Adding an architecture is a folder under
 models/ with the same files as the others, and one line here."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from omni_edge.export import gguf
 from omni_edge.export.architecture import Architecture
-from omni_edge.export.models import llama, minicpmo45, pi0, qwen2, qwen3, qwen3_tts, qwen25_omni
+from omni_edge.export.models import internvla_a1, llama, minicpmo45, pi0, qwen2, qwen3, qwen3_tts, qwen25_omni
 from omni_edge.export.options import TargetOptions
 
 ARCHITECTURES: tuple[Architecture, ...] = (
@@ -23,6 +23,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     qwen25_omni.ARCHITECTURE,
     minicpmo45.ARCHITECTURE,
     pi0.ARCHITECTURE,
+    internvla_a1.ARCHITECTURE,
 )
 TASKS = ("llm", "tts", "policy")
 
@@ -47,7 +48,7 @@ def of_checkpoint(checkpoint: Path) -> Architecture:
         raise ValueError(f"{checkpoint}: not a checkpoint directory (no config.json)")
     try:
         fields = json.loads(config.read_text())
-        model_type = fields.get("model_type")
+        model_type = fields.get("model_type") or fields.get("type")
     except (OSError, ValueError, AttributeError) as exc:
         raise ValueError(f"{config}: not a readable config ({exc})") from None
     for arch in ARCHITECTURES:
