@@ -2,6 +2,7 @@
 
 #include "families/codec_lm/family.h"
 #include "families/encoder/family.h"
+#include "families/internvla/family.h"
 #include "families/llm/family.h"
 #include "families/policy/family.h"
 #include "families/talker/family.h"
@@ -15,6 +16,7 @@ const pipeline::FamilyRegistry& Builtin() {
     pipeline::FamilyRegistry r;
     r.Add(codec_lm::MakeFamily());
     r.Add(encoder::MakeFamily());
+    r.Add(internvla::MakeFamily());
     r.Add(llm::MakeFamily());
     r.Add(policy::MakeFamily());
     r.Add(talker::MakeFamily());

@@ -106,6 +106,7 @@ std::optional<Observation> ObservationFrom(FieldReader& r) {
   const Json* state = o.Array("state", false);
   const Json* noise = o.Array("noise", false);
   obs.noise_seed = uint64_t(o.Int("noise_seed", false, 0, 0));
+  obs.reset_history = o.Bool("reset_history", false, false);
   Status st = o.Done();
   for (size_t i = 0; st.ok() && images != nullptr && i < images->size(); ++i) {
     FieldReader m((*images)[i], o.Path("images") + "[" + std::to_string(i) + "]");
@@ -181,7 +182,8 @@ Json ToJson(const Request& r) {
       images.push_back(item);
     }
     j["observation"] = {{"timestamp_ms", o.timestamp_ms}, {"images", images}, {"state", o.state},
-                        {"noise_shape", o.noise_shape}, {"noise_seed", o.noise_seed}};
+                        {"noise_shape", o.noise_shape}, {"noise_seed", o.noise_seed},
+                        {"reset_history", o.reset_history}};
   }
   return j;
 }

@@ -42,6 +42,7 @@ struct Observation {
   std::vector<float> noise;          // [chunk, action_dim] row-major; empty: drawn from noise_seed
   std::vector<int64_t> noise_shape;  // its shape as given
   uint64_t noise_seed = 0;
+  bool reset_history = false;  // a policy with a frame history starts it again (a new episode)
 };
 
 struct Request {

@@ -108,7 +108,7 @@ def _resize(model: types.ModuleType, sizes: dict) -> None:
     vlm, expert, vision, cosmos = sizes["vlm"], sizes["expert"], sizes["vision"], sizes["cosmos"]
     qwen_config = model.QwenConfig
 
-    def get_qwen_config(variant: str):  # noqa: ANN202
+    def get_qwen_config(variant: str):
         layers = int(variant.split("_")[-1][:-1])
         d = vlm if variant.startswith("qwen3_vl") else expert
         return qwen_config(d["head_dim"], d["hidden"], d["intermediate"], d["heads"], layers, d["kv_heads"])
@@ -116,7 +116,7 @@ def _resize(model: types.ModuleType, sizes: dict) -> None:
     model.get_qwen_config = get_qwen_config
     und_class = model.Qwen3VLForConditionalGeneration
 
-    def und_expert(config):  # noqa: ANN001, ANN202
+    def und_expert(config):
         v = config.vision_config
         v.depth, v.hidden_size, v.intermediate_size = vision["depth"], vision["hidden"], vision["intermediate"]
         v.num_heads, v.patch_size = vision["heads"], vision["patch"]
@@ -127,7 +127,7 @@ def _resize(model: types.ModuleType, sizes: dict) -> None:
     cosmos_module = sys.modules[f"{PACKAGE}.model_cosmos"]
     ci = sys.modules[f"{PACKAGE}.cosmos_ci_torch"]
 
-    def build(spatial_compression: int):  # noqa: ANN202
+    def build(spatial_compression: int):
         return ci.ContinuousImageTokenizer(
             attn_resolutions=[32], channels=cosmos["channels"], channels_mult=list(cosmos["channels_mult"]),
             dropout=0.0, in_channels=3, spatial_compression=spatial_compression,

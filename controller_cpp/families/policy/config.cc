@@ -5,7 +5,6 @@
 #include <set>
 
 namespace omni_edge::policy {
-namespace {
 
 Status ReadStrings(const Json* array, const std::string& where, size_t count, std::vector<std::string>* out) {
   if (array == nullptr) return Status::Ok();
@@ -67,8 +66,6 @@ Result<ActionSpec> ParseActions(const Json& j, int64_t action_dim, const std::st
   if (!(a.dt_ms > 0 && a.dt_ms <= 60000)) return PlanError(where + ".dt_ms: in (0, 60000]");
   return a;
 }
-
-}  // namespace
 
 Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const StagePlan& stage, const std::string& where) {
   auto c = std::make_shared<PolicyConfig>();

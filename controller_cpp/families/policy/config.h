@@ -49,6 +49,15 @@ struct PolicyConfig final : StageConfig {
   std::vector<std::string> files() const override { return {tokenizer}; }
 };
 
+// Readers every policy section shares. `count` strings (non-empty), or nothing when absent.
+Status ReadStrings(const Json* array, const std::string& where, size_t count, std::vector<std::string>* out);
+// Three numbers (R, G, B); `positive`: each above zero.
+Status ReadTriple(const Json* array, const std::string& where, bool positive, std::array<float, 3>* out);
+// `count` finite numbers (0: 1 to 65536 of them).
+Status ReadFloats(const Json* array, const std::string& where, size_t count, std::vector<float>* out);
+// The "actions" object: names and units for `action_dim` dimensions, the control period.
+Result<ActionSpec> ParseActions(const Json& j, int64_t action_dim, const std::string& where);
+
 Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const StagePlan& stage, const std::string& where);
 
 }  // namespace omni_edge::policy

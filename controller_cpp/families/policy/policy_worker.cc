@@ -4,22 +4,19 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <random>
 
-#include "base/platform/os.h"
+#include "families/policy/observation.h"
 #include "media/image_decode.h"
 #include "media/image_preprocess.h"
 
 namespace omni_edge::policy {
 namespace {
 
-constexpr size_t kMaxImageBytes = size_t(64) << 20;
-
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-Status Invalid(const std::string& what) { return Status::Error("invalid_observation", what); }
+Status Invalid(const std::string& what) { return InvalidObservation(what); }
 
 // cos and sin of position x frequency, [positions, 2 x freqs] (the halves repeated), as
 // transformers' rotary embedding: the product in float32, then its cosine and sine.
@@ -38,10 +35,6 @@ void RopeTables(const std::vector<float>& inv_freq, const std::vector<int64_t>& 
 }
 
 }  // namespace
-
-double NowUnixMs() {
-  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 Result<std::unique_ptr<PolicyWorker>> PolicyWorker::Open(const StagePlan& stage, BackendPool& backends) {
   const PolicyConfig* config = stage.config_as<PolicyConfig>();
@@ -87,59 +80,19 @@ Result<std::unique_ptr<PolicyWorker>> PolicyWorker::Open(const StagePlan& stage,
   return w;
 }
 
-Status PolicyWorker::CheckAge(double timestamp_ms, const char* when) const {
-  const double age = NowUnixMs() - timestamp_ms;
-  if (config_.max_observation_age_ms > 0 && age > config_.max_observation_age_ms) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "the observation is %.1f ms old %s; this plan acts on observations up to %.1f ms old",
-                  age, when, config_.max_observation_age_ms);
-    return Status::Error("stale_observation", buf);
-  }
-  return Status::Ok();
-}
-
 Status PolicyWorker::Prepare(const pipeline::Request& r) {
   const PolicyConfig& c = config_;
   if (!r.observation) return Invalid("a policy plan acts on an observation (request.observation)");
   const pipeline::Observation& o = *r.observation;
-  if (o.timestamp_ms < 0) return Invalid("the observation has no capture time (timestamp_ms)");
-  if (o.timestamp_ms > NowUnixMs() + 1000) return Invalid("the observation was captured more than 1 s in the future: clocks disagree");
-  OE_RETURN_IF_ERROR(CheckAge(o.timestamp_ms, "when it arrives"));
-  // Cameras by name, each exactly once, in the plan's order.
-  std::vector<std::string> images(c.cameras.size());
-  std::vector<bool> seen(c.cameras.size(), false);
-  for (const auto& cam : o.images) {
-    size_t k = 0;
-    while (k < c.cameras.size() && c.cameras[k] != cam.camera) ++k;
-    if (k == c.cameras.size()) {
-      std::string have;
-      for (const auto& name : c.cameras) have += (have.empty() ? "" : ", ") + name;
-      return Invalid("camera '" + cam.camera + "' is not one of this policy's cameras (" + have + ")");
-    }
-    if (seen[k]) return Invalid("camera '" + cam.camera + "' has two images");
-    seen[k] = true;
-    std::string bytes = cam.image.data;
-    if (bytes.empty()) {
-      auto read = platform::ReadWholeFile(cam.image.path);
-      if (!read.ok()) return Invalid("camera '" + cam.camera + "': " + read.status().message());
-      bytes = std::move(read.value());
-    }
-    if (bytes.size() > kMaxImageBytes) return Invalid("camera '" + cam.camera + "': an image file of more than 64 MB");
-    images[k] = std::move(bytes);
-  }
-  for (size_t k = 0; k < seen.size(); ++k) {
-    if (!seen[k]) return Invalid("no image from camera '" + c.cameras[k] + "'");
-  }
+  OE_RETURN_IF_ERROR(CheckCaptureTime(o, c.max_observation_age_ms));
+  OE_ASSIGN_OR_RETURN(auto per_camera, CameraImages(o, c.cameras, 1));
+  std::vector<std::string> images;
+  for (auto& files : per_camera) images.push_back(std::move(files[0]));
   if (int64_t(o.state.size()) > c.state_dim) {
     return Invalid("the state has " + std::to_string(o.state.size()) + " values; this policy takes at most " +
                    std::to_string(c.state_dim));
   }
-  if (!o.noise.empty() && (o.noise_shape.size() != 2 || o.noise_shape[0] != c.chunk_size || o.noise_shape[1] != c.action_dim)) {
-    std::string shape;
-    for (int64_t d : o.noise_shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-    return Invalid("the noise has shape (" + shape + "); this policy's is (" + std::to_string(c.chunk_size) + ", " +
-                   std::to_string(c.action_dim) + ")");
-  }
+  OE_ASSIGN_OR_RETURN(std::vector<float> noise, InitialNoise(o, c.chunk_size, c.action_dim));
   if (!r.prompt_ids.empty()) return Invalid("a policy reads its task as text (prompt), not as ids");
   if (!r.messages.empty()) return Invalid("a policy reads its task as text (prompt), not as a conversation");
   OE_ASSIGN_OR_RETURN(std::vector<text::TokenId> ids, tokenizer_->Encode(r.prompt + c.prompt_suffix, /*add_special_tokens=*/false));
@@ -156,14 +109,7 @@ Status PolicyWorker::Prepare(const pipeline::Request& r) {
   images_ = std::move(images);
   state_values_ = o.state;
   state_values_.resize(size_t(c.state_dim), 0.0f);
-  if (o.noise.empty()) {  // x_1 ~ N(0, 1), reproducible from the seed
-    std::mt19937_64 gen(o.noise_seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    noise_.resize(size_t(c.chunk_size * c.action_dim));
-    for (float& v : noise_) v = normal(gen);
-  } else {
-    noise_ = o.noise;
-  }
+  noise_ = std::move(noise);
   prompt_ = std::move(prompt);
   timestamp_ms_ = o.timestamp_ms;
   deadline_ms_ = r.deadline_ms;
@@ -184,7 +130,7 @@ Status PolicyWorker::Begin(pipeline::StepContext& ctx) {
   preprocess_ms_ = vision_ms_ = prefix_ms_ = lateness_ms_ = age_at_emission_ms_ = 0;
   step_ms_.clear();
   age_at_start_ms_ = NowUnixMs() - timestamp_ms_;
-  OE_RETURN_IF_ERROR(CheckAge(timestamp_ms_, "when its request starts"));
+  OE_RETURN_IF_ERROR(CheckAge(timestamp_ms_, c.max_observation_age_ms, "when its request starts"));
   const int64_t T = c.image_tokens, H = c.hidden_size;
   for (size_t k = 0; k < images_.size(); ++k) {
     const auto start = std::chrono::steady_clock::now();
@@ -266,33 +212,8 @@ Result<pipeline::Output> PolicyWorker::ActionEvent(double produced_ms) {
     lateness_ms_ = produced_ms - (timestamp_ms_ + deadline_ms_);
     deadline_missed_ = lateness_ms_ > 0;
   }
-  const float* x = x_.data<float>();
-  Json actions = Json::array(), targets = Json::array();
-  for (int64_t k = 0; k < c.chunk_size; ++k) {
-    actions.push_back(std::vector<float>(x + k * c.action_dim, x + (k + 1) * c.action_dim));
-    targets.push_back(timestamp_ms_ + double(k) * c.actions.dt_ms);
-  }
-  pipeline::Output out;
-  out.kind = "action";
-  out.fields = {{"schema_version", c.actions.schema_version},
-                {"actions", std::move(actions)},
-                {"action_names", c.actions.names},
-                {"action_units", c.actions.units},
-                {"chunk_size", c.chunk_size},
-                {"action_dim", c.action_dim},
-                {"dt_ms", c.actions.dt_ms},
-                {"observation_timestamp_ms", timestamp_ms_},
-                {"produced_ms", produced_ms},
-                {"target_times_ms", std::move(targets)},
-                {"observation_age_ms", {{"at_start", age_at_start_ms_}, {"at_emission", age_at_emission_ms_}}},
-                {"deadline_ms", deadline_ms_},
-                {"deadline_missed", deadline_missed_},
-                {"lateness_ms", deadline_ms_ > 0 ? Json(lateness_ms_) : Json()},
-                {"model", c.identity},
-                {"timings", Inspect()["timings"]}};
-  out.payloads.push_back({"actions", "float32", {c.chunk_size, c.action_dim},
-                          std::string(reinterpret_cast<const char*>(x), x_.nbytes())});
-  return out;
+  return policy::ActionEvent(c.actions, c.identity, x_.data<float>(), c.chunk_size, c.action_dim, c.action_dim,
+                             {timestamp_ms_, produced_ms, deadline_ms_, age_at_start_ms_}, {{"timings", Inspect()["timings"]}});
 }
 
 Json PolicyWorker::Metrics(const pipeline::StepContext& ctx) const {

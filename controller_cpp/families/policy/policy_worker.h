@@ -24,9 +24,6 @@
 
 namespace omni_edge::policy {
 
-// Milliseconds since the Unix epoch, the clock observation timestamps are in.
-double NowUnixMs();
-
 class PolicyWorker final : public pipeline::StageWorker {
  public:
   static Result<std::unique_ptr<PolicyWorker>> Open(const StagePlan& stage, BackendPool& backends);
@@ -42,7 +39,6 @@ class PolicyWorker final : public pipeline::StageWorker {
 
  private:
   PolicyWorker() = default;
-  Status CheckAge(double timestamp_ms, const char* when) const;
   Status Run(Graph& graph, double* ms);
   Result<pipeline::Output> ActionEvent(double produced_ms);
 

@@ -85,10 +85,12 @@ class Observation:
     state: tuple[float, ...] = ()
     noise: tuple[tuple[float, ...], ...] = ()
     noise_seed: int = 0
+    reset_history: bool = False  # a policy with a frame history starts it again (a new episode)
 
     def to_json(self) -> dict[str, Any]:
         return {"timestamp_ms": self.timestamp_ms, "images": [i.to_json() for i in self.images],
-                "state": list(self.state), "noise": [list(row) for row in self.noise], "noise_seed": self.noise_seed}
+                "state": list(self.state), "noise": [list(row) for row in self.noise], "noise_seed": self.noise_seed,
+                "reset_history": self.reset_history}
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,7 @@ def test_observation_files_stay_in_their_directory(scene: dict[str, Any]) -> Non
 
 
 def test_action_specs_are_read_strictly(tmp_path: Path) -> None:
-    from omni_edge.export.models.pi0.plan import action_spec
+    from omni_edge.export.policy import action_spec
 
     assert action_spec(None, 3)["names"] == ["a0", "a1", "a2"]
     for bad, why in (({"names": ["x"]}, "needs 3 entries"), ({"units": "m"}, "needs 3 entries"),

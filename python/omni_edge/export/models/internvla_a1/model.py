@@ -240,7 +240,8 @@ def read_action_mode(checkpoint: Path) -> str:
 def _text_config(d: DecoderSize, vocab: int) -> Any:
     from transformers import Qwen3VLTextConfig
 
-    return Qwen3VLTextConfig(vocab_size=vocab, hidden_size=d.hidden, intermediate_size=d.intermediate,
+    config_class: Any = Qwen3VLTextConfig
+    return config_class(vocab_size=vocab, hidden_size=d.hidden, intermediate_size=d.intermediate,
                              num_hidden_layers=d.layers, num_attention_heads=d.heads, num_key_value_heads=d.kv_heads,
                              head_dim=d.head_dim, rms_norm_eps=RMS_EPS, tie_word_embeddings=True,
                              rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA,
@@ -251,7 +252,8 @@ def _text_config(d: DecoderSize, vocab: int) -> Any:
 def _vision_config(v: VisionSize, out_hidden: int) -> Any:
     from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLVisionConfig
 
-    return Qwen3VLVisionConfig(depth=v.depth, hidden_size=v.hidden, intermediate_size=v.intermediate, num_heads=v.heads,
+    config_class: Any = Qwen3VLVisionConfig
+    return config_class(depth=v.depth, hidden_size=v.hidden, intermediate_size=v.intermediate, num_heads=v.heads,
                                patch_size=v.patch, temporal_patch_size=v.temporal_patch, spatial_merge_size=v.merge,
                                out_hidden_size=out_hidden, num_position_embeddings=v.num_position_embeddings,
                                deepstack_visual_indexes=[], hidden_act="gelu_pytorch_tanh",
@@ -303,8 +305,9 @@ class _SelfAttention2d(nn.Module):
         k = self.k(h).reshape(b, c, hh * ww)
         v = self.v(h).reshape(b, c, hh * ww)
         weights = torch.softmax(torch.bmm(q, k) * (c ** -0.5), dim=2)
-        out = torch.bmm(v, weights.transpose(1, 2)).reshape(b, c, hh, ww)
-        return x + self.proj_out(out)
+        attended = torch.bmm(v, weights.transpose(1, 2)).reshape(b, c, hh, ww)
+        out: torch.Tensor = x + self.proj_out(attended)
+        return out
 
 
 class _Level(nn.Module):
@@ -312,16 +315,22 @@ class _Level(nn.Module):
         super().__init__()
         self.block = nn.ModuleList([_ResBlock(cin if i == 0 else cout, cout) for i in range(blocks)])
         self.attn = nn.ModuleList()  # CI8x8 attends only in the middle at these resolutions
-        if downsample:
-            self.downsample = nn.Module()
-            self.downsample.conv = nn.Conv2d(cout, cout, 3, stride=2)
+        self.downsample = _Downsample(cout) if downsample else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.block:
             x = block(x)
-        if hasattr(self, "downsample"):
-            x = self.downsample.conv(F.pad(x, (0, 1, 0, 1)))
-        return x
+        return x if self.downsample is None else self.downsample(x)
+
+
+class _Downsample(nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, stride=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.conv(F.pad(x, (0, 1, 0, 1)))
+        return out
 
 
 def haar(x: torch.Tensor) -> torch.Tensor:
@@ -337,6 +346,39 @@ def haar(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(parts, dim=1) / 2
 
 
+class _Middle(nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.block_1, self.attn_1, self.block_2 = _ResBlock(c, c), _SelfAttention2d(c), _ResBlock(c, c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.block_2(self.attn_1(self.block_1(x)))
+        return out
+
+
+class _Encoder(nn.Module):
+    def __init__(self, c: CosmosSize) -> None:
+        super().__init__()
+        downsamples = int(math.log2(COSMOS_COMPRESSION)) - int(math.log2(c.patch))
+        self.conv_in = nn.Conv2d(3 * c.patch * c.patch, c.channels, 3, padding=1)
+        widths = [c.channels * m for m in c.channels_mult]
+        self.down = nn.ModuleList()
+        cin = c.channels
+        for i, w in enumerate(widths):
+            self.down.append(_Level(cin, w, c.num_res_blocks, i < downsamples))
+            cin = w
+        self.mid = _Middle(cin)
+        self.norm_out = nn.GroupNorm(32, cin, eps=1e-6)
+        self.conv_out = nn.Conv2d(cin, LATENT_CHANNELS, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv_in(x)
+        for level in self.down:
+            h = level(h)
+        out: torch.Tensor = self.conv_out(F.silu(self.norm_out(self.mid(h))))
+        return out
+
+
 class CosmosEncoder(nn.Module):
     """Cosmos-Tokenizer CI8x8's encoder and quant_conv (what `encode` returns: the latent
     itself, an identity distribution): [B, 3, 256, 256] in [-1, 1] -> [B, 16, 32, 32]. Haar
@@ -345,34 +387,38 @@ class CosmosEncoder(nn.Module):
     def __init__(self, c: CosmosSize) -> None:
         super().__init__()
         self.patch_levels = int(math.log2(c.patch))
-        downsamples = int(math.log2(COSMOS_COMPRESSION)) - self.patch_levels
-        self.encoder = nn.Module()
-        e = self.encoder
-        e.conv_in = nn.Conv2d(3 * c.patch * c.patch, c.channels, 3, padding=1)
-        widths = [c.channels * m for m in c.channels_mult]
-        e.down = nn.ModuleList()
-        cin = c.channels
-        for i, w in enumerate(widths):
-            e.down.append(_Level(cin, w, c.num_res_blocks, i < downsamples))
-            cin = w
-        e.mid = nn.Module()
-        e.mid.block_1 = _ResBlock(cin, cin)
-        e.mid.attn_1 = _SelfAttention2d(cin)
-        e.mid.block_2 = _ResBlock(cin, cin)
-        e.norm_out = nn.GroupNorm(32, cin, eps=1e-6)
-        e.conv_out = nn.Conv2d(cin, LATENT_CHANNELS, 3, padding=1)
+        self.encoder = _Encoder(c)
         self.quant_conv = nn.Conv2d(LATENT_CHANNELS, LATENT_CHANNELS, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for _ in range(self.patch_levels):
             x = haar(x)
-        e = self.encoder
-        h = e.conv_in(x)
-        for level in e.down:
-            h = level(h)
-        h = e.mid.block_2(e.mid.attn_1(e.mid.block_1(h)))
-        out: torch.Tensor = self.quant_conv(e.conv_out(F.silu(e.norm_out(h))))
+        out: torch.Tensor = self.quant_conv(self.encoder(x))
         return out
+
+
+class _VlmModel(nn.Module):
+    def __init__(self, s: Sizes) -> None:
+        super().__init__()
+        from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionModel
+
+        vision_class: Any = Qwen3VLVisionModel
+        self.visual: Any = vision_class._from_config(_vision_config(s.vision, s.vlm.hidden))
+        self.language_model = _Layers(s.vlm, embed=True)
+
+
+class _Understanding(nn.Module):
+    def __init__(self, s: Sizes) -> None:
+        super().__init__()
+        self.model = _VlmModel(s)
+
+
+class _Experts(nn.Module):
+    def __init__(self, s: Sizes) -> None:
+        super().__init__()
+        self.und_expert = _Understanding(s)
+        self.gen_expert = _Layers(s.expert, embed=False)
+        self.act_expert = _Layers(s.expert, embed=False)
 
 
 class InternVLAA1(nn.Module):
@@ -380,18 +426,9 @@ class InternVLAA1(nn.Module):
 
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__()
-        from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionModel
-
         s = config.sizes
         self.config = config
-        self.qwen3_vl_with_expert = nn.Module()
-        q = self.qwen3_vl_with_expert
-        q.und_expert = nn.Module()
-        q.und_expert.model = nn.Module()
-        q.und_expert.model.visual = Qwen3VLVisionModel._from_config(_vision_config(s.vision, s.vlm.hidden))
-        q.und_expert.model.language_model = _Layers(s.vlm, embed=True)
-        q.gen_expert = _Layers(s.expert, embed=False)
-        q.act_expert = _Layers(s.expert, embed=False)
+        self.qwen3_vl_with_expert = _Experts(s)
         h = s.expert.hidden
         self.cosmos_in_proj = nn.Conv2d(LATENT_CHANNELS, h, 1)
         self.downsample_conv = nn.Conv2d(h, h, config.scale_factor, stride=config.scale_factor)
@@ -408,8 +445,7 @@ class InternVLAA1(nn.Module):
 
     @property
     def vlm(self) -> _Layers:
-        layers: _Layers = self.qwen3_vl_with_expert.und_expert.model.language_model
-        return layers
+        return self.qwen3_vl_with_expert.und_expert.model.language_model
 
 
 # Weights a checkpoint holds that action inference never reads: the foresight image head and
@@ -488,7 +524,7 @@ def context_kv(model: InternVLAA1, prefix: torch.Tensor, history: torch.Tensor, 
     experts = (model.vlm, model.qwen3_vl_with_expert.gen_expert)
     keys, values = [], []
     for i in range(len(model.vlm.layers)):
-        layers = [e.layers[i] for e in experts]
+        layers: list[Any] = [e.layers[i] for e in experts]
         parts = [_project(layer, h, cos[:, a:b], sin[:, a:b], d)
                  for layer, h, (a, b) in zip(layers, (prefix, history), ((0, P), (P, None)), strict=True)]
         q, k, v = (torch.cat(t, dim=2) for t in zip(*parts, strict=True))
@@ -510,6 +546,7 @@ def velocity(model: InternVLAA1, keys: torch.Tensor, values: torch.Tensor, bias:
     hidden = torch.cat([model.state_proj(state)[:, None, :], mixed], dim=1)
     expert = model.qwen3_vl_with_expert.act_expert
     d = model.config.sizes.expert.head_dim
+    layer: Any
     for i, layer in enumerate(expert.layers):
         q, k, v = _project(layer, hidden, cos, sin, d)
         att = _attend(q, torch.cat([keys[i], k], dim=2), torch.cat([values[i], v], dim=2), bias,
@@ -521,5 +558,5 @@ def velocity(model: InternVLAA1, keys: torch.Tensor, values: torch.Tensor, bias:
 
 def frame_rows(model: InternVLAA1, image: torch.Tensor) -> torch.Tensor:
     """One frame [1, 3, 256, 256] in [-1, 1] -> its pooled Cosmos rows [1, rows, He]."""
-    features = model.downsample_conv(model.cosmos_in_proj(model.cosmos(image)))
+    features: torch.Tensor = model.downsample_conv(model.cosmos_in_proj(model.cosmos(image)))
     return features.flatten(2).transpose(1, 2)

@@ -68,7 +68,7 @@ def resize_with_pad(frames: torch.Tensor, size: tuple[int, int]) -> torch.Tensor
     th, tw = size
     h, w = frames.shape[-2:]
     scale = min(th / h, tw / w)
-    rh, rw = max(1, int(round(h * scale))), max(1, int(round(w * scale)))
+    rh, rw = max(1, round(h * scale)), max(1, round(w * scale))
     resized = F.interpolate(frames, size=(rh, rw), mode="bilinear", align_corners=False)
     top, left = (th - rh) // 2, (tw - rw) // 2
     return F.pad(resized, (left, tw - rw - left, top, th - rh - top))

@@ -11,35 +11,26 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-import torch
 from tqdm import tqdm
 
 from omni_edge import __version__
-from omni_edge.artifacts import identity_report, new_component, pending_task, write_validated
-from omni_edge.contracts import ReportCheck, ValidationReport
+from omni_edge.artifacts import new_component
 from omni_edge.export.models.pi0.graphs import (
     PolicyShape,
     graph_examples,
 )
 from omni_edge.export.models.pi0.onnx import ONNX_GRAPHS, export_onnx
-from omni_edge.export.models.pi0.plan import COMPONENT, DEFAULT_CAMERAS, action_spec, policy_stage
+from omni_edge.export.models.pi0.plan import COMPONENT, DEFAULT_CAMERAS, policy_stage
 from omni_edge.export.models.pi0.reference import (
     PROMPT_TOKENS,
     load_policy,
     observation_pixels,
     reference_actions,
 )
-from omni_edge.export.models.pi0.validation import (
-    ACTION_MAX_ABS_BY_RUNTIME,
-    GRAPH_SQNR_DB,
-    agreement_checks,
-    native_actions,
-    synthetic_observation,
-)
+from omni_edge.export.models.pi0.validation import synthetic_observation
 from omni_edge.export.options import PolicyExportOptions
+from omni_edge.export.policy import action_spec, validate_component
 from omni_edge.files import write_text_atomic
 
 
@@ -83,30 +74,7 @@ def export(checkpoint: Path, out: Path, opts: PolicyExportOptions) -> list[Path]
                                  opts.max_observation_age_ms, component, backend, refs)
             write_text_atomic(out / name, json.dumps({"plan_version": 1, "name": f"{checkpoint.name} (π0 policy, {fmt})",
                                                       "stages": [stage]}, indent=2) + "\n")
-            _validate(cdir, component, backend, out / name, identity, sqnrs, obs, ref,
+            validate_component(cdir, component, backend, out / name, identity, sqnrs, obs, ref,
                       {"cameras": list(cameras), "graphs": refs, "actions": spec}, opts.threads, bar)
             plans.append(out / name)
     return plans
-
-
-def _validate(cdir: Path, component: str, runtime: str, plan: Path, identity: dict[str, str], sqnrs: dict[str, float],
-              obs: dict[str, Any], ref: np.ndarray, extra: dict[str, Any], threads: int, bar: tqdm) -> None:
-    """The component's reports: each graph's SQNR, and the whole chunk natively against sample_actions
-    (a provisional manifest first: the session verifies the component before it runs it)."""
-    numerical = identity_report("numerical", identity, tuple(ReportCheck(f"{n}_sqnr_db", v, GRAPH_SQNR_DB, ">=")
-                                                             for n, v in sqnrs.items()))
-    _manifest(cdir, component, runtime, identity, numerical, pending_task(identity), {})
-    bar.set_postfix_str(f"{component}: native chunk vs sample_actions")
-    got, _ = native_actions(plan, obs, threads)
-    bar.update()
-    checks, detail = agreement_checks(got, ref, ACTION_MAX_ABS_BY_RUNTIME[runtime])
-    _manifest(cdir, component, runtime, identity, numerical, identity_report("task", identity, checks),
-              {"policy": {**extra, "agreement": detail}})
-
-
-def _manifest(cdir: Path, component: str, runtime: str, identity: dict[str, str], numerical: ValidationReport,
-              task: ValidationReport, extra: dict[str, Any]) -> None:
-    import importlib.metadata as md
-
-    write_validated(cdir, component, identity, numerical, task, runtime=runtime, runtime_version=md.version(runtime),
-                    compiler_version=f"torch-{torch.__version__}", extra_metadata=extra)

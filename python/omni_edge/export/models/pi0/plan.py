@@ -4,8 +4,6 @@ graph roles."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from omni_edge.export.models.pi0.graphs import (
@@ -25,33 +23,7 @@ from omni_edge.export.models.pi0.reference import (
 COMPONENT = "policy-onnx"
 
 
-DEFAULT_DT_MS = 20.0    # π0's 50 Hz control when the checkpoint does not say
-
-
 DEFAULT_CAMERAS = ("base_0_rgb", "left_wrist_0_rgb")
-
-
-def action_spec(path: Path | None, action_dim: int) -> dict[str, Any]:
-    """--action-spec FILE ({"names": [...], "units": [...], "dt_ms": ...}), or the checkpoint's
-    undeclared default: a0..aN in normalized units at 50 Hz."""
-    spec: dict[str, Any] = {"schema_version": 1, "names": [f"a{i}" for i in range(action_dim)],
-                            "units": ["normalized"] * action_dim, "dt_ms": DEFAULT_DT_MS}
-    if path is not None:
-        given = json.loads(path.read_text())
-        unknown = set(given) - {"names", "units", "dt_ms"}
-        if unknown:
-            raise ValueError(f"{path}: unknown fields {sorted(unknown)} (names, units, dt_ms)")
-        for key in ("names", "units"):
-            if key in given and (not isinstance(given[key], list) or len(given[key]) != action_dim
-                                 or not all(isinstance(v, str) and v for v in given[key])):
-                raise ValueError(f"{path}: {key} needs {action_dim} entries, one non-empty string per action dimension")
-        if "names" in given and len(set(given["names"])) != action_dim:
-            raise ValueError(f"{path}: names: each action dimension has its own name")
-        dt = given.get("dt_ms", DEFAULT_DT_MS)
-        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not 0 < dt <= 60000:
-            raise ValueError(f"{path}: dt_ms: the control period in ms, in (0, 60000]")
-        spec.update(given)
-    return spec
 
 
 GRAPH_KEYS = {"vision": "image", "prefix": "prefix", "expert": "step"}

@@ -9,7 +9,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from omni_edge.export.models.pi0.validation import graph_sqnr
+from omni_edge.export.policy import graph_sqnr
 from omni_edge.export.targets import executorch_target
 
 

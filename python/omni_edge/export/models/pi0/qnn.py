@@ -29,8 +29,9 @@ from omni_edge.export.models.pi0.graphs import PolicyShape, expert_bias, prefix_
 from omni_edge.export.models.pi0.onnx import ONNX_GRAPHS
 from omni_edge.export.models.pi0.plan import COMPONENT, GRAPH_KEYS
 from omni_edge.export.models.pi0.reference import Policy, load_policy, observation_pixels, prompt_ids, reference_actions
-from omni_edge.export.models.pi0.validation import agreement_checks, native_actions, synthetic_observation
+from omni_edge.export.models.pi0.validation import synthetic_observation
 from omni_edge.export.options import PolicyExportOptions
+from omni_edge.export.policy import agreement_checks, native_actions
 from omni_edge.export.targets import qnn_target
 from omni_edge.files import write_text_atomic
 

@@ -1,0 +1,123 @@
+"""What every policy architecture's export shares: the action spec a plan declares, each graph
+checked against its module (SQNR), the whole chunk through the native session, and the chunk's
+agreement with a reference."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from omni_edge.artifacts import identity_report, pending_task, write_validated
+from omni_edge.contracts import ReportCheck, ValidationReport
+from omni_edge.export.comparison import sqnr_db
+
+DEFAULT_DT_MS = 20.0    # 50 Hz control when the checkpoint does not say
+
+ACTION_MAX_ABS = 1e-4   # fp32 graphs against transformers, the whole chunk after every step
+
+
+# ExecuTorch's XNNPACK kernels approximate (its graphs measure 74-84 dB against the modules where
+# ONNX Runtime's measure 125-137 dB); ten flow steps then end 1.5e-4 from the reference (tiny).
+ACTION_MAX_ABS_BY_RUNTIME = {"onnxruntime": ACTION_MAX_ABS, "executorch": 1e-3}
+
+
+GRAPH_SQNR_DB = 60.0    # each graph against its module: summation order only
+
+
+def action_spec(path: Path | None, action_dim: int) -> dict[str, Any]:
+    """--action-spec FILE ({"names": [...], "units": [...], "dt_ms": ...}), or the checkpoint's
+    undeclared default: a0..aN in normalized units at 50 Hz."""
+    spec: dict[str, Any] = {"schema_version": 1, "names": [f"a{i}" for i in range(action_dim)],
+                            "units": ["normalized"] * action_dim, "dt_ms": DEFAULT_DT_MS}
+    if path is not None:
+        given = json.loads(path.read_text())
+        unknown = set(given) - {"names", "units", "dt_ms"}
+        if unknown:
+            raise ValueError(f"{path}: unknown fields {sorted(unknown)} (names, units, dt_ms)")
+        for key in ("names", "units"):
+            if key in given and (not isinstance(given[key], list) or len(given[key]) != action_dim
+                                 or not all(isinstance(v, str) and v for v in given[key])):
+                raise ValueError(f"{path}: {key} needs {action_dim} entries, one non-empty string per action dimension")
+        if "names" in given and len(set(given["names"])) != action_dim:
+            raise ValueError(f"{path}: names: each action dimension has its own name")
+        dt = given.get("dt_ms", DEFAULT_DT_MS)
+        if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not 0 < dt <= 60000:
+            raise ValueError(f"{path}: dt_ms: the control period in ms, in (0, 60000]")
+        spec.update(given)
+    return spec
+
+
+def graph_sqnr(examples: Any, run: Any) -> dict[str, float]:
+    """Each graph's worst output SQNR against its module; run(name, feeds) -> outputs."""
+    out = {}
+    for name, (module, args, inputs, _) in examples.items():
+        with torch.no_grad():
+            ref = module(*args)
+        refs = [r.numpy() for r in (ref if isinstance(ref, tuple) else (ref,))]
+        got = run(name, {n: a.numpy() for n, a in zip(inputs, args, strict=True)})
+        out[name] = min(sqnr_db(r, o) for r, o in zip(refs, got, strict=True))
+    return out
+
+
+def native_actions(plan: Path, observation: dict[str, Any], threads: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
+    """The action chunk and its event from the native session on `plan`, captured now.
+    observation["images"]: camera -> a file, or a list of files (its frame history, oldest
+    first)."""
+    from omni_edge.runtime import Session
+    from omni_edge.runtime.request import CameraImage, Observation, Request
+
+    images = tuple(CameraImage(cam, str(f)) for cam, files in observation["images"].items()
+                   for f in (files if isinstance(files, (list, tuple)) else [files]))
+    request = Request(prompt=observation["prompt"], observation=Observation(
+        timestamp_ms=time.time() * 1000.0, images=images, state=tuple(float(v) for v in observation["state"]),
+        noise=tuple(tuple(float(v) for v in row) for row in observation["noise"])))
+    events: list[dict[str, Any]] = []
+    with Session.open(plan, allow_unqualified=True, threads=threads) as session:
+        session.submit(request, lambda stream, event, pcm: events.append(event))
+    actions = [e for e in events if e["kind"] == "action"]
+    if len(actions) != 1:
+        raise RuntimeError(f"the policy session emitted {[e['kind'] for e in events]}, not one action")
+    return np.asarray(actions[0]["actions"], np.float32), actions[0]
+
+
+def agreement_checks(got: np.ndarray, ref: np.ndarray,
+                     limit: float = ACTION_MAX_ABS) -> tuple[tuple[ReportCheck, ...], dict[str, Any]]:
+    """Max abs and relative error over the chunk, and per step of the chunk."""
+    err = np.abs(got - ref)
+    per_step_abs = err.max(axis=1)
+    per_step_rel = (err / np.maximum(np.abs(ref), 1e-6)).max(axis=1)
+    # The gated check: the share of the chunk's values within `limit` of the reference (all).
+    checks = (ReportCheck("action_agreement", float((err <= limit).mean()), 1.0, ">="),
+              ReportCheck("action_max_abs", float(err.max()), limit, "<="))
+    detail = {"per_step_max_abs": [float(v) for v in per_step_abs], "per_step_max_rel": [float(v) for v in per_step_rel],
+              "max_abs": float(err.max()), "max_rel": float(per_step_rel.max()),
+              "reference_max_abs_value": float(np.abs(ref).max())}
+    return checks, detail
+
+
+def validate_component(cdir: Path, component: str, runtime: str, plan: Path, identity: dict[str, str], sqnrs: dict[str, float],
+              obs: dict[str, Any], ref: np.ndarray, extra: dict[str, Any], threads: int, bar: Any) -> None:
+    """The component's reports: each graph's SQNR, and the whole chunk natively against the
+    reference (a provisional manifest first: the session verifies the component before it runs
+    it)."""
+    numerical = identity_report("numerical", identity, tuple(ReportCheck(f"{n}_sqnr_db", v, GRAPH_SQNR_DB, ">=")
+                                                             for n, v in sqnrs.items()))
+    write_manifest(cdir, component, runtime, identity, numerical, pending_task(identity), {})
+    bar.set_postfix_str(f"{component}: native chunk vs sample_actions")
+    got, _ = native_actions(plan, obs, threads)
+    bar.update()
+    checks, detail = agreement_checks(got, ref, ACTION_MAX_ABS_BY_RUNTIME[runtime])
+    write_manifest(cdir, component, runtime, identity, numerical, identity_report("task", identity, checks),
+              {"policy": {**extra, "agreement": detail}})
+
+
+def write_manifest(cdir: Path, component: str, runtime: str, identity: dict[str, str], numerical: ValidationReport,
+              task: ValidationReport, extra: dict[str, Any]) -> None:
+    write_validated(cdir, component, identity, numerical, task, runtime=runtime, runtime_version=md.version(runtime),
+                    compiler_version=f"torch-{torch.__version__}", extra_metadata=extra)
