@@ -205,3 +205,29 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     root = made_once(tmp_path_factory, "pi0-scene", make)
     return {"dir": root, "state": [0.3, -0.2, 0.9], "noise": np.load(root / "noise.npy")}
+
+
+# ---- an InternVLA-A1 policy of sizes no preset has (tests/internvla_unseen.py), its scene and
+# ---- vLLM-Omni's own chunk for it --------------------------------------------------------------
+@pytest.fixture(scope="session")
+def internvla(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """{"checkpoint", "plan" (ONNX Runtime), "pte_plan", "scene", "upstream": vLLM-Omni's chunk on
+    the scene's two-frame history}."""
+    import numpy as np
+    from internvla_unseen import ACTION_SPEC, CAMERAS, UNSEEN, load_scene, make_scene, upstream_actions
+    from omni_edge.export.models.internvla_a1.checkpoint import make_checkpoint as make_internvla
+
+    def make(root: Path) -> None:
+        checkpoint = make_internvla(root / "ckpt", "unseen", seed=5, p=UNSEEN)
+        (root / "spec.json").write_text(json.dumps(ACTION_SPEC))
+        done = cli("export", "policy", "--checkpoint", str(checkpoint), "--out", str(root / "art"), "--cameras",
+                   ",".join(CAMERAS), "--max-observation-age-ms", "5000", "--format", "both",
+                   "--action-spec", str(root / "spec.json"))
+        assert done.returncode == 0, done.stderr[-3000:]
+        scene = make_scene(root / "scene")
+        np.save(root / "upstream.npy", upstream_actions(checkpoint, scene, (0, 1), root))
+
+    root = made_once(tmp_path_factory, "internvla-unseen", make)
+    scene = load_scene(root / "scene")
+    return {"checkpoint": root / "ckpt", "plan": root / "art" / "plan.json", "pte_plan": root / "art" / "plan.pte.json",
+            "scene": scene, "upstream": np.load(root / "upstream.npy")}

@@ -113,7 +113,8 @@ typedef struct {
 typedef struct {
   double timestamp_ms;          /* capture time, ms since the Unix epoch; a policy refuses an observation
                                    without one, or older than its plan's max_observation_age_ms */
-  const OeCameraImage* images;  /* one per camera of the plan, any order */
+  const OeCameraImage* images;  /* per camera of the plan (any order): its current image, or for a plan
+                                   with a frame history its whole history, oldest first */
   int n_images;
   const float* state;           /* zero-padded to the model's state dim */
   int n_state;
@@ -122,6 +123,7 @@ typedef struct {
   int noise_rows;
   int noise_cols;
   uint64_t noise_seed;
+  int reset_history;            /* 1: a plan with a frame history starts it again (a new episode) */
 } OeObservation;
 
 /* One turn of a conversation given whole (an OpenAI-style message list). */

@@ -79,6 +79,7 @@ pipeline::Request RequestOf(const OeRequest& r) {
       obs.noise_shape = {o.noise_rows, o.noise_cols};
     }
     obs.noise_seed = o.noise_seed;
+    obs.reset_history = o.reset_history != 0;
     out.observation = std::move(obs);
   }
   for (int i = 0; r.media != nullptr && i < r.n_media; ++i) {

@@ -42,15 +42,21 @@ Result<ObservationFile> ReadObservationFile(const std::string& path) {
   const Json* images = r.Object("images");
   const Json* state = r.Array("state", false);
   out.prompt = r.String("prompt", false, false);
+  out.reset_history = r.Bool("reset_history", false, false);
   if (!r.ok()) return Bad(r.status().message());
   if (Status st = r.Done(); !st.ok()) return Bad(st.message());
   if (!(out.timestamp_ms >= 0 && out.timestamp_ms < 1e15)) return Bad(path + ".timestamp_ms: ms since the Unix epoch");
   const fs::path dir = fs::absolute(fs::path(path)).parent_path();
   if (images->empty()) return Bad(path + ".images: one image per camera");
-  for (const auto& [camera, name] : images->items()) {
-    if (!name.is_string()) return Bad(path + ".images." + camera + ": a file name");
-    OE_ASSIGN_OR_RETURN(std::string file, Inside(dir, name.get<std::string>(), path + ".images." + camera));
-    out.images.emplace_back(camera, std::move(file));
+  for (const auto& [camera, value] : images->items()) {
+    const std::string at = path + ".images." + camera;
+    if (value.is_array() && (value.empty() || value.size() > 16)) return Bad(at + ": 1 to 16 files (oldest first)");
+    const Json names = value.is_array() ? value : Json::array({value});
+    for (const auto& name : names) {
+      if (!name.is_string()) return Bad(at + ": a file name, or a list of them (its frame history, oldest first)");
+      OE_ASSIGN_OR_RETURN(std::string file, Inside(dir, name.get<std::string>(), at));
+      out.images.emplace_back(camera, std::move(file));
+    }
   }
   for (size_t i = 0; state != nullptr && i < state->size(); ++i) {
     const Json& v = (*state)[i];

@@ -1,6 +1,9 @@
 // The files `omni-edge-run act` reads: OBS.json (what a policy acts on) and NOISE.npy (the flow's
 // initial noise), read strictly. OBS.json:
-//   {"timestamp_ms": ..., "images": {"<camera>": "file.png", ...}, "state": [...], "prompt": "..."}
+//   {"timestamp_ms": ..., "images": {"<camera>": "file.png", ...}, "state": [...], "prompt": "...",
+//    "reset_history": false}
+// A camera's value may also be a list of files: its frame history, oldest first (a plan that
+// keeps one).
 // Image files are named relative to OBS.json's directory and may not leave it.
 #pragma once
 
@@ -17,6 +20,7 @@ struct ObservationFile {
   std::vector<std::pair<std::string, std::string>> images;  // (camera, absolute path), in the file's order
   std::vector<float> state;
   std::string prompt;
+  bool reset_history = false;
 };
 
 Result<ObservationFile> ReadObservationFile(const std::string& path);

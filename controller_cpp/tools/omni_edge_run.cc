@@ -14,7 +14,7 @@
 //                 [--model ID] [--threads N] [--allow-unqualified] [--max-body-mb N] [--max-connections N]
 //                 [--memory-pools JSON] (OpenAI chat/speech and OpenPI over HTTP; the key also from
 //                 OMNI_EDGE_API_KEY; server/http_server.h)
-//   omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]
+//   omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S] [--reset-history]
 //                 [--deadline-ms D] [--capture-age-ms A] [--json] ... (a policy plan: the last line is
 //                 the action chunk; --capture-age-ms restamps the observation A ms before each request)
 //
@@ -68,7 +68,7 @@ const char* const kUsage =
     "       omni-edge-run serve --plan PLAN [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-sessions N]\n"
     "                     [--model ID] [--threads N] [--allow-unqualified] [--max-body-mb N]\n"
     "                     [--max-connections N] [--memory-pools JSON]   (OpenAI and OpenPI over HTTP)\n"
-    "       omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S]\n"
+    "       omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S] [--reset-history]\n"
     "                     [--deadline-ms D] [--capture-age-ms A] [--json] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile]\n"
     "                     (a policy plan: OBS.json {\"timestamp_ms\", \"images\": {camera: file}, \"state\", \"prompt\"};\n"
@@ -334,6 +334,7 @@ int Act(int argc, char** argv, int first) {
     else if (a == "--noise") noise_path = args.Value("--noise");
     else if (a == "--noise-seed") obs.noise_seed = uint64_t(args.Whole("--noise-seed", 0, int64_t(1) << 62));
     else if (a == "--deadline-ms") in.request.deadline_ms = double(args.Whole("--deadline-ms", 0, 3600000));
+    else if (a == "--reset-history") obs.reset_history = 1;
     else if (a == "--capture-age-ms") in.out.capture_age_ms = double(args.Whole("--capture-age-ms", 0, 3600000));
     else return Usage(("act: unknown argument '" + a + "'").c_str());
   }
@@ -351,6 +352,7 @@ int Act(int argc, char** argv, int first) {
   std::vector<OeCameraImage> images;
   for (const auto& [camera, path] : file->images) images.push_back(OeCameraImage{camera.c_str(), nullptr, 0, path.c_str()});
   obs.timestamp_ms = file->timestamp_ms;
+  obs.reset_history = obs.reset_history || file->reset_history;
   obs.images = images.data();
   obs.n_images = int(images.size());
   obs.state = file->state.empty() ? nullptr : file->state.data();

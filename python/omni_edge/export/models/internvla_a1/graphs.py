@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from omni_edge.export.models.internvla_a1.model import (
     CAMERA_SLOTS,
@@ -43,17 +44,49 @@ from omni_edge.export.models.internvla_a1.reference import (
     prefix_positions,
     step_bias,
     time_embedding,
-    vision_rows,
 )
 
 
 class VisionGraph(torch.nn.Module):
+    """Qwen3-VL's vision tower for the one grid image_resolution gives, with what transformers
+    derives from the grid at run time (the position table's resampling taps, the 2-D rotary
+    tables, one attention span) computed here once: static for export; the patch embedding's
+Conv3d, whose kernel is the whole patch, as the matrix it is. The end-to-end check
+    holds it to transformers' own forward (reference.vision_rows)."""
+
     def __init__(self, model: InternVLAA1) -> None:
         super().__init__()
-        self.model = model
+        from transformers.vision_utils import get_vision_interpolation_indices_and_weights, get_vision_position_ids
+
+        self.visual = model.visual
+        v = self.visual
+        gh, gw = model.config.grid
+        grid = torch.tensor([[1, gh, gw]])
+        indices, weights = get_vision_interpolation_indices_and_weights(
+            grid, num_grid_per_side=v.num_grid_per_side, mode=v.interpolation_mode,
+            align_corners=v.interpolation_align_corners, spatial_merge_size=v.config.spatial_merge_size)
+        cos, sin = v.rotary_pos_emb(torch.zeros(1), get_vision_position_ids(grid, v.spatial_merge_size))
+        for name, value in (("indices", indices), ("weights", weights), ("cos", cos), ("sin", sin)):
+            self.register_buffer(name, value.detach().clone(), persistent=False)
 
     def forward(self, patches: torch.Tensor) -> torch.Tensor:
-        return vision_rows(self.model, patches)
+        from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
+
+        v = self.visual
+        proj = v.patch_embed.proj  # a Conv3d whose kernel is the whole patch: a matrix (ExecuTorch has no Conv3d)
+        h = F.linear(patches, proj.weight.reshape(proj.weight.shape[0], -1), proj.bias)
+        h = h + (v.pos_embed(self.indices) * self.weights[:, :, None]).sum(1)
+        for block in v.blocks:
+            attn = block.attn
+            n = h.shape[0]
+            q, k, val = attn.qkv(block.norm1(h)).reshape(n, 3, attn.num_heads, -1).permute(1, 0, 2, 3).unbind(0)
+            q, k = apply_rotary_pos_emb_vision(q, k, self.cos, self.sin)
+            q, k, val = q.transpose(0, 1), k.transpose(0, 1), val.transpose(0, 1)
+            weights = torch.softmax(torch.matmul(q, k.transpose(1, 2)) * attn.scaling, dim=-1)
+            h = h + attn.proj(torch.matmul(weights, val).transpose(0, 1).reshape(n, -1))
+            h = h + block.mlp(block.norm2(h))
+        rows: torch.Tensor = v.merger(h)[None]
+        return rows
 
 
 class FrameGraph(torch.nn.Module):
