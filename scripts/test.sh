@@ -81,6 +81,9 @@ OMNI_EDGE_FUZZ_BUILD=build/asan scripts/fuzz.sh "${OMNI_EDGE_FUZZ_SECONDS:-60}"
 # One compute thread per worker (torch's OpenMP and the controller's ONNX Runtime pool, in the
 # workers and the CLIs they start; ExecuTorch's XNNPACK pool has no such setting): two workers of two spinning threads each on two cores ran torch's training
 # 2.7x slower than two workers of one thread (41.6 s against 15.6 s for 100 steps, side by side).
+step "vLLM-Omni's own environment (the InternVLA-A1 reference; scripts/upstream_env.sh)"
+scripts/upstream_env.sh
+
 step "pytest (2 workers)"
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMNI_EDGE_THREADS=1 python -m pytest -q -n 2 --dist loadfile --durations=15 --junitxml=build/pytest-junit.xml 2>&1 | tee build/pytest.log
 
