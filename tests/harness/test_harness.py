@@ -255,7 +255,7 @@ def test_matrix_shows_60_cells_with_the_27b_rejected_on_small_devices(tmp_path: 
     done = cli("matrix", "--json", "--store", str(tmp_path))
     assert done.returncode == 0, done.stderr
     cells = json.loads(done.stdout)
-    assert len(cells) == len(ROUTES) * len(FAMILIES) == 60
+    assert len(cells) == len(ROUTES) * len(FAMILIES) == 72
     by = {(c["route"], c["family"]): c for c in cells}
     for small in ("galaxy-s25", "galaxy-s24", "rb3-gen2"):
         c = by[(small, "27b")]

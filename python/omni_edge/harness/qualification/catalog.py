@@ -83,6 +83,22 @@ def minicpmo45(thinker_bits: float, context: int = 8192) -> Footprint:
     return Footprint("omni", MINICPMO45_THINKER, thinker_bits, 36, 8, 128, context, extra_weights=int(2 * MINICPMO45_OTHERS))
 
 
+# InternVLA-A1 (3B) by its shapes (export/models/internvla_a1; README, its section), what action
+# inference reads: Qwen3-VL-2B's decoder as the understanding expert (28 layers of 2048, 8 KV heads
+# of 128, its 151,936-row table tied) 1.72 B, its vision tower 0.33 B (the deepstack mergers are
+# not read), the generation and action experts (28 layers of 1024) 0.44 B each, the Cosmos CI8x8
+# encoder 0.03 B and the history pooling 0.07 B: 3.03 B. Its context: 3 camera slots of 49 rows
+# (+ start and end), 48 task slots, 2 frames x 16 rows per slot, then the state and a 50-step chunk.
+INTERNVLA_A1_PARAMETERS = 3.03e9
+INTERNVLA_A1_CONTEXT = 3 * (49 + 2) + 48 + 3 * 2 * 16 + 1 + 50
+POLICY_BITS = {"fp32": 32.0, "fp16": 16.0}  # what the policy exports take so far (CPU, HTP)
+
+
+def internvla_a1(bits: float) -> Footprint:
+    """InternVLA-A1 with every weight at `bits`, its float32 context (keys and values of 28 layers)."""
+    return Footprint("policy", INTERNVLA_A1_PARAMETERS, bits, 28, 8, 128, INTERNVLA_A1_CONTEXT)
+
+
 @dataclass(frozen=True)
 class Family:
     key: str
@@ -101,8 +117,11 @@ FAMILIES: tuple[Family, ...] = (
     Family("omni", "MiniCPM-o 4.5", "Qwen3-8B thinker at 4-bit (4.5 bits/weight with scales) + SigLIP, Whisper "
            "encoder, talker and token2wav at fp16, 8K context", minicpmo45(THINKER_BITS["int4"]),
            ("vision", "audio", "thinker", "talker", "vocoder")),
-    Family("policy", "InternVLA-like policy", "4B VLA (3B VLM + action expert), 8-bit, 2K context",
-           Footprint("policy", 4.1e9, 8.5, 36, 2, 128, 2048), ("vision", "thinker", "action")),
+    Family("policy", "InternVLA-A1", "3B VLA: Qwen3-VL-2B understanding, foresight and action experts of 1024, Cosmos "
+           "CI8x8 encoder; fp16 (the HTP's precision; fp32 on the CPU routes is twice the weights)",
+           internvla_a1(POLICY_BITS["fp16"]), ("vision", "frame", "context", "action")),
+    Family("pi0", "π0", "3.3B VLA: PaliGemma (SigLIP + Gemma 2B, one KV head of 256) + a 0.3B action expert, fp16, "
+           "two cameras", Footprint("pi0", 3.3e9, 16.0, 18, 1, 256, 2 * 256 + 48 + 51), ("vision", "prefix", "action")),
     Family("27b", "27B-class", "27B dense decoder, 4-bit weights (4.5 bits/weight with scales), 4K context",
            Footprint("27b", 27e9, 4.5, 62, 16, 128, 4096)),
 )

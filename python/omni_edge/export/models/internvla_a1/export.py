@@ -1,4 +1,4 @@
-"""`omni-edge export policy` on an InternVLA-A1 checkpoint: one component (policy-onnx: the
+"""`omni-edge export policy` on an InternVLA-A1 checkpoint (--target qnn-htp: qnn.py): one component (policy-onnx: the
 vision, frame, context and action-expert graphs sharing one weights file, the tokenizer) and a
 plan whose internvla stage runs preprocessing, the frame history and the denoising loop natively.
 
@@ -31,8 +31,10 @@ from omni_edge.files import write_text_atomic
 def export(checkpoint: Path, out: Path, opts: PolicyExportOptions) -> list[Path]:
     """policy-onnx (and with --format pte|both policy-pte) and their plans: plan.json is the ONNX
     one (plan.pte.json the ExecuTorch one; with --format pte alone, plan.json)."""
-    if opts.target != "cpu":
-        raise ValueError(f"InternVLA-A1 exports for the CPU (ONNX Runtime, ExecuTorch) so far, not {opts.target}")
+    if opts.target == "qnn-htp":
+        from omni_edge.export.models.internvla_a1.qnn import export_policy_qnn
+
+        return export_policy_qnn(checkpoint, out, opts)
     config = read_config(checkpoint)
     model = load(checkpoint, config)
     cameras = tuple(opts.cameras) if opts.cameras else DEFAULT_CAMERAS

@@ -51,8 +51,13 @@ class VisionGraph(torch.nn.Module):
     """Qwen3-VL's vision tower for the one grid image_resolution gives, with what transformers
     derives from the grid at run time (the position table's resampling taps, the 2-D rotary
     tables, one attention span) computed here once: static for export; the patch embedding's
-Conv3d, whose kernel is the whole patch, as the matrix it is. The end-to-end check
-    holds it to transformers' own forward (reference.vision_rows)."""
+    Conv3d, whose kernel is the whole patch, as the matrix it is. The end-to-end check holds it
+    to transformers' own forward (reference.vision_rows)."""
+
+    indices: torch.Tensor
+    weights: torch.Tensor
+    cos: torch.Tensor
+    sin: torch.Tensor
 
     def __init__(self, model: InternVLAA1) -> None:
         super().__init__()

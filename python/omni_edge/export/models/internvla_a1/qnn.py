@@ -1,0 +1,151 @@
+"""`omni-edge export policy --target qnn-htp` on an InternVLA-A1 checkpoint: its four graphs as
+QNN HTP context binaries per SoC, at fp16, validated on the HTP backend (the emulator here).
+
+The CPU export runs first (its fp32 graphs are what gets compiled; OUT/plan.cpu.json is its
+plan). Per SoC, vision, frame, context and expert are compiled with CPU fallback disabled (an op
+the HTP refuses is named) into `policy-qnn-<soc>-fp16/`, and `plan.qnn-<soc>-fp16.json` runs the
+whole stage on the NPU (OUT/plan.json is the first SoC's). The rotary tables, biases and the time
+embedding stay inputs computed by the controller in float32/float64.
+
+Validation: each compiled graph against its fp32 graph on a held-out observation's own inputs
+(SQNR per output), and the whole chunk through the native session on the HTP against
+reference.sample_actions (the chunk's SQNR and max abs error per step)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from omni_edge.artifacts import identity_report, new_component, pending_task
+from omni_edge.contracts import ReportCheck
+from omni_edge.export.comparison import sqnr_db
+from omni_edge.export.models.internvla_a1.graphs import PolicyShape
+from omni_edge.export.models.internvla_a1.model import HISTORY, InternVLAA1, context_kv, load, read_config
+from omni_edge.export.models.internvla_a1.onnx import ONNX_GRAPHS
+from omni_edge.export.models.internvla_a1.plan import COMPONENT, GRAPH_KEYS
+from omni_edge.export.models.internvla_a1.reference import (
+    Observation,
+    build_context,
+    cosmos_input,
+    inv_freq,
+    mrope_tables,
+    patches,
+    prefix_embeddings,
+    resize_with_pad,
+    sample_actions,
+    step_bias,
+    task_ids,
+    time_embedding,
+)
+from omni_edge.export.models.internvla_a1.validation import synthetic_observation
+from omni_edge.export.options import PolicyExportOptions
+from omni_edge.export.policy import agreement_checks, native_actions
+from omni_edge.export.targets import qnn_target
+from omni_edge.files import write_text_atomic
+
+GRAPH_SQNR_DB = 30.0   # fp16 on the HTP against fp32, per output
+ACTION_SQNR_DB = 25.0  # the whole chunk after the flow at fp16
+
+
+def _graph_inputs(model: InternVLAA1, obs: Observation, task: list[int]) -> dict[str, list[list[np.ndarray]]]:
+    """Each graph's inputs (by graph key) for a held-out observation, from the fp32 arithmetic."""
+    c = model.config
+    v = c.sizes.vision
+    vision, frames = [], []
+    for views in obs.frames:
+        if views is None:
+            continue
+        stack = resize_with_pad(torch.from_numpy(views).float(), c.image_resolution)
+        vision.append([patches(stack[-1], v.patch, v.merge, v.temporal_patch).numpy()])
+        frames += [[cosmos_input(stack[f]).numpy()] for f in range(HISTORY)]
+    ctx = build_context(model, obs, task)
+    with torch.no_grad():
+        prefix = prefix_embeddings(model, ctx.ids, ctx.image_rows, c.image_tokens)
+        keys, values = context_kv(model, prefix, ctx.history_rows, ctx.bias, ctx.cos, ctx.sin)
+    positions = ctx.last_position[:, None] + np.arange(1, c.chunk + 2)[None, :]
+    cos, sin = (t.numpy() for t in mrope_tables(inv_freq(c.sizes.expert.head_dim), positions))
+    state = np.zeros((1, c.max_state_dim), np.float32)
+    state[0, :len(obs.state)] = obs.state
+    bias = step_bias(ctx.mask, c.chunk).numpy()
+    steps = [[keys.numpy(), values.numpy(), bias, obs.noise[None], time_embedding(t, c.sizes.expert.hidden, c.min_period,
+                                                                                     c.max_period).numpy(), state, cos, sin]
+             for t in (1.0, 0.5, 0.1)]
+    context = [ctx.ids.numpy(), ctx.image_rows.numpy(), ctx.history_rows.numpy(), ctx.bias.numpy(), ctx.cos.numpy(),
+               ctx.sin.numpy()]
+    return {"image": vision, "frame": frames, "context": [context], "step": steps}
+
+
+def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) -> list[Path]:
+    from omni_edge.export.models.internvla_a1.export import export
+
+    precision = opts.precision
+    if precision != "fp16":
+        raise ValueError(f"InternVLA-A1 compiles at fp16 for qnn-htp so far, not {precision!r}")
+    targets = [(key, *qnn_target.check_target(key, precision)) for key in opts.socs]  # refuse before any work
+    cpu_plan = export(checkpoint, out, replace(opts, target="cpu", precision=""))[0]
+    cpu_copy = out / "plan.cpu.json"
+    shutil.copy2(cpu_plan, cpu_copy)
+    plan = json.loads(cpu_plan.read_text())
+    stage = plan["stages"][0]
+    section = stage["internvla"]
+    config = read_config(checkpoint)
+    model = load(checkpoint, config)
+    shape = PolicyShape.of(config, tuple(section["cameras"]))
+    cpu_identity = dict(section["identity"])
+    fp32_dir = out / COMPONENT
+    build = out / ".build-qnn-policy"
+    shutil.rmtree(build, ignore_errors=True)
+    build.mkdir(parents=True)
+    plans: list[Path] = []
+    tokenizer = checkpoint / "processor" / "tokenizer.json"
+    with tempfile.TemporaryDirectory() as tmp:
+        native_obs, ref_obs = synthetic_observation(Path(tmp), shape, seed=11)  # held out: not the CPU export's
+        task = task_ids(checkpoint / "processor", ref_obs.task)
+        samples = _graph_inputs(model, ref_obs, task)
+        ref = sample_actions(model, ref_obs, task)[0][:, :config.action_dim] if opts.validate else None
+        for soc_key, soc, prec in tqdm(targets, desc="compile InternVLA-A1", unit="SoC", leave=False):
+            component = new_component(out / f"policy-qnn-{soc_key}-{precision}", checkpoint, extra=[tokenizer],
+                                      required=("config.json",))
+            refs = {}
+            for role, file in ONNX_GRAPHS.items():
+                prepared = build / f"fp32_{file}"
+                if not prepared.exists():
+                    qnn_target.prepare_graph(fp32_dir / file, prepared, fuse_norms=False)
+                refs[role] = qnn_target.compile_context(prepared, component, soc, prec).name
+            sqnr = qnn_target.graph_sqnr(fp32_dir, component, {GRAPH_KEYS[r]: f for r, f in ONNX_GRAPHS.items()}, samples,
+                                         all_outputs=True)
+            stage["artifact"] = component.name
+            section["identity"] = {**cpu_identity, "artifact": component.name, "precision": precision}
+            stage["graphs"] = {role: {"backend": "onnxruntime", "device": "npu", "graphs": {GRAPH_KEYS[role]: refs[role]}}
+                               for role in GRAPH_KEYS}
+            plan["name"] = f"{checkpoint.name} (InternVLA-A1 on the {soc_key} HTP, {precision})"
+            plan_path = out / f"plan.qnn-{soc_key}-{precision}.json"
+            write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
+            identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
+                            shape_bucket=shape.bucket, target_abi=f"qnn-htp-v{soc.htp_arch}")
+            numerical = identity_report("numerical", identity, tuple(
+                ReportCheck(f"{k}_sqnr_db", round(v, 2), GRAPH_SQNR_DB, ">=") for k, v in sqnr.items()))
+            task_report = pending_task(identity)
+            detail: dict[str, Any] = {}
+            if ref is not None:
+                qnn_target.write_component(component, identity, numerical, task_report, soc, prec, {})  # verified first
+                got, _ = native_actions(plan_path, native_obs, opts.threads)
+                _, detail = agreement_checks(got, ref)
+                chunk_db = round(float(sqnr_db(ref, got)), 2)
+                detail["chunk_sqnr_db"] = chunk_db
+                task_report = identity_report("task", identity, (
+                    ReportCheck("action_agreement_sqnr_db", chunk_db, ACTION_SQNR_DB, ">="),))
+            qnn_target.write_component(component, identity, numerical, task_report, soc, prec, {"policy": {
+                "graphs": refs, "sqnr_db": {k: round(v, 2) for k, v in sqnr.items()}, "agreement": detail}})
+            plans.append(plan_path)
+    shutil.rmtree(build)
+    shutil.copy2(plans[0], out / "plan.json")
+    return [*plans, cpu_copy]
