@@ -71,9 +71,21 @@ policy = {"tokenizer": "t.json", "cameras": ["base", "wrist"], "image_size": 32,
 seed(8, {"plan_version": 1, "name": "policy", "stages": [
     {"stage_id": 0, "model_stage": "policy", "execution_type": "llm_generation", "input_sources": [], "final_output": True,
      "final_output_type": "action", "artifact": "/", "policy": policy, "graphs": {}}]})
+internvla = {"tokenizer": "t.json", "cameras": ["front", "wrist"], "camera_slots": 3, "history": 2,
+             "image_resolution": [32, 32], "patch": 8, "merge": 2, "temporal_patch": 2, "image_tokens": 4,
+             "prompt_tokens": 4, "image_token_id": 9, "vision_start_id": 7, "vision_end_id": 8, "pad_id": 0,
+             "cosmos_size": 16, "frame_rows": 1, "vlm_hidden": 8, "expert_hidden": 4, "layers": 1, "kv_heads": 1,
+             "head_dim": 4, "chunk_size": 3, "max_state_dim": 4, "max_action_dim": 2, "state_dim": 3, "action_dim": 2,
+             "num_steps": 10, "mask_value": -65504, "rope_inv_freq": [1, 0.01], "mrope_section": [24, 20, 20],
+             "time_scaling": [1570.8, 1.57], "max_observation_age_ms": 500, "max_history_gap_ms": 2000,
+             "action_mode": "delta", "identity": {},
+             "actions": {"schema_version": 1, "names": ["x", "y"], "units": ["m", "m"], "dt_ms": 20}}
+seed(8, {"plan_version": 1, "name": "internvla", "stages": [
+    {"stage_id": 0, "model_stage": "policy", "execution_type": "llm_generation", "input_sources": [], "final_output": True,
+     "final_output_type": "action", "artifact": "/", "internvla": internvla, "graphs": {}}]})
 seed(7, {"prompt": "pick", "deadline_ms": 50, "observation": {
     "timestamp_ms": 1764900000000.5, "images": [{"camera": "base", "path": "a.png"}], "state": [0.1, -2],
-    "noise": [[0.5, 1], [2, 3], [-1, 0]], "noise_seed": 3}})
+    "noise": [[0.5, 1], [2, 3], [-1, 0]], "noise_seed": 3, "reset_history": True}})
 seed(13, {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, "min_pixels": 3136, "max_pixels": 50176,
           "image_mean": [0.48, 0.45, 0.40], "image_std": [0.26, 0.26, 0.27], "rescale_factor": 0.00392156862745098})
 import struct  # noqa: E402

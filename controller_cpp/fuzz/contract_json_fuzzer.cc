@@ -1,7 +1,7 @@
 // libFuzzer target: every native parser of untrusted input — the contract types, manifests and
 // validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, the
 // bytes a stream turns into text, a checkpoint's image preprocessing config, WAV files through the
-// audio front end, image files through stb_image (and a policy's camera resize), session
+// audio front end, image files through stb_image (and the policies' camera preprocessing), session
 // requests (observations among them), OpenAI chat request bodies — must refuse bad input with a
 // Status, never crash or leak.
 // The first byte picks the parser, so one corpus covers them all.
@@ -17,6 +17,7 @@
 #include "contract/manifest.h"
 #include "families/builtin.h"
 #include "media/audio_features.h"
+#include "media/float_image.h"
 #include "media/image_decode.h"
 #include "media/image_preprocess.h"
 #include "pipeline/request.h"
@@ -52,6 +53,12 @@ void FuzzImageFile(const std::string& text) {
     const float mean[3] = {0.5f, 0.5f, 0.5f}, std_dev[3] = {0.5f, 0.5f, 0.5f};
     auto pixels = omni_edge::media::ResizeWithPad(image.value(), 32, mean, std_dev);
     if (pixels.ok() && pixels->size() != 3 * 32 * 32) __builtin_trap();
+    // and as an InternVLA-A1 camera frame: letterboxed to 32 x 32, Qwen3-VL's patches, Cosmos's size
+    auto frame = omni_edge::media::ResizeWithPad(omni_edge::media::ToUnitFloat(image.value()), 32, 32);
+    if (!frame.ok() || frame->planes.size() != 3 * 32 * 32) __builtin_trap();
+    auto patches = omni_edge::media::PatchesOf(*frame, 8, 2, 2, mean, std_dev);
+    if (!patches.ok() || patches->values.size() != size_t(16 * 3 * 2 * 8 * 8)) __builtin_trap();
+    if (omni_edge::media::ResizeBilinear(*frame, 48, 48).planes.size() != 3 * 48 * 48) __builtin_trap();
   }
 }
 

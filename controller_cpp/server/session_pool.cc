@@ -14,7 +14,7 @@ PlanFacts FactsOf(OeSession* session) {
   facts.inputs = {"text"};
   for (const Json& stage : info->value("stages", Json::array())) {
     const Json describe = stage.value("describe", Json::object());
-    if (stage.value("family", "") == "policy") facts.policy = describe;
+    if (stage.value("model_stage", "") == "policy") facts.policy = describe;  // π0's family or InternVLA-A1's
     const std::string modality = describe.value("modality", "");
     if (stage.value("family", "") == "encoder" && (modality == "image" || modality == "audio")) {
       facts.inputs.push_back(modality);

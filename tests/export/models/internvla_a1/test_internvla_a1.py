@@ -175,3 +175,53 @@ def test_loader_refuses_what_it_cannot_run(internvla: dict[str, Any], tmp_path: 
         (bad / f).symlink_to(internvla["checkpoint"] / f)
     with pytest.raises(ValueError, match="the config's sizes say"):
         load(bad)
+
+
+def test_the_openpi_websocket_serves_it_with_its_history(internvla: dict[str, Any]) -> None:
+    """openpi-client as a robot uses it: one frame per camera per infer (HWC arrays); the
+    connection's session keeps the history, so the second infer is vLLM-Omni's chunk on frames
+    [0, 1]; vLLM-Omni's reset starts the history again."""
+    from openpi_client.websocket_client_policy import WebsocketClientPolicy
+    from PIL import Image
+    from serving import serving
+
+    scene = internvla["scene"]
+
+    def obs(f: int) -> dict[str, Any]:
+        images = {c: np.asarray(Image.open(scene["dir"] / f"{c}_{f}.png").convert("RGB")) for c in CAMERAS}
+        return {"images": images, "state": np.array(scene["state"], np.float32), "prompt": TASK,
+                "timestamp_ms": time.time() * 1000.0, "noise": scene["noise"]}
+
+    with serving(internvla["plan"]) as running:
+        host, port = running["url"].removeprefix("http://").removesuffix("/v1").split(":")
+        policy = WebsocketClientPolicy(host=host, port=int(port), api_key=running["key"])
+        meta = policy.get_server_metadata()
+        assert meta["action_horizon"] == UNSEEN.chunk and meta["policy"]["cameras"] == list(CAMERAS)
+        assert meta["policy"]["history"] == 2 and meta["policy"]["action_mode"] == "delta"
+        policy.infer(obs(0))
+        got = policy.infer(obs(1))["actions"]
+        assert np.abs(got - internvla["upstream"][:, :A]).max() <= 1e-4
+        policy.reset()
+        again = policy.infer(obs(1))["actions"]  # a new episode: [1, 1], not [0, 1]
+        assert np.abs(again - got).max() > 1e-3
+        policy._ws.close()
+
+
+def test_htp_graphs_pass_their_reports_on_the_qnn_ep(internvla: dict[str, Any], tmp_path: Path) -> None:
+    """`export policy --target qnn-htp`: every graph compiled with CPU fallback disabled, run on
+    the HTP emulator, within its reports; the plan places every graph on the NPU."""
+    from llm_reference import cli
+
+    done = cli("export", "policy", "--checkpoint", str(internvla["checkpoint"]), "--out", str(tmp_path / "qnn"),
+               "--cameras", ",".join(CAMERAS), "--target", "qnn-htp", "--soc", "sm8750")
+    assert done.returncode == 0, done.stderr[-3000:]
+    plan = json.loads((tmp_path / "qnn" / "plan.qnn-sm8750-fp16.json").read_text())
+    assert {g["device"] for g in plan["stages"][0]["graphs"].values()} == {"npu"}
+    manifest = json.loads((tmp_path / "qnn" / "policy-qnn-sm8750-fp16" / "manifest.json").read_text())
+    reports = {k: json.loads((tmp_path / "qnn" / "policy-qnn-sm8750-fp16" / "reports" / f"{k}.json").read_text())
+               for k in ("numerical", "task")}
+    checks = [c for r in reports.values() for c in r["checks"]]
+    assert {c["name"] for c in checks} >= {"image_sqnr_db", "frame_sqnr_db", "context_sqnr_db", "step_sqnr_db",
+                                           "action_agreement_sqnr_db"}
+    assert all(c["observed"] >= c["limit"] for c in checks), checks
+    assert manifest["component"]

@@ -27,7 +27,8 @@ def write_observation(directory: Path, plan_path: Path, prompt: str = "") -> Pat
 
     from omni_edge.files import atomic_output, write_text_atomic
 
-    section = json.loads(plan_path.read_text())["stages"][0]["policy"]
+    stage = json.loads(plan_path.read_text())["stages"][0]
+    section = stage.get("policy") or stage["internvla"]  # π0's section or InternVLA-A1's
     rng = np.random.default_rng(0)
     images = {}
     directory.mkdir(parents=True, exist_ok=True)
@@ -50,8 +51,10 @@ def policy_row(lines: Lines, start: float) -> dict[str, Any] | None:
     t, age = action.get("timings", {}), action.get("observation_age_ms", {})
     steps = [float(v) for v in t.get("step_ms", [])]
     done_t = max(tt for tt, e in lines if e.get("kind") == "action")
-    return {"wall_ms": (done_t - start) * 1000, **{k: t.get(k) for k in ("preprocess_ms", "vision_ms", "prefix_ms",
-                                                                          "denoise_ms", "total_ms")},
+    return {"wall_ms": (done_t - start) * 1000, **{k: t.get(k) for k in ("preprocess_ms", "vision_ms", "denoise_ms",
+                                                                          "total_ms")},
+            # InternVLA-A1's context (prefix and frame history) is π0's prefix; its Cosmos frames apart
+            "prefix_ms": t.get("prefix_ms", t.get("context_ms")), **({"frame_ms": t["frame_ms"]} if "frame_ms" in t else {}),
             "step_ms_mean": sum(steps) / len(steps) if steps else None, "step_ms": steps,
             "age_at_start_ms": age.get("at_start"), "age_at_emission_ms": age.get("at_emission"),
             "deadline_missed": 1.0 if action.get("deadline_missed") else 0.0, "lateness_ms": action.get("lateness_ms")}
