@@ -10,7 +10,7 @@ namespace {
 struct Fields {
   jfieldID prompt, prompt_ids, chat, system_prompt, continue_conversation, max_new_tokens, sampling, stop_strings,
       ignore_stop_tokens, max_frames, speech_sampling, prebuffer_ms, media_kinds, media_data;
-  jfieldID has_observation, observation_ms, camera_names, camera_images, state, noise, noise_rows, noise_cols, noise_seed,
+  jfieldID has_observation, observation_ms, camera_names, camera_images, state, noise, noise_rows, noise_cols, noise_seed, reset_history,
       deadline_ms;
   jfieldID use_plan, temperature, top_k, top_p, min_p, repetition_penalty, seed;
   bool ok = false;
@@ -42,6 +42,7 @@ Fields LookUp(JNIEnv* env) {
          (f.noise_rows = env->GetFieldID(c.request, "noiseRows", "I")) &&
          (f.noise_cols = env->GetFieldID(c.request, "noiseCols", "I")) &&
          (f.noise_seed = env->GetFieldID(c.request, "noiseSeed", "J")) &&
+         (f.reset_history = env->GetFieldID(c.request, "resetHistory", "Z")) &&
          (f.deadline_ms = env->GetFieldID(c.request, "deadlineMs", "D")) &&
          (f.use_plan = env->GetFieldID(c.sampling, "usePlan", "Z")) &&
          (f.temperature = env->GetFieldID(c.sampling, "temperature", "F")) &&
@@ -138,6 +139,7 @@ bool OwnedRequest::Read(JNIEnv* env, jobject request) {
     observation_.noise_rows = env->GetIntField(request, f.noise_rows);
     observation_.noise_cols = env->GetIntField(request, f.noise_cols);
     observation_.noise_seed = uint64_t(env->GetLongField(request, f.noise_seed));
+    observation_.reset_history = env->GetBooleanField(request, f.reset_history) ? 1 : 0;
     if (!noise_.empty() && int64_t(noise_.size()) != int64_t(observation_.noise_rows) * observation_.noise_cols) {
       return ThrowIllegalArgument(env, "noise is not rows x cols values"), false;
     }

@@ -3,7 +3,12 @@ chunk must equal. Runs in the upstream environment (scripts/upstream_env.sh: tra
 which vLLM-Omni's Qwen3-VL adapter is written for, and the vllm-omni wheel unpacked, not
 installed), not in the project's:
 
-    work/upstream/venv/bin/python tests/upstream/internvla_a1_reference.py CKPT OBS.npz OUT.npz
+    work/upstream/venv/bin/python tests/upstream/internvla_a1_reference.py CKPT OBS.npz OUT.npz [REPEAT [THREADS]]
+
+REPEAT > 0 (benchmarks/internvla_act.py): the policy runs REPEAT more times after the first and
+OUT.npz also holds `timings` (JSON: per run, milliseconds in vLLM-Omni's own methods: the
+processor's inputs, embed_prefix (the vision tower), the understanding and generation experts'
+forwards, embed_middle (Cosmos), each denoise_step, the whole forward) and the process's peak RSS.
 
 What this run changes around vLLM-Omni's code, and nothing else:
 - `vllm.model_executor.models.utils.AutoWeightsLoader`, its one import from vLLM, is a loader
@@ -137,10 +142,41 @@ def _resize(model: types.ModuleType, sizes: dict) -> None:
     cosmos_module.build_cosmos_ci_torch_model = build
 
 
+def _timed(owner: object, name: str, into: dict[str, list[float]], key: str) -> None:
+    """Wraps owner.name so each call's milliseconds are appended to into[key]."""
+    import time
+
+    inner = getattr(owner, name)
+
+    def timed(*args: object, **kwargs: object) -> object:
+        start = time.perf_counter()
+        out = inner(*args, **kwargs)
+        into.setdefault(key, []).append(1000 * (time.perf_counter() - start))
+        return out
+
+    timed.inner = inner  # type: ignore[attr-defined]
+    setattr(owner, name, timed)
+
+
+def _timed_parts(policy: object, calls: dict[str, list[float]]) -> None:
+    """Fresh wrappers on the instance (each run's own dict) of the methods sample_actions calls."""
+    model = policy.model  # type: ignore[attr-defined]
+    experts = model.qwen3_vl_with_expert
+    for owner, name, key in ((policy.input_builder, "build", "preprocess_ms"),  # type: ignore[attr-defined]
+                             (model, "embed_prefix", "vision_ms"), (experts.und_expert.language_model, "forward", "prefix_ms"),
+                             (model, "embed_middle", "frame_ms"), (experts.gen_expert, "forward", "history_ms"),
+                             (model, "denoise_step", "step_ms")):
+        previous = owner.__dict__.get(name)
+        if previous is not None and hasattr(previous, "inner"):
+            setattr(owner, name, previous.inner)  # the previous run's wrapper off
+        _timed(owner, name, calls, key)
+
+
 def main() -> None:
     checkpoint, obs_path, out_path = (Path(a) for a in sys.argv[1:4])
+    repeat = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     source = Path(os.environ["VLLM_OMNI_SOURCE"]) / "vllm_omni" / "diffusion" / "models" / "internvla_a1"
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(sys.argv[5]) if len(sys.argv) > 5 else 1)
     os.environ["INTERNVLA_A1_PROCESSOR_DIR"] = str(checkpoint / "processor")
     os.environ["INTERNVLA_A1_COSMOS_DIR"] = str(checkpoint / "Cosmos-Tokenizer-CI8x8")
     _stub_vllm()
@@ -167,9 +203,24 @@ def main() -> None:
         return got
 
     policy.input_builder.build = recording_build
-    with torch.inference_mode():
-        actions, _ = policy.forward(batch, noise=noise)
+    runs: list[dict[str, list[float]]] = []
+    for _ in range(repeat + 1):
+        calls: dict[str, list[float]] = {}
+        if repeat:
+            _timed_parts(policy, calls)
+        with torch.inference_mode():
+            import time
+
+            start = time.perf_counter()
+            actions, _ = policy.forward(batch, noise=noise)
+            calls["total_ms"] = [1000 * (time.perf_counter() - start)]
+        runs.append(calls)
     out = {"actions": actions[0].float().numpy(), **captured}
+    if repeat:
+        import resource
+
+        out["timings"] = np.array(json.dumps(runs[1:]))
+        out["peak_rss_mb"] = np.array(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     tmp = out_path.with_suffix(".tmp.npz")
     np.savez(tmp, **out)
     tmp.replace(out_path)

@@ -33,6 +33,7 @@ public final class Request {
   final int noiseRows;
   final int noiseCols;
   final long noiseSeed;
+  final boolean resetHistory;  // a plan with a frame history (InternVLA-A1) starts it again
   final double deadlineMs;
 
   private Request(Builder b) {
@@ -59,6 +60,7 @@ public final class Request {
     noiseRows = b.noiseRows;
     noiseCols = b.noiseCols;
     noiseSeed = b.noiseSeed;
+    resetHistory = b.resetHistory;
     deadlineMs = b.deadlineMs;
   }
 
@@ -103,6 +105,7 @@ public final class Request {
     private int noiseRows;
     private int noiseCols;
     private long noiseSeed;
+    private boolean resetHistory;
     private double deadlineMs;
 
     private Builder(String prompt, int[] promptIds) {
@@ -224,6 +227,14 @@ public final class Request {
 
     public Builder noiseSeed(long seed) {
       this.noiseSeed = seed;
+      return this;
+    }
+
+    /** A new episode: a plan that keeps each camera's frame history (InternVLA-A1) starts it
+     * again with this observation. A camera given several images gives its whole history, oldest
+     * first. */
+    public Builder resetHistory() {
+      this.resetHistory = true;
       return this;
     }
 
