@@ -8,20 +8,6 @@
 namespace omni_edge::internvla {
 namespace {
 
-Status ReadDoubles(const Json* array, const std::string& where, size_t count, std::vector<double>* out) {
-  if (array->size() != count) {
-    return PlanError(where + ": " + std::to_string(count) + " numbers expected, got " + std::to_string(array->size()));
-  }
-  for (size_t i = 0; i < count; ++i) {
-    const Json& v = (*array)[i];
-    if (!v.is_number() || v.is_boolean() || !std::isfinite(v.get<double>())) {
-      return PlanError(where + "[" + std::to_string(i) + "]: a finite number");
-    }
-    out->push_back(v.get<double>());
-  }
-  return Status::Ok();
-}
-
 Status ReadPair(const Json* array, const std::string& where, int64_t* a, int64_t* b) {
   if (array->size() != 2 || !(*array)[0].is_number_integer() || !(*array)[1].is_number_integer()) {
     return PlanError(where + ": [height, width]");
@@ -29,6 +15,74 @@ Status ReadPair(const Json* array, const std::string& where, int64_t* a, int64_t
   *a = (*array)[0].get<int64_t>();
   *b = (*array)[1].get<int64_t>();
   if (*a < 1 || *b < 1 || *a > 4096 || *b > 4096) return PlanError(where + ": sides in [1, 4096]");
+  return Status::Ok();
+}
+
+// A section's arrays, read after its scalars.
+struct Arrays {
+  const Json *cameras, *resolution, *mean, *std_dev, *rope, *section, *time;
+};
+
+Status CheckBounds(const InternVlaConfig& cfg, const std::string& where) {
+  const InternVlaConfig* c = &cfg;
+  // Bounds that keep every buffer size far from overflow (the real model: 3 slots of 49 rows,
+  // 48 text slots, 2 x 16 history rows per slot, 28 layers, 8 KV heads of 128, chunk 50 of 32).
+  const auto bounded = [&](int64_t v, int64_t max, const char* name) {
+    return v <= max ? Status::Ok() : PlanError(where + "." + name + ": at most " + std::to_string(max));
+  };
+  for (const auto& [v, max, name] : std::vector<std::tuple<int64_t, int64_t, const char*>>{
+           {c->camera_slots, 16, "camera_slots"}, {c->history, 16, "history"}, {c->patch, 64, "patch"},
+           {c->merge, 8, "merge"}, {c->temporal_patch, 8, "temporal_patch"}, {c->image_tokens, 16384, "image_tokens"},
+           {c->prompt_tokens, 4096, "prompt_tokens"}, {c->cosmos_size, 2048, "cosmos_size"},
+           {c->frame_rows, 4096, "frame_rows"}, {c->vlm_hidden, 65536, "vlm_hidden"},
+           {c->expert_hidden, 65536, "expert_hidden"}, {c->layers, 1024, "layers"}, {c->kv_heads, 1024, "kv_heads"},
+           {c->head_dim, 4096, "head_dim"}, {c->chunk_size, 4096, "chunk_size"}, {c->max_state_dim, 4096, "max_state_dim"},
+           {c->max_action_dim, 4096, "max_action_dim"}, {c->num_steps, 10000, "num_steps"}}) {
+    OE_RETURN_IF_ERROR(bounded(v, max, name));
+  }
+  if (c->state_dim > c->max_state_dim) return PlanError(where + ".state_dim: at most max_state_dim");
+  if (c->action_dim > c->max_action_dim) return PlanError(where + ".action_dim: at most max_action_dim");
+  if (c->head_dim % 2) return PlanError(where + ".head_dim: even (rotary halves)");
+  if (c->expert_hidden % 2) return PlanError(where + ".expert_hidden: even (sine and cosine halves)");
+  if (!(c->mask_value < -1000.0f && c->mask_value >= -3.0e38f)) return PlanError(where + ".mask_value: a finite value below -1000");
+  if (!(c->max_observation_age_ms >= 0 && c->max_observation_age_ms <= 3.6e6)) {
+    return PlanError(where + ".max_observation_age_ms: in [0, 3600000] (0: no limit)");
+  }
+  if (!(c->max_history_gap_ms >= 0 && c->max_history_gap_ms <= 3.6e6)) {
+    return PlanError(where + ".max_history_gap_ms: in [0, 3600000] (0: no limit)");
+  }
+  if (c->action_mode != "delta" && c->action_mode != "absolute") return PlanError(where + ".action_mode: delta or absolute");
+  return Status::Ok();
+}
+
+Status ReadArrays(const Arrays& a, const std::string& where, InternVlaConfig* c) {
+  if (a.cameras == nullptr || a.cameras->empty() || int64_t(a.cameras->size()) > c->camera_slots) {
+    return PlanError(where + ".cameras: 1 to camera_slots (" + std::to_string(c->camera_slots) + ") camera names");
+  }
+  OE_RETURN_IF_ERROR(pipeline::ReadStrings(a.cameras, where + ".cameras", a.cameras->size(), &c->cameras));
+  if (std::set<std::string>(c->cameras.begin(), c->cameras.end()).size() != c->cameras.size()) {
+    return PlanError(where + ".cameras: a camera is named twice");
+  }
+  OE_RETURN_IF_ERROR(ReadPair(a.resolution, where + ".image_resolution", &c->image_height, &c->image_width));
+  const int64_t unit = c->patch * c->merge;
+  if (c->image_height % unit || c->image_width % unit) {
+    return PlanError(where + ".image_resolution: multiples of patch x merge (" + std::to_string(unit) + ")");
+  }
+  if ((c->image_height / unit) * (c->image_width / unit) != c->image_tokens) {
+    return PlanError(where + ".image_tokens: " + std::to_string((c->image_height / unit) * (c->image_width / unit)) +
+                     " merged rows at image_resolution, not " + std::to_string(c->image_tokens));
+  }
+  OE_RETURN_IF_ERROR(pipeline::ReadTriple(a.mean, where + ".image_mean", false, &c->image_mean));
+  OE_RETURN_IF_ERROR(pipeline::ReadTriple(a.std_dev, where + ".image_std", true, &c->image_std));
+  OE_RETURN_IF_ERROR(pipeline::ReadFloats(a.rope, where + ".rope_inv_freq", size_t(c->head_dim / 2), &c->rope_inv_freq));
+  if (a.section->size() != 3) return PlanError(where + ".mrope_section: three section sizes (time, height, width)");
+  for (size_t i = 0; i < 3; ++i) {
+    if (!(*a.section)[i].is_number_integer() || (*a.section)[i].get<int64_t>() < 0 || (*a.section)[i].get<int64_t>() > 4096) {
+      return PlanError(where + ".mrope_section[" + std::to_string(i) + "]: a whole number in [0, 4096]");
+    }
+    c->mrope_section[i] = (*a.section)[i].get<int64_t>();
+  }
+  OE_RETURN_IF_ERROR(pipeline::ReadDoubles(a.time, where + ".time_scaling", size_t(c->expert_hidden / 2), &c->time_scaling));
   return Status::Ok();
 }
 
@@ -77,61 +131,9 @@ Result<std::shared_ptr<const InternVlaConfig>> ParseInternVla(const Json& j, con
   const Json* identity = r.Object("identity", false);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
-  // Bounds that keep every buffer size far from overflow (the real model: 3 slots of 49 rows,
-  // 48 text slots, 2 x 16 history rows per slot, 28 layers, 8 KV heads of 128, chunk 50 of 32).
-  const auto bounded = [&](int64_t v, int64_t max, const char* name) {
-    return v <= max ? Status::Ok() : PlanError(where + "." + name + ": at most " + std::to_string(max));
-  };
-  for (const auto& [v, max, name] : std::vector<std::tuple<int64_t, int64_t, const char*>>{
-           {c->camera_slots, 16, "camera_slots"}, {c->history, 16, "history"}, {c->patch, 64, "patch"},
-           {c->merge, 8, "merge"}, {c->temporal_patch, 8, "temporal_patch"}, {c->image_tokens, 16384, "image_tokens"},
-           {c->prompt_tokens, 4096, "prompt_tokens"}, {c->cosmos_size, 2048, "cosmos_size"},
-           {c->frame_rows, 4096, "frame_rows"}, {c->vlm_hidden, 65536, "vlm_hidden"},
-           {c->expert_hidden, 65536, "expert_hidden"}, {c->layers, 1024, "layers"}, {c->kv_heads, 1024, "kv_heads"},
-           {c->head_dim, 4096, "head_dim"}, {c->chunk_size, 4096, "chunk_size"}, {c->max_state_dim, 4096, "max_state_dim"},
-           {c->max_action_dim, 4096, "max_action_dim"}, {c->num_steps, 10000, "num_steps"}}) {
-    OE_RETURN_IF_ERROR(bounded(v, max, name));
-  }
-  if (cameras == nullptr || cameras->empty() || int64_t(cameras->size()) > c->camera_slots) {
-    return PlanError(where + ".cameras: 1 to camera_slots (" + std::to_string(c->camera_slots) + ") camera names");
-  }
-  OE_RETURN_IF_ERROR(policy::ReadStrings(cameras, where + ".cameras", cameras->size(), &c->cameras));
-  if (std::set<std::string>(c->cameras.begin(), c->cameras.end()).size() != c->cameras.size()) {
-    return PlanError(where + ".cameras: a camera is named twice");
-  }
-  OE_RETURN_IF_ERROR(ReadPair(resolution, where + ".image_resolution", &c->image_height, &c->image_width));
-  const int64_t unit = c->patch * c->merge;
-  if (c->image_height % unit || c->image_width % unit) {
-    return PlanError(where + ".image_resolution: multiples of patch x merge (" + std::to_string(unit) + ")");
-  }
-  if ((c->image_height / unit) * (c->image_width / unit) != c->image_tokens) {
-    return PlanError(where + ".image_tokens: " + std::to_string((c->image_height / unit) * (c->image_width / unit)) +
-                     " merged rows at image_resolution, not " + std::to_string(c->image_tokens));
-  }
-  OE_RETURN_IF_ERROR(policy::ReadTriple(mean, where + ".image_mean", false, &c->image_mean));
-  OE_RETURN_IF_ERROR(policy::ReadTriple(std_dev, where + ".image_std", true, &c->image_std));
-  if (c->state_dim > c->max_state_dim) return PlanError(where + ".state_dim: at most max_state_dim");
-  if (c->action_dim > c->max_action_dim) return PlanError(where + ".action_dim: at most max_action_dim");
-  if (c->head_dim % 2) return PlanError(where + ".head_dim: even (rotary halves)");
-  if (c->expert_hidden % 2) return PlanError(where + ".expert_hidden: even (sine and cosine halves)");
-  if (!(c->mask_value < -1000.0f && c->mask_value >= -3.0e38f)) return PlanError(where + ".mask_value: a finite value below -1000");
-  OE_RETURN_IF_ERROR(policy::ReadFloats(rope, where + ".rope_inv_freq", size_t(c->head_dim / 2), &c->rope_inv_freq));
-  if (section->size() != 3) return PlanError(where + ".mrope_section: three section sizes (time, height, width)");
-  for (size_t i = 0; i < 3; ++i) {
-    if (!(*section)[i].is_number_integer() || (*section)[i].get<int64_t>() < 0 || (*section)[i].get<int64_t>() > 4096) {
-      return PlanError(where + ".mrope_section[" + std::to_string(i) + "]: a whole number in [0, 4096]");
-    }
-    c->mrope_section[i] = (*section)[i].get<int64_t>();
-  }
-  OE_RETURN_IF_ERROR(ReadDoubles(time, where + ".time_scaling", size_t(c->expert_hidden / 2), &c->time_scaling));
-  if (!(c->max_observation_age_ms >= 0 && c->max_observation_age_ms <= 3.6e6)) {
-    return PlanError(where + ".max_observation_age_ms: in [0, 3600000] (0: no limit)");
-  }
-  if (!(c->max_history_gap_ms >= 0 && c->max_history_gap_ms <= 3.6e6)) {
-    return PlanError(where + ".max_history_gap_ms: in [0, 3600000] (0: no limit)");
-  }
-  if (c->action_mode != "delta" && c->action_mode != "absolute") return PlanError(where + ".action_mode: delta or absolute");
-  OE_ASSIGN_OR_RETURN(c->actions, policy::ParseActions(*actions, c->action_dim, where + ".actions"));
+  OE_RETURN_IF_ERROR(CheckBounds(*c, where));
+  OE_RETURN_IF_ERROR(ReadArrays({cameras, resolution, mean, std_dev, rope, section, time}, where, c.get()));
+  OE_ASSIGN_OR_RETURN(c->actions, pipeline::ParseActions(*actions, c->action_dim, where + ".actions"));
   if (identity != nullptr) c->identity = *identity;
   if (stage.execution_type != "llm_generation") return PlanError(where + ": a policy stage is llm_generation (one-shot)");
   if (!stage.input_sources.empty()) return PlanError(where + ": a policy stage reads the observation itself (no input sources)");

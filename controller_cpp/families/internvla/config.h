@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/json_fields.h"
-#include "families/policy/config.h"
+#include "pipeline/policy_io.h"
 #include "runtime/plan.h"
 
 namespace omni_edge::internvla {
@@ -40,7 +40,7 @@ struct InternVlaConfig final : StageConfig {
   double max_observation_age_ms = 0;        // 0: no limit
   double max_history_gap_ms = 0;            // the previous frame at most this much older (0: no limit)
   std::string action_mode = "delta";        // "delta" | "absolute", from train_config.json
-  policy::ActionSpec actions;
+  pipeline::ActionSpec actions;
   Json identity = Json::object();
 
   int64_t prefix_length() const { return camera_slots * (image_tokens + 2) + prompt_tokens; }

@@ -1,7 +1,6 @@
 #include "families/internvla/config.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "families/policy/observation.h"
+#include "pipeline/policy_io.h"
 #include "media/image_decode.h"
 
 namespace omni_edge::internvla {
 namespace {
 
-using policy::InvalidObservation;
+using pipeline::InvalidObservation;
 
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -94,8 +94,8 @@ Status InternVlaWorker::Prepare(const pipeline::Request& r) {
   const InternVlaConfig& c = config_;
   if (!r.observation) return InvalidObservation("a policy plan acts on an observation (request.observation)");
   const pipeline::Observation& o = *r.observation;
-  OE_RETURN_IF_ERROR(policy::CheckCaptureTime(o, c.max_observation_age_ms));
-  OE_ASSIGN_OR_RETURN(auto images, policy::CameraImages(o, c.cameras, size_t(c.history)));
+  OE_RETURN_IF_ERROR(pipeline::CheckCaptureTime(o, c.max_observation_age_ms));
+  OE_ASSIGN_OR_RETURN(auto images, pipeline::CameraImages(o, c.cameras, size_t(c.history)));
   for (size_t k = 0; k < images.size(); ++k) {
     if (images[k].size() != 1 && int64_t(images[k].size()) != c.history) {
       return InvalidObservation("camera '" + c.cameras[k] + "' has " + std::to_string(images[k].size()) +
@@ -107,7 +107,7 @@ Status InternVlaWorker::Prepare(const pipeline::Request& r) {
     return InvalidObservation("the state has " + std::to_string(o.state.size()) + " values; this policy's robot has " +
                               std::to_string(c.state_dim));
   }
-  OE_ASSIGN_OR_RETURN(std::vector<float> noise, policy::InitialNoise(o, c.chunk_size, c.max_action_dim));
+  OE_ASSIGN_OR_RETURN(std::vector<float> noise, pipeline::InitialNoise(o, c.chunk_size, c.max_action_dim));
   if (!r.prompt_ids.empty()) return InvalidObservation("a policy reads its task as text (prompt), not as ids");
   if (!r.messages.empty()) return InvalidObservation("a policy reads its task as text (prompt), not as a conversation");
   OE_ASSIGN_OR_RETURN(std::vector<text::TokenId> ids, tokenizer_->Encode(r.prompt, /*add_special_tokens=*/false));
@@ -212,8 +212,8 @@ Status InternVlaWorker::Begin(pipeline::StepContext& ctx) {
   preprocess_ms_ = vision_ms_ = frame_ms_ = context_ms_ = 0;
   frames_encoded_ = 0;
   step_ms_.clear();
-  age_at_start_ms_ = policy::NowUnixMs() - timestamp_ms_;
-  OE_RETURN_IF_ERROR(policy::CheckAge(timestamp_ms_, c.max_observation_age_ms, "when its request starts"));
+  age_at_start_ms_ = pipeline::NowUnixMs() - timestamp_ms_;
+  OE_RETURN_IF_ERROR(pipeline::CheckAge(timestamp_ms_, c.max_observation_age_ms, "when its request starts"));
   const int64_t T = c.image_tokens, Hv = c.vlm_hidden, He = c.expert_hidden, R = c.frame_rows;
   std::vector<std::deque<Frame>> histories(c.cameras.size());
   for (size_t k = 0; k < c.cameras.size(); ++k) {
@@ -342,8 +342,8 @@ Result<pipeline::StepResult> InternVlaWorker::Step(pipeline::StepContext& ctx) {
   const auto dt = float(-1.0 / double(c.num_steps));
   for (int64_t i = 0; i < x_.view().numel(); ++i) x[i] = x[i] + dt * v[i];
   if (++step_ < int64_t(times_.size())) return StepResult::Continue();
-  const double produced = policy::NowUnixMs();
-  pipeline::Output out = policy::ActionEvent(
+  const double produced = pipeline::NowUnixMs();
+  pipeline::Output out = pipeline::ActionEvent(
       c.actions, c.identity, x, c.chunk_size, c.action_dim, c.max_action_dim,
       {timestamp_ms_, produced, deadline_ms_, age_at_start_ms_},
       {{"action_mode", c.action_mode}, {"timings", Inspect()["timings"]}});

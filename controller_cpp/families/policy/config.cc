@@ -1,71 +1,14 @@
 #include "families/policy/config.h"
 
-#include <cmath>
 #include <filesystem>
 #include <set>
 
 namespace omni_edge::policy {
 
-Status ReadStrings(const Json* array, const std::string& where, size_t count, std::vector<std::string>* out) {
-  if (array == nullptr) return Status::Ok();
-  if (array->size() != count) {
-    return PlanError(where + ": " + std::to_string(count) + " entries expected, got " + std::to_string(array->size()));
-  }
-  for (size_t i = 0; i < array->size(); ++i) {
-    const Json& v = (*array)[i];
-    if (!v.is_string() || v.get<std::string>().empty()) return PlanError(where + "[" + std::to_string(i) + "]: a non-empty string");
-    out->push_back(v.get<std::string>());
-  }
-  return Status::Ok();
-}
-
-Status ReadTriple(const Json* array, const std::string& where, bool positive, std::array<float, 3>* out) {
-  if (array == nullptr) return Status::Ok();
-  if (array->size() != 3) return PlanError(where + ": three numbers (R, G, B)");
-  for (size_t i = 0; i < 3; ++i) {
-    const Json& v = (*array)[i];
-    if (!v.is_number() || (positive && v.get<double>() <= 0)) {
-      return PlanError(where + "[" + std::to_string(i) + "]: " + (positive ? "a positive number" : "a number"));
-    }
-    (*out)[i] = v.get<float>();
-  }
-  return Status::Ok();
-}
-
-Status ReadFloats(const Json* array, const std::string& where, size_t count, std::vector<float>* out) {
-  if (array == nullptr) return Status::Ok();
-  if (count == 0 ? (array->empty() || array->size() > 65536) : array->size() != count) {
-    return PlanError(where + ": " + (count ? std::to_string(count) + " numbers expected" : std::string("1 to 65536 numbers")) +
-                     ", got " + std::to_string(array->size()));
-  }
-  for (size_t i = 0; i < array->size(); ++i) {
-    const Json& v = (*array)[i];
-    if (!v.is_number() || v.is_boolean() || !std::isfinite(v.get<double>())) {
-      return PlanError(where + "[" + std::to_string(i) + "]: a finite number");
-    }
-    out->push_back(v.get<float>());
-  }
-  return Status::Ok();
-}
-
-Result<ActionSpec> ParseActions(const Json& j, int64_t action_dim, const std::string& where) {
-  ActionSpec a;
-  FieldReader r(j, where);
-  a.schema_version = r.Int("schema_version", true, 1);
-  const Json* names = r.Array("names");
-  const Json* units = r.Array("units");
-  a.dt_ms = r.Number("dt_ms");
-  if (!r.ok()) return r.status();
-  OE_RETURN_IF_ERROR(r.Done());
-  if (a.schema_version != 1) return PlanError(where + ".schema_version: 1 is the only version, got " + std::to_string(a.schema_version));
-  OE_RETURN_IF_ERROR(ReadStrings(names, where + ".names", size_t(action_dim), &a.names));
-  OE_RETURN_IF_ERROR(ReadStrings(units, where + ".units", size_t(action_dim), &a.units));
-  if (std::set<std::string>(a.names.begin(), a.names.end()).size() != a.names.size()) {
-    return PlanError(where + ".names: each dimension has its own name");
-  }
-  if (!(a.dt_ms > 0 && a.dt_ms <= 60000)) return PlanError(where + ".dt_ms: in (0, 60000]");
-  return a;
-}
+using pipeline::ParseActions;
+using pipeline::ReadFloats;
+using pipeline::ReadStrings;
+using pipeline::ReadTriple;
 
 Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const StagePlan& stage, const std::string& where) {
   auto c = std::make_shared<PolicyConfig>();

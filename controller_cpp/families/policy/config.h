@@ -10,18 +10,12 @@
 #include <vector>
 
 #include "base/json_fields.h"
+#include "pipeline/policy_io.h"
 #include "runtime/plan.h"
 
 namespace omni_edge::policy {
 
-// What an action chunk means, as the checkpoint (or the export's --action-spec) declares it: one
-// name and unit per action dimension, in this order, and the control period between the chunk's
-// steps. Emitted with every chunk, versioned.
-struct ActionSpec {
-  int64_t schema_version = 1;
-  std::vector<std::string> names, units;
-  double dt_ms = 0;
-};
+using pipeline::ActionSpec;
 
 struct PolicyConfig final : StageConfig {
   std::string tokenizer;             // absolute path of tokenizer.json
@@ -48,15 +42,6 @@ struct PolicyConfig final : StageConfig {
   int64_t prefix_length() const { return int64_t(cameras.size()) * image_tokens + prompt_tokens; }
   std::vector<std::string> files() const override { return {tokenizer}; }
 };
-
-// Readers every policy section shares. `count` strings (non-empty), or nothing when absent.
-Status ReadStrings(const Json* array, const std::string& where, size_t count, std::vector<std::string>* out);
-// Three numbers (R, G, B); `positive`: each above zero.
-Status ReadTriple(const Json* array, const std::string& where, bool positive, std::array<float, 3>* out);
-// `count` finite numbers (0: 1 to 65536 of them).
-Status ReadFloats(const Json* array, const std::string& where, size_t count, std::vector<float>* out);
-// The "actions" object: names and units for `action_dim` dimensions, the control period.
-Result<ActionSpec> ParseActions(const Json& j, int64_t action_dim, const std::string& where);
 
 Result<std::shared_ptr<const PolicyConfig>> ParsePolicy(const Json& j, const StagePlan& stage, const std::string& where);
 

@@ -5,12 +5,19 @@
 #include <cmath>
 #include <cstring>
 
-#include "families/policy/observation.h"
+#include "pipeline/policy_io.h"
 #include "media/image_decode.h"
 #include "media/image_preprocess.h"
 
 namespace omni_edge::policy {
 namespace {
+
+using pipeline::CameraImages;
+using pipeline::CheckAge;
+using pipeline::CheckCaptureTime;
+using pipeline::InitialNoise;
+using pipeline::InvalidObservation;
+using pipeline::NowUnixMs;
 
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -212,7 +219,7 @@ Result<pipeline::Output> PolicyWorker::ActionEvent(double produced_ms) {
     lateness_ms_ = produced_ms - (timestamp_ms_ + deadline_ms_);
     deadline_missed_ = lateness_ms_ > 0;
   }
-  return policy::ActionEvent(c.actions, c.identity, x_.data<float>(), c.chunk_size, c.action_dim, c.action_dim,
+  return pipeline::ActionEvent(c.actions, c.identity, x_.data<float>(), c.chunk_size, c.action_dim, c.action_dim,
                              {timestamp_ms_, produced_ms, deadline_ms_, age_at_start_ms_}, {{"timings", Inspect()["timings"]}});
 }
 

@@ -19,12 +19,12 @@ from omni_edge.artifacts import new_component
 from omni_edge.export.models.internvla_a1.checkpoint import DEFAULT_CAMERAS
 from omni_edge.export.models.internvla_a1.graphs import PolicyShape, graph_examples
 from omni_edge.export.models.internvla_a1.model import load, read_config
-from omni_edge.export.models.internvla_a1.onnx import ONNX_GRAPHS, export_onnx
+from omni_edge.export.models.internvla_a1.onnx import ONNX_GRAPHS
 from omni_edge.export.models.internvla_a1.plan import COMPONENT, policy_stage
 from omni_edge.export.models.internvla_a1.reference import sample_actions, task_ids
 from omni_edge.export.models.internvla_a1.validation import synthetic_observation
 from omni_edge.export.options import PolicyExportOptions
-from omni_edge.export.policy import action_spec, validate_component
+from omni_edge.export.policy import action_spec, export_onnx, validate_component
 from omni_edge.files import write_text_atomic
 
 

@@ -1,26 +1,9 @@
-"""The InternVLA-A1 graphs (vision, frame, context, action expert) as ONNX Runtime graphs
-sharing one weights file, each checked against its module."""
+"""The InternVLA-A1 graphs (vision, frame, context, action expert) as ONNX Runtime graphs: their
+files in the policy-onnx component (export/policy.py exports and checks them, sharing one
+weights file)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
-
-from omni_edge.export.models.internvla_a1.graphs import Examples
-from omni_edge.export.policy import graph_sqnr
-from omni_edge.export.targets import onnx_target
-
-
-def export_onnx(cdir: Path, examples: Examples, bar: tqdm) -> dict[str, float]:
-    for name, (module, args, inputs, outputs) in examples.items():
-        bar.set_postfix_str(name)
-        onnx_target.export_graph(module, args, inputs, outputs, cdir / f"{name}.onnx")
-        bar.update()
-    sqnrs = graph_sqnr(examples, lambda name, feeds: onnx_target.cpu_session(cdir / f"{name}.onnx").run(None, feeds))
-    onnx_target.share_weights(cdir, [f"{name}.onnx" for name in examples])
-    return sqnrs
-
 
 ONNX_GRAPHS: dict[str, Any] = {name: f"{name}.onnx" for name in ("vision", "frame", "context", "expert")}

@@ -18,15 +18,11 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from omni_edge.artifacts import identity_report, new_component, pending_task
-from omni_edge.contracts import ReportCheck
-from omni_edge.export.comparison import sqnr_db
+from omni_edge.artifacts import new_component
 from omni_edge.export.models.internvla_a1.graphs import PolicyShape
 from omni_edge.export.models.internvla_a1.model import HISTORY, InternVLAA1, context_kv, load, read_config
 from omni_edge.export.models.internvla_a1.onnx import ONNX_GRAPHS
@@ -47,12 +43,8 @@ from omni_edge.export.models.internvla_a1.reference import (
 )
 from omni_edge.export.models.internvla_a1.validation import synthetic_observation
 from omni_edge.export.options import PolicyExportOptions
-from omni_edge.export.policy import agreement_checks, native_actions
+from omni_edge.export.policy import HtpPolicy, compile_for_socs
 from omni_edge.export.targets import qnn_target
-from omni_edge.files import write_text_atomic
-
-GRAPH_SQNR_DB = 30.0   # fp16 on the HTP against fp32, per output
-ACTION_SQNR_DB = 25.0  # the whole chunk after the flow at fp16
 
 
 def _graph_inputs(model: InternVLAA1, obs: Observation, task: list[int]) -> dict[str, list[list[np.ndarray]]]:
@@ -94,58 +86,17 @@ def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) ->
     cpu_copy = out / "plan.cpu.json"
     shutil.copy2(cpu_plan, cpu_copy)
     plan = json.loads(cpu_plan.read_text())
-    stage = plan["stages"][0]
-    section = stage["internvla"]
+    section = plan["stages"][0]["internvla"]
     config = read_config(checkpoint)
     model = load(checkpoint, config)
     shape = PolicyShape.of(config, tuple(section["cameras"]))
-    cpu_identity = dict(section["identity"])
-    fp32_dir = out / COMPONENT
-    build = out / ".build-qnn-policy"
-    shutil.rmtree(build, ignore_errors=True)
-    build.mkdir(parents=True)
-    plans: list[Path] = []
     tokenizer = checkpoint / "processor" / "tokenizer.json"
     with tempfile.TemporaryDirectory() as tmp:
         native_obs, ref_obs = synthetic_observation(Path(tmp), shape, seed=11)  # held out: not the CPU export's
         task = task_ids(checkpoint / "processor", ref_obs.task)
-        samples = _graph_inputs(model, ref_obs, task)
         ref = sample_actions(model, ref_obs, task)[0][:, :config.action_dim] if opts.validate else None
-        for soc_key, soc, prec in tqdm(targets, desc="compile InternVLA-A1", unit="SoC", leave=False):
-            component = new_component(out / f"policy-qnn-{soc_key}-{precision}", checkpoint, extra=[tokenizer],
-                                      required=("config.json",))
-            refs = {}
-            for role, file in ONNX_GRAPHS.items():
-                prepared = build / f"fp32_{file}"
-                if not prepared.exists():
-                    qnn_target.prepare_graph(fp32_dir / file, prepared, fuse_norms=False)
-                refs[role] = qnn_target.compile_context(prepared, component, soc, prec).name
-            sqnr = qnn_target.graph_sqnr(fp32_dir, component, {GRAPH_KEYS[r]: f for r, f in ONNX_GRAPHS.items()}, samples,
-                                         all_outputs=True)
-            stage["artifact"] = component.name
-            section["identity"] = {**cpu_identity, "artifact": component.name, "precision": precision}
-            stage["graphs"] = {role: {"backend": "onnxruntime", "device": "npu", "graphs": {GRAPH_KEYS[role]: refs[role]}}
-                               for role in GRAPH_KEYS}
-            plan["name"] = f"{checkpoint.name} (InternVLA-A1 on the {soc_key} HTP, {precision})"
-            plan_path = out / f"plan.qnn-{soc_key}-{precision}.json"
-            write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
-            identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
-                            shape_bucket=shape.bucket, target_abi=f"qnn-htp-v{soc.htp_arch}")
-            numerical = identity_report("numerical", identity, tuple(
-                ReportCheck(f"{k}_sqnr_db", round(v, 2), GRAPH_SQNR_DB, ">=") for k, v in sqnr.items()))
-            task_report = pending_task(identity)
-            detail: dict[str, Any] = {}
-            if ref is not None:
-                qnn_target.write_component(component, identity, numerical, task_report, soc, prec, {})  # verified first
-                got, _ = native_actions(plan_path, native_obs, opts.threads)
-                _, detail = agreement_checks(got, ref)
-                chunk_db = round(float(sqnr_db(ref, got)), 2)
-                detail["chunk_sqnr_db"] = chunk_db
-                task_report = identity_report("task", identity, (
-                    ReportCheck("action_agreement_sqnr_db", chunk_db, ACTION_SQNR_DB, ">="),))
-            qnn_target.write_component(component, identity, numerical, task_report, soc, prec, {"policy": {
-                "graphs": refs, "sqnr_db": {k: round(v, 2) for k, v in sqnr.items()}, "agreement": detail}})
-            plans.append(plan_path)
-    shutil.rmtree(build)
-    shutil.copy2(plans[0], out / "plan.json")
+        policy = HtpPolicy("InternVLA-A1", "internvla", ONNX_GRAPHS, GRAPH_KEYS,
+                           lambda path: new_component(path, checkpoint, extra=[tokenizer], required=("config.json",)),
+                           _graph_inputs(model, ref_obs, task), ref, native_obs, shape.bucket)
+        plans = compile_for_socs(out, checkpoint, plan, targets, precision, policy, out / COMPONENT, opts.threads)
     return [*plans, cpu_copy]

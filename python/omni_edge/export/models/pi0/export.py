@@ -20,7 +20,7 @@ from omni_edge.export.models.pi0.graphs import (
     PolicyShape,
     graph_examples,
 )
-from omni_edge.export.models.pi0.onnx import ONNX_GRAPHS, export_onnx
+from omni_edge.export.models.pi0.onnx import ONNX_GRAPHS
 from omni_edge.export.models.pi0.plan import COMPONENT, DEFAULT_CAMERAS, policy_stage
 from omni_edge.export.models.pi0.reference import (
     PROMPT_TOKENS,
@@ -30,7 +30,7 @@ from omni_edge.export.models.pi0.reference import (
 )
 from omni_edge.export.models.pi0.validation import synthetic_observation
 from omni_edge.export.options import PolicyExportOptions
-from omni_edge.export.policy import action_spec, validate_component
+from omni_edge.export.policy import action_spec, export_onnx, validate_component
 from omni_edge.files import write_text_atomic
 
 

@@ -20,24 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
-from omni_edge.artifacts import identity_report, new_component, pending_task
-from omni_edge.contracts import ReportCheck
-from omni_edge.export.comparison import sqnr_db
+from omni_edge.artifacts import new_component
 from omni_edge.export.models.pi0.graphs import PolicyShape, expert_bias, prefix_positions, rope_tables, time_embedding
 from omni_edge.export.models.pi0.onnx import ONNX_GRAPHS
 from omni_edge.export.models.pi0.plan import COMPONENT, GRAPH_KEYS
 from omni_edge.export.models.pi0.reference import Policy, load_policy, observation_pixels, prompt_ids, reference_actions
 from omni_edge.export.models.pi0.validation import synthetic_observation
 from omni_edge.export.options import PolicyExportOptions
-from omni_edge.export.policy import agreement_checks, native_actions
+from omni_edge.export.policy import HtpPolicy, compile_for_socs
 from omni_edge.export.targets import qnn_target
-from omni_edge.files import write_text_atomic
-
-# fp16 on the HTP against fp32 (the tiny checkpoint on the sm8750 emulator measured 50-70 dB per graph).
-GRAPH_SQNR_DB = 30.0
-ACTION_SQNR_DB = 25.0  # the whole chunk after ten flow steps at fp16
 
 
 def _graph_inputs(fp32_dir: Path, section: dict[str, Any], obs: dict[str, Any],
@@ -82,54 +74,14 @@ def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) ->
     stage = plan["stages"][0]
     section = stage["policy"]
     shape = PolicyShape.from_section(section)
-    cpu_identity = dict(section["identity"])
     policy = load_policy(checkpoint)
-    fp32_dir = out / COMPONENT
-    build = out / ".build-qnn-policy"
-    shutil.rmtree(build, ignore_errors=True)
-    build.mkdir(parents=True)
-    plans: list[Path] = []
     with tempfile.TemporaryDirectory() as tmp:
         obs = synthetic_observation(Path(tmp), shape, seed=11)  # held out: not the CPU export's observation
-        samples = _graph_inputs(fp32_dir, section, obs, policy)
         ref = None
         if opts.validate:
             ref = reference_actions(policy, observation_pixels(obs["images"].values(), shape.image_size), obs["prompt"],
                                     obs["state"], obs["noise"])
-        for soc_key, soc, prec in tqdm(targets, desc="compile policy", unit="SoC", leave=False):
-            component = new_component(out / f"policy-qnn-{soc_key}-{precision}", checkpoint)
-            refs = {}
-            for role, file in ONNX_GRAPHS.items():
-                prepared = build / f"fp32_{file}"
-                if not prepared.exists():
-                    qnn_target.prepare_graph(fp32_dir / file, prepared, fuse_norms=False)
-                refs[role] = qnn_target.compile_context(prepared, component, soc, prec).name
-            sqnr = qnn_target.graph_sqnr(fp32_dir, component, {GRAPH_KEYS[r]: f for r, f in ONNX_GRAPHS.items()}, samples,
-                                         all_outputs=True)
-            stage["artifact"] = component.name
-            section["identity"] = {**cpu_identity, "artifact": component.name, "precision": precision}
-            stage["graphs"] = {role: {"backend": "onnxruntime", "device": "npu", "graphs": {GRAPH_KEYS[role]: refs[role]}}
-                               for role in GRAPH_KEYS}
-            plan["name"] = f"{checkpoint.name} (π0 policy on the {soc_key} HTP, {precision})"
-            plan_path = out / f"plan.qnn-{soc_key}-{precision}.json"
-            write_text_atomic(plan_path, json.dumps(plan, indent=2) + "\n")
-            identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision="local", precision=precision,
-                            shape_bucket=shape.bucket, target_abi=f"qnn-htp-v{soc.htp_arch}")
-            numerical = identity_report("numerical", identity, tuple(
-                ReportCheck(f"{k}_sqnr_db", round(v, 2), GRAPH_SQNR_DB, ">=") for k, v in sqnr.items()))
-            task = pending_task(identity)
-            detail: dict[str, Any] = {}
-            if ref is not None:
-                qnn_target.write_component(component, identity, numerical, task, soc, prec, {})  # the session verifies it
-                got, _ = native_actions(plan_path, obs, opts.threads)
-                _, detail = agreement_checks(got, ref)
-                chunk_db = round(float(sqnr_db(ref, got)), 2)
-                detail["chunk_sqnr_db"] = chunk_db
-                task = identity_report("task", identity, (ReportCheck("action_agreement_sqnr_db", chunk_db, ACTION_SQNR_DB,
-                                                                      ">="),))
-            qnn_target.write_component(component, identity, numerical, task, soc, prec, {"policy": {
-                "graphs": refs, "sqnr_db": {k: round(v, 2) for k, v in sqnr.items()}, "agreement": detail}})
-            plans.append(plan_path)
-    shutil.rmtree(build)
-    shutil.copy2(plans[0], out / "plan.json")
+        htp = HtpPolicy("π0 policy", "policy", ONNX_GRAPHS, GRAPH_KEYS, lambda path: new_component(path, checkpoint),
+                        _graph_inputs(out / COMPONENT, section, obs, policy), ref, obs, shape.bucket)
+        plans = compile_for_socs(out, checkpoint, plan, targets, precision, htp, out / COMPONENT, opts.threads)
     return [*plans, cpu_copy]

@@ -1,17 +1,91 @@
-#include "families/policy/observation.h"
+#include "pipeline/policy_io.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
+#include <set>
 
 #include "base/platform/os.h"
+#include "runtime/plan.h"
 
-namespace omni_edge::policy {
+namespace omni_edge::pipeline {
 namespace {
 
 constexpr size_t kMaxImageBytes = size_t(64) << 20;
 
+// `count` finite numbers of type T (0: 1 to 65536 of them).
+template <typename T>
+Status ReadNumbers(const Json* array, const std::string& where, size_t count, std::vector<T>* out) {
+  if (array == nullptr) return Status::Ok();
+  if (count == 0 ? (array->empty() || array->size() > 65536) : array->size() != count) {
+    return PlanError(where + ": " + (count ? std::to_string(count) + " numbers expected" : std::string("1 to 65536 numbers")) +
+                     ", got " + std::to_string(array->size()));
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const Json& v = (*array)[i];
+    if (!v.is_number() || v.is_boolean() || !std::isfinite(v.get<double>())) {
+      return PlanError(where + "[" + std::to_string(i) + "]: a finite number");
+    }
+    out->push_back(v.get<T>());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status ReadStrings(const Json* array, const std::string& where, size_t count, std::vector<std::string>* out) {
+  if (array == nullptr) return Status::Ok();
+  if (array->size() != count) {
+    return PlanError(where + ": " + std::to_string(count) + " entries expected, got " + std::to_string(array->size()));
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const Json& v = (*array)[i];
+    if (!v.is_string() || v.get<std::string>().empty()) return PlanError(where + "[" + std::to_string(i) + "]: a non-empty string");
+    out->push_back(v.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status ReadTriple(const Json* array, const std::string& where, bool positive, std::array<float, 3>* out) {
+  if (array == nullptr) return Status::Ok();
+  if (array->size() != 3) return PlanError(where + ": three numbers (R, G, B)");
+  for (size_t i = 0; i < 3; ++i) {
+    const Json& v = (*array)[i];
+    if (!v.is_number() || (positive && v.get<double>() <= 0)) {
+      return PlanError(where + "[" + std::to_string(i) + "]: " + (positive ? "a positive number" : "a number"));
+    }
+    (*out)[i] = v.get<float>();
+  }
+  return Status::Ok();
+}
+
+Status ReadFloats(const Json* array, const std::string& where, size_t count, std::vector<float>* out) {
+  return ReadNumbers(array, where, count, out);
+}
+
+Status ReadDoubles(const Json* array, const std::string& where, size_t count, std::vector<double>* out) {
+  return ReadNumbers(array, where, count, out);
+}
+
+Result<ActionSpec> ParseActions(const Json& j, int64_t action_dim, const std::string& where) {
+  ActionSpec a;
+  FieldReader r(j, where);
+  a.schema_version = r.Int("schema_version", true, 1);
+  const Json* names = r.Array("names");
+  const Json* units = r.Array("units");
+  a.dt_ms = r.Number("dt_ms");
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  if (a.schema_version != 1) return PlanError(where + ".schema_version: 1 is the only version, got " + std::to_string(a.schema_version));
+  OE_RETURN_IF_ERROR(ReadStrings(names, where + ".names", size_t(action_dim), &a.names));
+  OE_RETURN_IF_ERROR(ReadStrings(units, where + ".units", size_t(action_dim), &a.units));
+  if (std::set<std::string>(a.names.begin(), a.names.end()).size() != a.names.size()) {
+    return PlanError(where + ".names: each dimension has its own name");
+  }
+  if (!(a.dt_ms > 0 && a.dt_ms <= 60000)) return PlanError(where + ".dt_ms: in (0, 60000]");
+  return a;
+}
 
 double NowUnixMs() {
   return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -30,7 +104,7 @@ Status CheckAge(double timestamp_ms, double max_age_ms, const char* when) {
   return Status::Ok();
 }
 
-Status CheckCaptureTime(const pipeline::Observation& o, double max_age_ms) {
+Status CheckCaptureTime(const Observation& o, double max_age_ms) {
   if (o.timestamp_ms < 0) return InvalidObservation("the observation has no capture time (timestamp_ms)");
   if (o.timestamp_ms > NowUnixMs() + 1000) {
     return InvalidObservation("the observation was captured more than 1 s in the future: clocks disagree");
@@ -38,7 +112,7 @@ Status CheckCaptureTime(const pipeline::Observation& o, double max_age_ms) {
   return CheckAge(o.timestamp_ms, max_age_ms, "when it arrives");
 }
 
-Result<std::vector<std::vector<std::string>>> CameraImages(const pipeline::Observation& o,
+Result<std::vector<std::vector<std::string>>> CameraImages(const Observation& o,
                                                            const std::vector<std::string>& cameras,
                                                            size_t max_per_camera) {
   std::vector<std::vector<std::string>> images(cameras.size());
@@ -69,7 +143,7 @@ Result<std::vector<std::vector<std::string>>> CameraImages(const pipeline::Obser
   return images;
 }
 
-Result<std::vector<float>> InitialNoise(const pipeline::Observation& o, int64_t rows, int64_t cols) {
+Result<std::vector<float>> InitialNoise(const Observation& o, int64_t rows, int64_t cols) {
   if (o.noise.empty()) {  // x_1 ~ N(0, 1), reproducible from the seed
     std::mt19937_64 gen(o.noise_seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -86,7 +160,7 @@ Result<std::vector<float>> InitialNoise(const pipeline::Observation& o, int64_t 
   return o.noise;
 }
 
-pipeline::Output ActionEvent(const ActionSpec& spec, const Json& identity, const float* x, int64_t chunk, int64_t dims,
+Output ActionEvent(const ActionSpec& spec, const Json& identity, const float* x, int64_t chunk, int64_t dims,
                              int64_t stride, const ActionTiming& t, const Json& extra) {
   const double age_at_emission = t.produced_ms - t.timestamp_ms;
   double lateness = 0;
@@ -104,7 +178,7 @@ pipeline::Output ActionEvent(const ActionSpec& spec, const Json& identity, const
     bytes.append(reinterpret_cast<const char*>(row), size_t(dims) * sizeof(float));
     targets.push_back(t.timestamp_ms + double(k) * spec.dt_ms);
   }
-  pipeline::Output out;
+  Output out;
   out.kind = "action";
   out.fields = {{"schema_version", spec.schema_version},
                 {"actions", std::move(actions)},
@@ -126,4 +200,4 @@ pipeline::Output ActionEvent(const ActionSpec& spec, const Json& identity, const
   return out;
 }
 
-}  // namespace omni_edge::policy
+}  // namespace omni_edge::pipeline
