@@ -8,13 +8,13 @@ namespace omni_edge::media {
 namespace {
 
 // Per output index: the two source indices and their weights (torch's linear interpolation).
-struct Taps {
+struct TwoTaps {
   std::vector<int64_t> lo, hi;
   std::vector<float> w_lo, w_hi;
 };
 
-Taps LinearTaps(int64_t in, int64_t out) {
-  Taps t;
+TwoTaps TwoTapsOf(int64_t in, int64_t out) {
+  TwoTaps t;
   const float scale = float(in) / float(out);
   for (int64_t d = 0; d < out; ++d) {
     const float src = std::max(scale * (float(d) + 0.5f) - 0.5f, 0.0f);
@@ -29,7 +29,7 @@ Taps LinearTaps(int64_t in, int64_t out) {
   return t;
 }
 
-int64_t RoundHalfEven(double v) { return int64_t(std::nearbyint(v)); }
+int64_t NearestEven(double v) { return int64_t(std::nearbyint(v)); }
 
 }  // namespace
 
@@ -44,7 +44,7 @@ FloatImage ToUnitFloat(const RgbImage& image) {
 
 FloatImage ResizeBilinear(const FloatImage& in, int64_t height, int64_t width) {
   FloatImage out{width, height, std::vector<float>(size_t(3 * width * height))};
-  const Taps ty = LinearTaps(in.height, height), tx = LinearTaps(in.width, width);
+  const TwoTaps ty = TwoTapsOf(in.height, height), tx = TwoTapsOf(in.width, width);
   for (int64_t c = 0; c < 3; ++c) {
     const float* src = in.planes.data() + c * in.height * in.width;
     float* dst = out.planes.data() + c * height * width;
@@ -68,8 +68,8 @@ Result<FloatImage> ResizeWithPad(const FloatImage& in, int64_t height, int64_t w
                                               " needs that many pixels per channel");
   }
   const double scale = std::min(double(height) / double(in.height), double(width) / double(in.width));
-  const int64_t rh = std::max<int64_t>(1, RoundHalfEven(double(in.height) * scale));
-  const int64_t rw = std::max<int64_t>(1, RoundHalfEven(double(in.width) * scale));
+  const int64_t rh = std::max<int64_t>(1, NearestEven(double(in.height) * scale));
+  const int64_t rw = std::max<int64_t>(1, NearestEven(double(in.width) * scale));
   const FloatImage resized = ResizeBilinear(in, rh, rw);
   FloatImage out{width, height, std::vector<float>(size_t(3 * width * height), 0.0f)};
   const int64_t top = (height - rh) / 2, left = (width - rw) / 2;

@@ -13,7 +13,7 @@ namespace {
 
 using pipeline::InvalidObservation;
 
-double MsSince(std::chrono::steady_clock::time_point start) {
+double MillisecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -136,7 +136,7 @@ Status InternVlaWorker::Prepare(const pipeline::Request& r) {
 Status InternVlaWorker::Run(Graph& graph, double* ms) {
   const auto start = std::chrono::steady_clock::now();
   Status st = graph.Run();
-  *ms += MsSince(start);
+  *ms += MillisecondsSince(start);
   return st;
 }
 
@@ -152,7 +152,7 @@ Result<std::vector<float>> InternVlaWorker::VisionRows(const media::FloatImage* 
   OE_ASSIGN_OR_RETURN(media::VisionPatches p,
                       media::PatchesOf(*frame, c.patch, c.merge, c.temporal_patch, c.image_mean.data(), c.image_std.data()));
   std::memcpy(patches_.data<float>(), p.values.data(), patches_.nbytes());
-  preprocess_ms_ += MsSince(start);
+  preprocess_ms_ += MillisecondsSince(start);
   OE_RETURN_IF_ERROR(Run(*vision_, &vision_ms_));
   std::vector<float> rows(image_rows_.data<float>(), image_rows_.data<float>() + image_rows_.view().numel());
   if (frame == &black) empty_slot_rows_ = rows;
@@ -166,7 +166,7 @@ Result<std::vector<float>> InternVlaWorker::FrameRows(const media::FloatImage& f
                                       ? frame : media::ResizeBilinear(frame, c.cosmos_size, c.cosmos_size);
   float* in = frame_in_.data<float>();
   for (size_t i = 0; i < sized.planes.size(); ++i) in[i] = sized.planes[i] * 2.0f - 1.0f;
-  preprocess_ms_ += MsSince(start);
+  preprocess_ms_ += MillisecondsSince(start);
   OE_RETURN_IF_ERROR(Run(*frame_, &frame_ms_));
   ++frames_encoded_;
   return std::vector<float>(frame_rows_.data<float>(), frame_rows_.data<float>() + frame_rows_.view().numel());
@@ -226,7 +226,7 @@ Status InternVlaWorker::Begin(pipeline::StepContext& ctx) {
       if (!sized.ok()) return InvalidObservation("camera '" + c.cameras[k] + "': " + sized.status().message());
       frames.push_back(std::move(sized.value()));
     }
-    preprocess_ms_ += MsSince(start);
+    preprocess_ms_ += MillisecondsSince(start);
     OE_ASSIGN_OR_RETURN(auto rows, VisionRows(&frames.back()));
     std::copy(rows.begin(), rows.end(), all_image_rows_.data<float>() + int64_t(k) * T * Hv);
     OE_RETURN_IF_ERROR(History(k, frames, &histories[k]));

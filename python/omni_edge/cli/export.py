@@ -90,7 +90,7 @@ def _llm_parser(export_sub: Any) -> None:
 def _policy_parser(export_sub: Any) -> None:
     e = export_sub.add_parser("policy", help=f"a vision-language-action policy ({_takers('policy')}): vision, prefix, "
                                              "action expert")
-    flags.export_target(e, "cpu: fp32; qnn-htp: fp16 (the defaults, and all a policy takes so far)", blocks=False,
+    flags.export_target(e, "cpu: fp32; qnn-htp: fp16 (the defaults), or w8a16 for InternVLA-A1 (8-bit decoder weights)", blocks=False,
                         skip_validation=False)
     e.add_argument("--cameras", type=flags.names, default=(),
                    help="camera names in the prefix's order (default: base_0_rgb,left_wrist_0_rgb)")

@@ -115,10 +115,11 @@ class TtsExportOptions(TargetOptions):
 
 @dataclass(frozen=True)
 class PolicyExportOptions(TargetOptions):
-    """`export policy`: a vision-language-action policy, float on every target."""
+    """`export policy`: a vision-language-action policy: float on the CPU; fp16 on the HTP, or
+    w8a16 (InternVLA-A1: its decoders' weights at 8 bits)."""
 
     TASK: ClassVar[str] = "policy"
-    PRECISIONS: ClassVar[dict[str, tuple[str, ...]]] = {"cpu": ("fp32",), "qnn-htp": ("fp16",)}
+    PRECISIONS: ClassVar[dict[str, tuple[str, ...]]] = {"cpu": ("fp32",), "qnn-htp": ("fp16", "w8a16")}
     PRECISION_DEFAULTS: ClassVar[dict[str, str]] = {"cpu": "fp32", "qnn-htp": "fp16"}
 
     cameras: tuple[str, ...] = ()        # default: the architecture's cameras

@@ -161,6 +161,9 @@ class HtpPolicy:
     reference: np.ndarray | None               # the chunk the native session must give (None: no validation)
     observation: dict[str, Any]                # that observation, as native_actions takes it
     bucket: str
+    # Roles compiled at a weight-quantized precision (w8a16) when one is asked for; the others
+    # stay fp16 (where the quantized graph does not keep its numbers, or the HTP refuses it).
+    quantized: frozenset[str] = frozenset()
 
 
 def compile_for_socs(out: Path, checkpoint: Path, plan: dict[str, Any], targets: list[tuple[str, Any, Any]],
@@ -181,12 +184,23 @@ def compile_for_socs(out: Path, checkpoint: Path, plan: dict[str, Any], targets:
     plans: list[Path] = []
     for soc_key, soc, prec in tqdm(targets, desc=f"compile {p.name}", unit="SoC", leave=False):
         component = p.new_component(out / f"policy-qnn-{soc_key}-{precision}")
-        refs = {}
+        refs, precisions = {}, {}
         for role, file in p.graphs.items():
             prepared = build / f"fp32_{file}"
             if not prepared.exists():
                 qnn_target.prepare_graph(fp32_dir / file, prepared, fuse_norms=False)
-            refs[role] = qnn_target.compile_context(prepared, component, soc, prec).name
+            source, graph_precision = prepared, "fp16"
+            if prec.weights != "fp16" and role in p.quantized:
+                source, graph_precision = build / "qdq" / file, precision
+                if not source.exists():
+                    source.parent.mkdir(exist_ok=True)
+                    # The attention bias (0 or -65504) would leave 16-bit activations a step of 1.0
+                    # on the scores: its add, the softmax and the norms run in float on the HTP.
+                    qnn_target.quantize_graph(prepared, source, p.samples[p.graph_keys[role]], prec,
+                                              exclude_nodes=qnn_target.float_nodes(prepared))
+            refs[role] = qnn_target.compile_context(source, component, soc,
+                                                    qnn_target.PRECISIONS[graph_precision]).name
+            precisions[role] = graph_precision
         sqnr = qnn_target.graph_sqnr(fp32_dir, component, {p.graph_keys[r]: f for r, f in p.graphs.items()}, p.samples,
                                      all_outputs=True)
         stage["artifact"] = component.name
@@ -211,7 +225,8 @@ def compile_for_socs(out: Path, checkpoint: Path, plan: dict[str, Any], targets:
             task = identity_report("task", identity, (ReportCheck("action_agreement_sqnr_db", chunk_db,
                                                                   HTP_ACTION_SQNR_DB, ">="),))
         qnn_target.write_component(component, identity, numerical, task, soc, prec, {"policy": {
-            "graphs": refs, "sqnr_db": {k: round(v, 2) for k, v in sqnr.items()}, "agreement": detail}})
+            "graphs": refs, "graph_precisions": precisions, "sqnr_db": {k: round(v, 2) for k, v in sqnr.items()},
+            "agreement": detail}})
         plans.append(plan_path)
     shutil.rmtree(build)
     shutil.copy2(plans[0], out / "plan.json")

@@ -411,6 +411,23 @@ def compile_context(graph: Path, out_dir: Path, soc: Soc, precision: Precision, 
     return ctx
 
 
+def float_nodes(graph: Path) -> list[str]:
+    """Nodes a weight-quantized policy graph keeps in float on the HTP: every Softmax with the Add
+    that feeds it (scores + an attention bias of 0 / -65504) and the normalizations."""
+    model = onnx.load(str(graph), load_external_data=False)
+    producer = {out: node for node in model.graph.node for out in node.output}
+    names = []
+    for node in model.graph.node:
+        if node.op_type in ("LayerNormalization", "InstanceNormalization"):
+            names.append(node.name)
+        if node.op_type == "Softmax":
+            names.append(node.name)
+            feed = producer.get(node.input[0])
+            if feed is not None and feed.op_type == "Add":
+                names.append(feed.name)
+    return names
+
+
 def ctx_name(file: str) -> str:
     """The EPContext model compiled from graph `file`."""
     return Path(file).stem + "_ctx.onnx"

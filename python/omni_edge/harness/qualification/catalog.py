@@ -91,7 +91,10 @@ def minicpmo45(thinker_bits: float, context: int = 8192) -> Footprint:
 # (+ start and end), 48 task slots, 2 frames x 16 rows per slot, then the state and a 50-step chunk.
 INTERNVLA_A1_PARAMETERS = 3.03e9
 INTERNVLA_A1_CONTEXT = 3 * (49 + 2) + 48 + 3 * 2 * 16 + 1 + 50
-POLICY_BITS = {"fp32": 32.0, "fp16": 16.0}  # what the policy exports take so far (CPU, HTP)
+# Bits per weight of what the exports write: fp32 (CPU), fp16 (HTP) and the HTP's w8a16, where
+# the decoders' 2.29 B weights are 8-bit and the embeddings, vision tower, Cosmos and pooling
+# (0.74 B) stay 16-bit: (2.29 x 8 + 0.74 x 16) / 3.03 = 9.95.
+POLICY_BITS = {"fp32": 32.0, "fp16": 16.0, "w8a16": 9.95}
 
 
 def internvla_a1(bits: float) -> Footprint:
@@ -118,8 +121,8 @@ FAMILIES: tuple[Family, ...] = (
            "encoder, talker and token2wav at fp16, 8K context", minicpmo45(THINKER_BITS["int4"]),
            ("vision", "audio", "thinker", "talker", "vocoder")),
     Family("policy", "InternVLA-A1", "3B VLA: Qwen3-VL-2B understanding, foresight and action experts of 1024, Cosmos "
-           "CI8x8 encoder; fp16 (the HTP's precision; fp32 on the CPU routes is twice the weights)",
-           internvla_a1(POLICY_BITS["fp16"]), ("vision", "frame", "context", "action")),
+           "CI8x8 encoder; w8a16 on the HTP (decoders 8-bit, the rest 16-bit)",
+           internvla_a1(POLICY_BITS["w8a16"]), ("vision", "frame", "context", "action")),
     Family("pi0", "π0", "3.3B VLA: PaliGemma (SigLIP + Gemma 2B, one KV head of 256) + a 0.3B action expert, fp16, "
            "two cameras", Footprint("pi0", 3.3e9, 16.0, 18, 1, 256, 2 * 256 + 48 + 51), ("vision", "prefix", "action")),
     Family("27b", "27B-class", "27B dense decoder, 4-bit weights (4.5 bits/weight with scales), 4K context",

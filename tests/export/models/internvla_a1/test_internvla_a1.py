@@ -207,19 +207,24 @@ def test_the_openpi_websocket_serves_it_with_its_history(internvla: dict[str, An
         policy._ws.close()
 
 
-def test_htp_graphs_pass_their_reports_on_the_qnn_ep(internvla: dict[str, Any], tmp_path: Path) -> None:
+@pytest.mark.parametrize("precision", ["fp16", "w8a16"])
+def test_htp_graphs_pass_their_reports_on_the_qnn_ep(internvla: dict[str, Any], tmp_path: Path, precision: str) -> None:
     """`export policy --target qnn-htp`: every graph compiled with CPU fallback disabled, run on
-    the HTP emulator, within its reports; the plan places every graph on the NPU."""
+    the HTP emulator, within its reports; the plan places every graph on the NPU (w8a16: the
+    decoders' graphs quantized, vision and Cosmos at fp16)."""
     from llm_reference import cli
 
     done = cli("export", "policy", "--checkpoint", str(internvla["checkpoint"]), "--out", str(tmp_path / "qnn"),
-               "--cameras", ",".join(CAMERAS), "--target", "qnn-htp", "--soc", "sm8750")
+               "--cameras", ",".join(CAMERAS), "--target", "qnn-htp", "--soc", "sm8750", "--precision", precision)
     assert done.returncode == 0, done.stderr[-3000:]
-    plan = json.loads((tmp_path / "qnn" / "plan.qnn-sm8750-fp16.json").read_text())
+    plan = json.loads((tmp_path / "qnn" / f"plan.qnn-sm8750-{precision}.json").read_text())
     assert {g["device"] for g in plan["stages"][0]["graphs"].values()} == {"npu"}
-    manifest = json.loads((tmp_path / "qnn" / "policy-qnn-sm8750-fp16" / "manifest.json").read_text())
-    reports = {k: json.loads((tmp_path / "qnn" / "policy-qnn-sm8750-fp16" / "reports" / f"{k}.json").read_text())
-               for k in ("numerical", "task")}
+    component = tmp_path / "qnn" / f"policy-qnn-sm8750-{precision}"
+    manifest = json.loads((component / "manifest.json").read_text())
+    reports = {k: json.loads((component / "reports" / f"{k}.json").read_text()) for k in ("numerical", "task")}
+    graph_precisions = manifest["metadata"]["policy"]["graph_precisions"]
+    assert graph_precisions == ({"vision": "fp16", "frame": "fp16", "context": "w8a16", "expert": "w8a16"}
+                                if precision == "w8a16" else dict.fromkeys(graph_precisions, "fp16"))
     checks = [c for r in reports.values() for c in r["checks"]]
     assert {c["name"] for c in checks} >= {"image_sqnr_db", "frame_sqnr_db", "context_sqnr_db", "step_sqnr_db",
                                            "action_agreement_sqnr_db"}

@@ -46,6 +46,12 @@ from omni_edge.export.options import PolicyExportOptions
 from omni_edge.export.policy import HtpPolicy, compile_for_socs
 from omni_edge.export.targets import qnn_target
 
+# w8a16: the decoders' weights (the context graph's understanding and generation experts, the
+# action expert: 2.6 of 3.03 B) at 8 bits. The vision tower stays fp16 (the HTP runs neither a
+# quantized nor a float Erf of its merger's GELU in a quantized graph), and so does Cosmos (its
+# convolutions with one weight scale per tensor measured 30.3 dB, at the limit).
+QUANTIZED = frozenset({"context", "expert"})
+
 
 def _graph_inputs(model: InternVLAA1, obs: Observation, task: list[int]) -> dict[str, list[list[np.ndarray]]]:
     """Each graph's inputs (by graph key) for a held-out observation, from the fp32 arithmetic."""
@@ -79,9 +85,11 @@ def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) ->
     from omni_edge.export.models.internvla_a1.export import export
 
     precision = opts.precision
-    if precision != "fp16":
-        raise ValueError(f"InternVLA-A1 compiles at fp16 for qnn-htp so far, not {precision!r}")
+    if precision not in ("fp16", "w8a16"):
+        raise ValueError(f"InternVLA-A1 compiles at fp16 or w8a16 for qnn-htp, not {precision!r}")
     targets = [(key, *qnn_target.check_target(key, precision)) for key in opts.socs]  # refuse before any work
+    for key in opts.socs:  # w8a16 keeps vision and Cosmos at fp16: the SoC must run fp16 too
+        qnn_target.check_target(key, "fp16")
     cpu_plan = export(checkpoint, out, replace(opts, target="cpu", precision=""))[0]
     cpu_copy = out / "plan.cpu.json"
     shutil.copy2(cpu_plan, cpu_copy)
@@ -97,6 +105,6 @@ def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) ->
         ref = sample_actions(model, ref_obs, task)[0][:, :config.action_dim] if opts.validate else None
         policy = HtpPolicy("InternVLA-A1", "internvla", ONNX_GRAPHS, GRAPH_KEYS,
                            lambda path: new_component(path, checkpoint, extra=[tokenizer], required=("config.json",)),
-                           _graph_inputs(model, ref_obs, task), ref, native_obs, shape.bucket)
+                           _graph_inputs(model, ref_obs, task), ref, native_obs, shape.bucket, QUANTIZED)
         plans = compile_for_socs(out, checkpoint, plan, targets, precision, policy, out / COMPONENT, opts.threads)
     return [*plans, cpu_copy]
