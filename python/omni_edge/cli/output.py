@@ -101,8 +101,12 @@ def print_action(a: dict[str, Any]) -> None:
         late = f"; deadline {a['deadline_ms']:g} ms {'MISSED by' if a['deadline_missed'] else 'met with'} " \
                f"{abs(a['lateness_ms']):.1f} ms"
     print(f"observation age {age['at_start']:.1f} ms at start, {age['at_emission']:.1f} ms at emission{late}", file=sys.stderr)
-    print(f"preprocess {t['preprocess_ms']:.1f} ms, vision {t['vision_ms']:.1f} ms, prefix {t['prefix_ms']:.1f} ms, "
-          f"{len(t['step_ms'])} steps {t['denoise_ms']:.1f} ms, total {t.get('total_ms', 0):.1f} ms", file=sys.stderr)
+    # π0 computes a prefix; InternVLA-A1 encodes its history's frames (Cosmos) and a context.
+    parts = f"prefix {t['prefix_ms']:.1f} ms" if "prefix_ms" in t else \
+        f"frames {t['frame_ms']:.1f} ms, context {t['context_ms']:.1f} ms"
+    mode = f" ({a['action_mode']} actions)" if "action_mode" in a else ""
+    print(f"preprocess {t['preprocess_ms']:.1f} ms, vision {t['vision_ms']:.1f} ms, {parts}, "
+          f"{len(t['step_ms'])} steps {t['denoise_ms']:.1f} ms, total {t.get('total_ms', 0):.1f} ms{mode}", file=sys.stderr)
 
 
 def print_event(event: dict[str, Any], as_json: bool) -> None:

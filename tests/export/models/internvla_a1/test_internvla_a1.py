@@ -230,3 +230,21 @@ def test_htp_graphs_pass_their_reports_on_the_qnn_ep(internvla: dict[str, Any], 
                                            "action_agreement_sqnr_db"}
     assert all(c["observed"] >= c["limit"] for c in checks), checks
     assert manifest["component"]
+
+
+def test_the_python_front_end_acts_on_a_history_file(internvla: dict[str, Any], tmp_path: Path) -> None:
+    """`omni-edge act` (the Python CLI) on OBS.json with each camera's two frames: the same chunk
+    as vLLM-Omni's, and its summary names the frames and the context."""
+    from llm_reference import cli
+
+    scene = internvla["scene"]
+    for c in CAMERAS:
+        for f in (0, 1):
+            (tmp_path / f"{c}_{f}.png").write_bytes((scene["dir"] / f"{c}_{f}.png").read_bytes())
+    obs = write_observation(scene, tmp_path / "obs.json")
+    done = cli("act", "--plan", str(internvla["plan"]), "--observation", str(obs), "--noise",
+               str(scene["dir"] / "noise.npy"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "frames" in done.stderr and "context" in done.stderr and "(delta actions)" in done.stderr
+    first = [float(v) for v in done.stdout.splitlines()[1].split(":")[1].split()[:A]]
+    assert np.abs(np.array(first) - internvla["upstream"][0, :A]).max() <= 1e-4
