@@ -22,7 +22,7 @@ def _config_only(directory: Path, model_type: str) -> Path:
 
 def test_every_architecture_is_found_from_its_model_types(tmp_path: Path) -> None:
     names = [a.name for a in ARCHITECTURES]
-    assert names == ["qwen3", "qwen2", "llama", "qwen3-tts", "qwen2.5-omni", "minicpmo-4.5", "pi0"]
+    assert names == ["qwen3", "qwen2", "llama", "qwen3-tts", "qwen2.5-omni", "minicpmo-4.5", "pi0", "internvla-a1"]
     assert len(set(names)) == len(names)
     for arch in ARCHITECTURES:
         assert by_name(arch.name) is arch and arch.task in ("llm", "tts", "policy") and arch.presets
@@ -87,7 +87,8 @@ def test_each_command_takes_its_precisions_and_defaults() -> None:
     assert LlmExportOptions().precision == ""  # the architecture's default (a thinker's encoders differ)
     assert (TtsExportOptions().precision, TtsExportOptions(target="qnn-htp").precision) == ("fp32", "fp16")
     assert (PolicyExportOptions().precision, PolicyExportOptions(target="qnn-htp").precision) == ("fp32", "fp16")
-    for precision, target in (("int8", "cpu"), ("w8a16", "qnn-htp")):
+    assert PolicyExportOptions(target="qnn-htp", precision="w8a16").precision == "w8a16"  # InternVLA-A1's
+    for precision, target in (("int8", "cpu"), ("w4a16", "qnn-htp")):
         with pytest.raises(ValueError, match=f"--target {target} takes --precision"):
             PolicyExportOptions(precision=precision, target=target)
 
@@ -98,7 +99,8 @@ def test_the_registry_agrees_with_each_folder() -> None:
     from omni_edge.export.targets import cpu_quant, qnn_target
 
     presets = {"qwen3": "PRESETS", "qwen2": "PRESETS", "llama": "PRESETS", "qwen3-tts": "TTS_PRESETS",
-               "qwen2.5-omni": "OMNI_PRESETS", "minicpmo-4.5": "PRESETS", "pi0": "PI0_PRESETS"}
+               "qwen2.5-omni": "OMNI_PRESETS", "minicpmo-4.5": "PRESETS", "pi0": "PI0_PRESETS",
+               "internvla-a1": "INTERNVLA_PRESETS"}
     for arch in ARCHITECTURES:
         assert arch.presets == tuple(getattr(arch.module("checkpoint"), presets[arch.name])), arch.name
     reference = {a.name: a.module("reference") for a in ARCHITECTURES}
@@ -108,6 +110,7 @@ def test_the_registry_agrees_with_each_folder() -> None:
     assert by_name("qwen2.5-omni").model_types == (reference["qwen2.5-omni"].THINKER_TYPE,
                                                    reference["qwen2.5-omni"].RELEASE_TYPE)
     assert by_name("pi0").model_types == (reference["pi0"].PI0_TYPE,)
+    assert by_name("internvla-a1").model_types == (by_name("internvla-a1").module("model").TYPE,)
     assert by_name("minicpmo-4.5").model_types == (by_name("minicpmo-4.5").module("config").MODEL_TYPE,)
     assert set(TtsExportOptions.PRECISIONS["cpu"]) == set(cpu_quant.CPU_PRECISIONS)
     assert set(TtsExportOptions.PRECISIONS["qnn-htp"]) == set(qnn_target.PRECISIONS)

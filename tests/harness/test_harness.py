@@ -251,7 +251,7 @@ def test_ledger_all_or_nothing_release_and_quarantine(impl: str) -> None:
         release(a, True)
 
 
-def test_matrix_shows_60_cells_with_the_27b_rejected_on_small_devices(tmp_path: Path) -> None:
+def test_matrix_shows_72_cells_with_the_27b_rejected_on_small_devices(tmp_path: Path) -> None:
     done = cli("matrix", "--json", "--store", str(tmp_path))
     assert done.returncode == 0, done.stderr
     cells = json.loads(done.stdout)
@@ -263,10 +263,10 @@ def test_matrix_shows_60_cells_with_the_27b_rejected_on_small_devices(tmp_path: 
         assert c["budget"]["pools"]["device_ram"] > 12 << 30
     assert by[("cpu-windows", "spark")]["status"] == "not attempted"
     text = cli("matrix", "--store", str(tmp_path)).stdout
-    assert "60 cells:" in text and text.count("capacity") >= 4
+    assert "72 cells:" in text and text.count("capacity") >= 4
     html = tmp_path / "m.html"
     assert cli("matrix", "--html", str(html), "--store", str(tmp_path)).returncode == 0
-    assert html.read_text().count("<td") == 60
+    assert html.read_text().count("<td") == 72
 
 
 def test_matrix_statuses_come_from_records_and_evidence(tiny_artifact: Path, tmp_path: Path) -> None:
