@@ -70,12 +70,10 @@ def run_native(args: argparse.Namespace, plan: Path, s: dict[str, Any], keep_his
     session = PolicySession.open(plan, threads=args.threads)
     runs, actions = [], None
     for i in range(args.requests + 1):
-        # Session history: frame 0 at the warm-up, then frame 1 (the history [0, 1] at first, then
-        # the last two frames seen, which the benchmark keeps at 1, 1).
-        frames = [s["files"][c][-1:] if keep_history and i > 0 else s["files"][c] for c in CAMERAS]
-        if keep_history and i == 0:
-            frames = [s["files"][c][:1] for c in CAMERAS]
-        images = tuple(CameraImage(c, str(p)) for c, fs in zip(CAMERAS, frames, strict=True) for p in fs)
+        # Session history: frame 0 at the warm-up, then frame 1 alone (the session's history is
+        # [0, 1] at the first request, [1, 1] after).
+        which = (slice(None) if not keep_history else slice(0, 1) if i == 0 else slice(1, 2))
+        images = tuple(CameraImage(c, str(p)) for c in CAMERAS for p in s["files"][c][which])
         obs = Observation(timestamp_ms=time.time() * 1000, images=images, state=tuple(s["state"]),
                           noise=tuple(tuple(float(v) for v in r) for r in s["noise"]))
         start = time.perf_counter()

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "media/float_image.h"
+
 namespace omni_edge::media {
 namespace {
 
@@ -162,40 +164,17 @@ Result<VisionPatches> PreprocessImage(const RgbImage& image, const VisionPreproc
     return Status::Error("invalid_input", "an RGB image of " + std::to_string(image.width) + "x" +
                                               std::to_string(image.height) + " needs that many 3-byte pixels");
   }
-  const int64_t P = p.patch_size, M = p.merge_size, T = p.temporal_patch_size;
+  const int64_t P = p.patch_size, M = p.merge_size;
   OE_ASSIGN_OR_RETURN(auto size, SmartResize(image.height, image.width, P * M, p.min_pixels, p.max_pixels));
   const auto [H, W] = size;
   const RgbImage resized = (H == image.height && W == image.width) ? image : ResizeBicubic(image, W, H);
-  VisionPatches out;
-  out.grid_h = H / P;
-  out.grid_w = W / P;
-  out.patch_dim = 3 * T * P * P;
-  out.values.resize(size_t(out.grid_h * out.grid_w * out.patch_dim));
-  // Rows in (block row, block column, row in block, column in block) order, each patch
-  // channel-major, its P x P values repeated T times: the encoder's layout.
-  size_t at = 0;
-  for (int64_t bh = 0; bh < out.grid_h / M; ++bh) {
-    for (int64_t bw = 0; bw < out.grid_w / M; ++bw) {
-      for (int64_t mh = 0; mh < M; ++mh) {
-        for (int64_t mw = 0; mw < M; ++mw) {
-          const int64_t y0 = (bh * M + mh) * P, x0 = (bw * M + mw) * P;
-          for (int64_t c = 0; c < 3; ++c) {
-            for (int64_t t = 0; t < T; ++t) {
-              for (int64_t py = 0; py < P; ++py) {
-                for (int64_t px = 0; px < P; ++px) {
-                  const uint8_t v = resized.pixels[size_t(((y0 + py) * W + x0 + px) * 3 + c)];
-                  // As the reference: rescale in double, then float32, normalize in float32.
-                  const auto x = float(double(v) * p.rescale);
-                  out.values[at++] = (x - p.mean[c]) / p.std[c];
-                }
-              }
-            }
-          }
-        }
-      }
-    }
+  // As the reference: rescale in double, then float32; PatchesOf normalizes in float32 and lays
+  // the patches out in the encoder's order.
+  FloatImage planes{W, H, std::vector<float>(size_t(3 * H * W))};
+  for (int64_t i = 0; i < H * W; ++i) {
+    for (int64_t c = 0; c < 3; ++c) planes.planes[size_t(c * H * W + i)] = float(double(resized.pixels[size_t(i * 3 + c)]) * p.rescale);
   }
-  return out;
+  return PatchesOf(planes, P, M, p.temporal_patch_size, p.mean, p.std);
 }
 
 }  // namespace omni_edge::media

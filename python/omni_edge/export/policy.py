@@ -128,16 +128,16 @@ def validate_component(cdir: Path, component: str, runtime: str, plan: Path, ide
     it)."""
     numerical = identity_report("numerical", identity, tuple(ReportCheck(f"{n}_sqnr_db", v, GRAPH_SQNR_DB, ">=")
                                                              for n, v in sqnrs.items()))
-    write_manifest(cdir, component, runtime, identity, numerical, pending_task(identity), {})
+    _write_manifest(cdir, component, runtime, identity, numerical, pending_task(identity), {})
     bar.set_postfix_str(f"{component}: native chunk vs sample_actions")
     got, _ = native_actions(plan, obs, threads)
     bar.update()
     checks, detail = agreement_checks(got, ref, ACTION_MAX_ABS_BY_RUNTIME[runtime])
-    write_manifest(cdir, component, runtime, identity, numerical, identity_report("task", identity, checks),
+    _write_manifest(cdir, component, runtime, identity, numerical, identity_report("task", identity, checks),
               {"policy": {**extra, "agreement": detail}})
 
 
-def write_manifest(cdir: Path, component: str, runtime: str, identity: dict[str, str], numerical: ValidationReport,
+def _write_manifest(cdir: Path, component: str, runtime: str, identity: dict[str, str], numerical: ValidationReport,
               task: ValidationReport, extra: dict[str, Any]) -> None:
     write_validated(cdir, component, identity, numerical, task, runtime=runtime, runtime_version=md.version(runtime),
                     compiler_version=f"torch-{torch.__version__}", extra_metadata=extra)

@@ -24,7 +24,7 @@ from omni_edge.export.models.internvla_a1.model import (
     read_config,
     sizes_block,
 )
-from omni_edge.files import write_text_atomic
+from omni_edge.files import atomic_output, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -152,12 +152,13 @@ def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0, p: InternVLA
                       prefix + "linear_fc1.bias": torch.zeros(wide),
                       prefix + "linear_fc2.weight": torch.randn(p.sizes.vlm.hidden, wide, generator=g) * wide ** -0.5,
                       prefix + "linear_fc2.bias": torch.zeros(p.sizes.vlm.hidden)})
-    save_file({f"model.{k}": v for k, v in {**state, **extra}.items()}, str(out / "model.safetensors"))
-    (out / COSMOS_DIR).mkdir(exist_ok=True)
-    save_file(cosmos, str(out / COSMOS_DIR / "encoder.safetensors"))
     # Image generation (the foresight decoder) is not part of action inference; vLLM-Omni requires
     # the file and loads it non-strictly: an empty one.
-    save_file({"_": torch.zeros(1)}, str(out / COSMOS_DIR / "decoder.safetensors"))
+    for path, tensors in ((out / "model.safetensors", {f"model.{k}": v for k, v in {**state, **extra}.items()}),
+                          (out / COSMOS_DIR / "encoder.safetensors", cosmos),
+                          (out / COSMOS_DIR / "decoder.safetensors", {"_": torch.zeros(1)})):
+        with atomic_output(path) as part:
+            save_file(tensors, str(part))
     write_processor(out / "processor", p.sizes.vision.patch, p.sizes.vision.merge, p.sizes.vision.temporal_patch)
     train = {"dataset": {"action_mode": action_mode, "data_transforms": {"inputs": [
         {"type": "internvla_a1_processor", "pretrained_model_name_or_path": "processor"}]}}}

@@ -24,20 +24,17 @@ import torch
 
 from omni_edge.artifacts import new_component
 from omni_edge.export.models.internvla_a1.graphs import PolicyShape
-from omni_edge.export.models.internvla_a1.model import HISTORY, InternVLAA1, context_kv, load, read_config
+from omni_edge.export.models.internvla_a1.model import HISTORY, InternVLAA1, load, read_config
 from omni_edge.export.models.internvla_a1.onnx import ONNX_GRAPHS
 from omni_edge.export.models.internvla_a1.plan import COMPONENT, GRAPH_KEYS
 from omni_edge.export.models.internvla_a1.reference import (
+    Context,
     Observation,
-    build_context,
     cosmos_input,
-    inv_freq,
-    mrope_tables,
     patches,
-    prefix_embeddings,
     resize_with_pad,
     sample_actions,
-    step_bias,
+    step_inputs,
     task_ids,
     time_embedding,
 )
@@ -53,8 +50,9 @@ from omni_edge.export.targets import qnn_target
 QUANTIZED = frozenset({"context", "expert"})
 
 
-def _graph_inputs(model: InternVLAA1, obs: Observation, task: list[int]) -> dict[str, list[list[np.ndarray]]]:
-    """Each graph's inputs (by graph key) for a held-out observation, from the fp32 arithmetic."""
+def _graph_inputs(model: InternVLAA1, obs: Observation, ctx: Context) -> dict[str, list[list[np.ndarray]]]:
+    """Each graph's inputs (by graph key) for a held-out observation: its frames, and the context
+    (keys and values included) sample_actions computed for it."""
     c = model.config
     v = c.sizes.vision
     vision, frames = [], []
@@ -64,17 +62,10 @@ def _graph_inputs(model: InternVLAA1, obs: Observation, task: list[int]) -> dict
         stack = resize_with_pad(torch.from_numpy(views).float(), c.image_resolution)
         vision.append([patches(stack[-1], v.patch, v.merge, v.temporal_patch).numpy()])
         frames += [[cosmos_input(stack[f]).numpy()] for f in range(HISTORY)]
-    ctx = build_context(model, obs, task)
-    with torch.no_grad():
-        prefix = prefix_embeddings(model, ctx.ids, ctx.image_rows, c.image_tokens)
-        keys, values = context_kv(model, prefix, ctx.history_rows, ctx.bias, ctx.cos, ctx.sin)
-    positions = ctx.last_position[:, None] + np.arange(1, c.chunk + 2)[None, :]
-    cos, sin = (t.numpy() for t in mrope_tables(inv_freq(c.sizes.expert.head_dim), positions))
-    state = np.zeros((1, c.max_state_dim), np.float32)
-    state[0, :len(obs.state)] = obs.state
-    bias = step_bias(ctx.mask, c.chunk).numpy()
-    steps = [[keys.numpy(), values.numpy(), bias, obs.noise[None], time_embedding(t, c.sizes.expert.hidden, c.min_period,
-                                                                                     c.max_period).numpy(), state, cos, sin]
+    assert ctx.keys is not None and ctx.values is not None
+    cos, sin, bias, state = (t.numpy() for t in step_inputs(c, ctx, obs))
+    steps = [[ctx.keys.numpy(), ctx.values.numpy(), bias, obs.noise[None],
+              time_embedding(t, c.sizes.expert.hidden, c.min_period, c.max_period).numpy(), state, cos, sin]
              for t in (1.0, 0.5, 0.1)]
     context = [ctx.ids.numpy(), ctx.image_rows.numpy(), ctx.history_rows.numpy(), ctx.bias.numpy(), ctx.cos.numpy(),
                ctx.sin.numpy()]
@@ -101,10 +92,10 @@ def export_policy_qnn(checkpoint: Path, out: Path, opts: PolicyExportOptions) ->
     tokenizer = checkpoint / "processor" / "tokenizer.json"
     with tempfile.TemporaryDirectory() as tmp:
         native_obs, ref_obs = synthetic_observation(Path(tmp), shape, seed=11)  # held out: not the CPU export's
-        task = task_ids(checkpoint / "processor", ref_obs.task)
-        ref = sample_actions(model, ref_obs, task)[0][:, :config.action_dim] if opts.validate else None
+        chunk, ctx = sample_actions(model, ref_obs, task_ids(checkpoint / "processor", ref_obs.task))
+        ref = chunk[:, :config.action_dim] if opts.validate else None
         policy = HtpPolicy("InternVLA-A1", "internvla", ONNX_GRAPHS, GRAPH_KEYS,
                            lambda path: new_component(path, checkpoint, extra=[tokenizer], required=("config.json",)),
-                           _graph_inputs(model, ref_obs, task), ref, native_obs, shape.bucket, QUANTIZED)
+                           _graph_inputs(model, ref_obs, ctx), ref, native_obs, shape.bucket, QUANTIZED)
         plans = compile_for_socs(out, checkpoint, plan, targets, precision, policy, out / COMPONENT, opts.threads)
     return [*plans, cpu_copy]

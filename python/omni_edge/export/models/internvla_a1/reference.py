@@ -203,16 +203,13 @@ def step_bias(context_mask: list[int], chunk: int) -> torch.Tensor:
 def time_embedding(t: float, dim: int, min_period: float, max_period: float) -> torch.Tensor:
     """[1, dim]: sin then cos of t x 2 pi / period, periods geometric from min to max, in float64
     (as sample_actions computes it on the CPU), then float32."""
-    fraction = torch.linspace(0.0, 1.0, dim // 2, dtype=torch.float64)
-    scaling = time_scaling(dim, min_period, max_period, fraction)
-    angle = scaling * float(np.float32(t))
+    angle = time_scaling(dim, min_period, max_period) * float(np.float32(t))
     return torch.cat([torch.sin(angle), torch.cos(angle)])[None].float()
 
 
-def time_scaling(dim: int, min_period: float, max_period: float, fraction: torch.Tensor | None = None) -> torch.Tensor:
+def time_scaling(dim: int, min_period: float, max_period: float) -> torch.Tensor:
     """2 pi / period per frequency, float64 (the plan carries these)."""
-    if fraction is None:
-        fraction = torch.linspace(0.0, 1.0, dim // 2, dtype=torch.float64)
+    fraction = torch.linspace(0.0, 1.0, dim // 2, dtype=torch.float64)
     period = min_period * (max_period / min_period) ** fraction
     return 1.0 / period * 2 * math.pi
 
@@ -303,11 +300,7 @@ def sample_actions(model: InternVLAA1, obs: Observation, task: list[int]) -> tup
     with torch.no_grad():
         prefix = prefix_embeddings(model, ctx.ids, ctx.image_rows, c.image_tokens)
         ctx.keys, ctx.values = context_kv(model, prefix, ctx.history_rows, ctx.bias, ctx.cos, ctx.sin)
-        positions = ctx.last_position[:, None] + np.arange(1, c.chunk + 2)[None, :]
-        cos, sin = mrope_tables(inv_freq(c.sizes.expert.head_dim), positions)
-        bias = step_bias(ctx.mask, c.chunk)
-        state = torch.zeros(1, c.max_state_dim)
-        state[0, :len(obs.state)] = torch.from_numpy(obs.state).float()
+        cos, sin, bias, state = step_inputs(c, ctx, obs)
         x = torch.from_numpy(obs.noise).float()[None]
         dt = np.float32(-1.0 / c.num_steps)
         for t in flow_times(c.num_steps):
@@ -315,6 +308,16 @@ def sample_actions(model: InternVLAA1, obs: Observation, task: list[int]) -> tup
             v = velocity(model, ctx.keys, ctx.values, bias, x, emb, state, cos, sin)
             x = x + float(dt) * v
     return x[0].numpy(), ctx
+
+
+def step_inputs(c: PolicyConfig, ctx: Context, obs: Observation) -> tuple[torch.Tensor, ...]:
+    """What every flow step reads besides x and t: the suffix's rotary tables, its bias, the
+    zero-padded state."""
+    positions = ctx.last_position[:, None] + np.arange(1, c.chunk + 2)[None, :]
+    cos, sin = mrope_tables(inv_freq(c.sizes.expert.head_dim), positions)
+    state = torch.zeros(1, c.max_state_dim)
+    state[0, :len(obs.state)] = torch.from_numpy(obs.state).float()
+    return cos, sin, step_bias(ctx.mask, c.chunk), state
 
 
 def observation_from_npz(data: Any) -> Observation:
