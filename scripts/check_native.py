@@ -34,11 +34,14 @@ LAYERS = {
     "pipeline": {"base", "contract", "runtime", "text", "decoding", "pipeline"},
     "backends": {"base", "contract", "runtime", "backends"},
     "families": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families"},
-    "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "capi"},
+    # realtime voice sessions: voice activity, turns, and the conversation over a plan's session
+    "realtime": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "realtime"},
+    "capi": {"base", "contract", "runtime", "text", "decoding", "pipeline", "families", "realtime", "capi"},
     "tools": {"base", "capi", "server", "tools"},
     "jni": {"capi", "jni"},  # the JNI bridge: a client of the C ABI only
     "server": {"base", "capi", "server"},  # the network protocols: a client of the C ABI
-    "fuzz": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families", "server", "fuzz"},
+    "fuzz": {"base", "contract", "runtime", "text", "media", "decoding", "pipeline", "families", "realtime", "server",
+             "fuzz"},
 }
 LAYERS["pybind"] = set(LAYERS) | {"pybind"}  # the Python extension: a front end over all of it
 INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.M)

@@ -1,11 +1,98 @@
 #include "base/wav.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/little_endian.h"
 #include "base/pcm.h"
 
 namespace omni_edge {
+namespace {
+
+constexpr uint16_t kFormatPcm = 1, kFormatFloat = 3, kFormatExtensible = 0xFFFE;
+constexpr uint32_t kMaxWavRate = 384000;
+
+uint32_t Le32(const std::string& b, size_t at) {
+  return uint32_t(uint8_t(b[at])) | uint32_t(uint8_t(b[at + 1])) << 8 | uint32_t(uint8_t(b[at + 2])) << 16 |
+         uint32_t(uint8_t(b[at + 3])) << 24;
+}
+uint16_t Le16(const std::string& b, size_t at) { return uint16_t(uint8_t(b[at]) | uint8_t(b[at + 1]) << 8); }
+
+// One sample of `width` bytes at `p` as a float in [-1, 1], as numpy reads them (8-bit unsigned
+// around 128, the others signed over 2^(bits - 1)).
+double Sample(const char* p, uint16_t format, int width) {
+  if (format == kFormatFloat) {
+    if (width == 4) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
+  if (width == 1) return (double(uint8_t(p[0])) - 128.0) / 128.0;
+  int64_t v = 0;
+  for (int i = 0; i < width; ++i) v |= int64_t(uint8_t(p[i])) << (8 * i);
+  const int bits = 8 * width;
+  if (v & (int64_t(1) << (bits - 1))) v -= int64_t(1) << bits;  // sign-extend
+  return double(v) / double(int64_t(1) << (bits - 1));
+}
+
+}  // namespace
+
+Result<Pcm> DecodeWav(const std::string& b) {
+  if (b.size() < 12 || b.compare(0, 4, "RIFF") != 0 || b.compare(8, 4, "WAVE") != 0) {
+    return Status::Error("invalid_media", "not a WAV file (no RIFF/WAVE header)");
+  }
+  uint16_t format = 0, channels = 0;
+  uint32_t rate = 0, bits = 0;
+  const char* data = nullptr;
+  size_t data_size = 0;
+  for (size_t at = 12; at + 8 <= b.size();) {
+    const uint32_t size = Le32(b, at + 4);
+    const size_t body = at + 8, available = b.size() - body;
+    if (b.compare(at, 4, "fmt ") == 0) {
+      if (size < 16 || size > available) return Status::Error("invalid_media", "WAV: a truncated fmt chunk");
+      format = Le16(b, body);
+      channels = Le16(b, body + 2);
+      rate = Le32(b, body + 4);
+      bits = Le16(b, body + 14);
+      if (format == kFormatExtensible) {
+        if (size < 40) return Status::Error("invalid_media", "WAV: an extensible fmt chunk without its sub-format");
+        format = Le16(b, body + 24);  // the sub-format GUID's first two bytes
+      }
+    } else if (b.compare(at, 4, "data") == 0) {
+      data = b.data() + body;
+      data_size = std::min<size_t>(size, available);  // streamed files may leave the size at its maximum
+      break;
+    }
+    if (size > available) break;
+    at = body + size + (size & 1);  // chunks are padded to even sizes
+  }
+  if (format == 0) return Status::Error("invalid_media", "WAV: no fmt chunk before the data");
+  if (data == nullptr) return Status::Error("invalid_media", "WAV: no data chunk");
+  const bool pcm = format == kFormatPcm && (bits == 8 || bits == 16 || bits == 24 || bits == 32);
+  const bool flt = format == kFormatFloat && (bits == 32 || bits == 64);
+  if (!pcm && !flt) {
+    return Status::Error("invalid_media", "WAV: format " + std::to_string(format) + " with " + std::to_string(bits) +
+                                              "-bit samples is not supported (PCM 8/16/24/32 or float 32/64)");
+  }
+  if (channels < 1 || channels > 64) return Status::Error("invalid_media", "WAV: " + std::to_string(channels) + " channels");
+  if (rate < 1000 || rate > kMaxWavRate) return Status::Error("invalid_media", "WAV: a sample rate of " + std::to_string(rate));
+  const int width = int(bits / 8);
+  const size_t frame = size_t(width) * channels, frames = data_size / frame;
+  Pcm out;
+  out.rate = rate;
+  out.samples.resize(frames);
+  for (size_t i = 0; i < frames; ++i) {
+    double sum = 0;
+    for (size_t c = 0; c < channels; ++c) sum += Sample(data + i * frame + c * size_t(width), format, width);
+    out.samples[i] = float(sum / channels);
+  }
+  return out;
+}
+
 std::string WavHeader(int64_t sample_rate, int64_t n_samples) {
   // RIFF header, "fmt " chunk (format 1: integer PCM, mono, 16 bits), "data" chunk.
   const bool open_ended = n_samples < 0;

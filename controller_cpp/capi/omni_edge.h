@@ -245,6 +245,25 @@ OE_API const char* oe_server_url(const OeServer* server);
  * stops listening and frees the handle; the sessions close when the last connection has ended. */
 OE_API void oe_server_stop(OeServer* server);
 
+/* ---- Voice activity: a plan's detector (Silero VAD) over a live input stream --------- */
+
+/* The plan's `voice_activity` component (hashed, qualified unless allowed) over audio at
+ * `sample_rate`, resampled to 16 kHz as it arrives; turn detection as OpenAI Realtime's
+ * `server_vad` object (NULL or "": its defaults; unknown fields are refused by name). What a
+ * realtime session runs on its input, for an app that wants the turns alone. */
+typedef struct OeVoiceActivity OeVoiceActivity;
+OE_API OeError* oe_vad_open(const char* plan_path, int sample_rate, const char* turn_detection_json,
+                            int allow_unqualified, OeVoiceActivity** out_vad);
+OE_API void oe_vad_close(OeVoiceActivity* vad);
+/* Samples in [-1, 1]; *out_json: the turn changes they completed, as a JSON array of
+ * {"kind": "speech_started", "audio_start_ms"} | {"kind": "speech_stopped", "audio_end_ms",
+ * "speech_end_ms"} (milliseconds of the stream). */
+OE_API OeError* oe_vad_push(OeVoiceActivity* vad, const float* samples, int64_t n, char** out_json);
+/* {"processed_ms", "speaking", "turn_detection", "device", "engine"}, and with `probabilities`
+ * every frame's speech probability so far (kept from open on only when asked: record = 1). */
+OE_API OeError* oe_vad_info(OeVoiceActivity* vad, int probabilities, char** out_json);
+OE_API void oe_vad_record(OeVoiceActivity* vad, int record);
+
 /* ---- Deprecated in 0.3.0, removed in 0.4.0: per-kind wrappers over the session above --- */
 
 typedef struct {

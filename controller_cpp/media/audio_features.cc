@@ -8,65 +8,14 @@
 
 #include <kissfft/kissfft.hh>
 
+#include "media/stream_resampler.h"
+
 namespace omni_edge::media {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-constexpr int64_t kMaxRate = 384000;
+constexpr int64_t kMaxRate = kMaxSampleRate;
 constexpr int64_t kMaxWindowSeconds = 3600;  // the longest n_samples taken, in seconds
-constexpr uint16_t kFormatPcm = 1, kFormatFloat = 3, kFormatExtensible = 0xFFFE;
-
-uint32_t Le32(const std::string& b, size_t at) {
-  return uint32_t(uint8_t(b[at])) | uint32_t(uint8_t(b[at + 1])) << 8 | uint32_t(uint8_t(b[at + 2])) << 16 |
-         uint32_t(uint8_t(b[at + 3])) << 24;
-}
-uint16_t Le16(const std::string& b, size_t at) { return uint16_t(uint8_t(b[at]) | uint8_t(b[at + 1]) << 8); }
-
-// One sample of `width` bytes at `p` as a float in [-1, 1], as numpy reads them (8-bit unsigned
-// around 128, the others signed over 2^(bits - 1)).
-double Sample(const char* p, uint16_t format, int width) {
-  if (format == kFormatFloat) {
-    if (width == 4) {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    double d;
-    std::memcpy(&d, p, 8);
-    return d;
-  }
-  if (width == 1) return (double(uint8_t(p[0])) - 128.0) / 128.0;
-  int64_t v = 0;
-  for (int i = 0; i < width; ++i) v |= int64_t(uint8_t(p[i])) << (8 * i);
-  const int bits = 8 * width;
-  if (v & (int64_t(1) << (bits - 1))) v -= int64_t(1) << bits;  // sign-extend
-  return double(v) / double(int64_t(1) << (bits - 1));
-}
-
-// I0, the modified Bessel function of the first kind (the Kaiser window's), by its power series.
-double BesselI0(double x) {
-  double sum = 1.0, term = 1.0;
-  for (int k = 1; k < 200 && term > 1e-17 * sum; ++k) {
-    term *= (x / (2.0 * k)) * (x / (2.0 * k));
-    sum += term;
-  }
-  return sum;
-}
-
-// scipy.signal.firwin(taps, cutoff, window=("kaiser", 5.0)): a windowed sinc scaled to unit gain at DC.
-std::vector<double> KaiserLowpass(int64_t taps, double cutoff) {
-  std::vector<double> h(static_cast<size_t>(taps));
-  const double alpha = 0.5 * double(taps - 1), beta = 5.0;
-  for (int64_t n = 0; n < taps; ++n) {
-    const double m = double(n) - alpha, x = cutoff * m;
-    const double sinc = x == 0 ? 1.0 : std::sin(kPi * x) / (kPi * x);
-    const double r = 2.0 * double(n) / double(taps - 1) - 1.0;
-    h[size_t(n)] = cutoff * sinc * BesselI0(beta * std::sqrt(std::max(0.0, 1.0 - r * r))) / BesselI0(beta);
-  }
-  const double sum = std::accumulate(h.begin(), h.end(), 0.0);
-  for (double& v : h) v /= sum;
-  return h;
-}
 
 // Slaney's mel scale (librosa's default, WhisperFeatureExtractor's).
 double HertzToMel(double f) {
@@ -98,82 +47,12 @@ std::vector<std::vector<double>> MelFilters(int64_t mel, int64_t bins, int64_t r
 
 }  // namespace
 
-Result<Pcm> DecodeWav(const std::string& b) {
-  if (b.size() < 12 || b.compare(0, 4, "RIFF") != 0 || b.compare(8, 4, "WAVE") != 0) {
-    return Status::Error("invalid_media", "not a WAV file (no RIFF/WAVE header)");
-  }
-  uint16_t format = 0, channels = 0;
-  uint32_t rate = 0, bits = 0;
-  const char* data = nullptr;
-  size_t data_size = 0;
-  for (size_t at = 12; at + 8 <= b.size();) {
-    const uint32_t size = Le32(b, at + 4);
-    const size_t body = at + 8, available = b.size() - body;
-    if (b.compare(at, 4, "fmt ") == 0) {
-      if (size < 16 || size > available) return Status::Error("invalid_media", "WAV: a truncated fmt chunk");
-      format = Le16(b, body);
-      channels = Le16(b, body + 2);
-      rate = Le32(b, body + 4);
-      bits = Le16(b, body + 14);
-      if (format == kFormatExtensible) {
-        if (size < 40) return Status::Error("invalid_media", "WAV: an extensible fmt chunk without its sub-format");
-        format = Le16(b, body + 24);  // the sub-format GUID's first two bytes
-      }
-    } else if (b.compare(at, 4, "data") == 0) {
-      data = b.data() + body;
-      data_size = std::min<size_t>(size, available);  // streamed files may leave the size at its maximum
-      break;
-    }
-    if (size > available) break;
-    at = body + size + (size & 1);  // chunks are padded to even sizes
-  }
-  if (format == 0) return Status::Error("invalid_media", "WAV: no fmt chunk before the data");
-  if (data == nullptr) return Status::Error("invalid_media", "WAV: no data chunk");
-  const bool pcm = format == kFormatPcm && (bits == 8 || bits == 16 || bits == 24 || bits == 32);
-  const bool flt = format == kFormatFloat && (bits == 32 || bits == 64);
-  if (!pcm && !flt) {
-    return Status::Error("invalid_media", "WAV: format " + std::to_string(format) + " with " + std::to_string(bits) +
-                                              "-bit samples is not supported (PCM 8/16/24/32 or float 32/64)");
-  }
-  if (channels < 1 || channels > 64) return Status::Error("invalid_media", "WAV: " + std::to_string(channels) + " channels");
-  if (rate < 1000 || rate > kMaxRate) return Status::Error("invalid_media", "WAV: a sample rate of " + std::to_string(rate));
-  const int width = int(bits / 8);
-  const size_t frame = size_t(width) * channels, frames = data_size / frame;
-  Pcm out;
-  out.rate = rate;
-  out.samples.resize(frames);
-  for (size_t i = 0; i < frames; ++i) {
-    double sum = 0;
-    for (size_t c = 0; c < channels; ++c) sum += Sample(data + i * frame + c * size_t(width), format, width);
-    out.samples[i] = float(sum / channels);
-  }
-  return out;
-}
-
 Result<std::vector<float>> Resample(const std::vector<float>& x, int64_t rate, int64_t target) {
-  if (rate < 1 || target < 1 || rate > kMaxRate || target > kMaxRate) {
-    return Status::Error("invalid_argument", "sample rates must be in [1, " + std::to_string(kMaxRate) + "]");
-  }
+  OE_ASSIGN_OR_RETURN(StreamResampler stream, StreamResampler::Create(rate, target));
   if (rate == target || x.empty()) return x;
-  const int64_t g = std::gcd(rate, target), up = target / g, down = rate / g;
-  const int64_t max_rate = std::max(up, down), half = 10 * max_rate;
-  std::vector<double> h = KaiserLowpass(2 * half + 1, 1.0 / double(max_rate));
-  for (double& v : h) v *= double(up);
-  // The filter's delay removed as scipy does: pad it in front to a multiple of `down`, then
-  // drop the outputs before the first sample's centre.
-  const int64_t pre = down - half % down, skip = (half + pre) / down;
-  const int64_t n = int64_t(x.size()), n_out = (n * up + down - 1) / down, taps = int64_t(h.size());
-  std::vector<float> y(static_cast<size_t>(n_out));
-  for (int64_t o = 0; o < n_out; ++o) {
-    // Output j of the padded filter reads upsampled input j*down - k through tap k - pre.
-    const int64_t j = (o + skip) * down;
-    int64_t i_lo = std::max<int64_t>(0, (j - pre - (taps - 1) + up - 1) / up);
-    if (j - pre - (taps - 1) < 0) i_lo = 0;
-    const int64_t i_hi = std::min<int64_t>(n - 1, (j - pre) >= 0 ? (j - pre) / up : -1);
-    double acc = 0;
-    for (int64_t i = i_lo; i <= i_hi; ++i) acc += h[size_t(j - pre - i * up)] * double(x[size_t(i)]);
-    y[size_t(o)] = float(acc);
-  }
+  std::vector<float> y = stream.Push(x.data(), x.size());
+  const std::vector<float> rest = stream.Finish();
+  y.insert(y.end(), rest.begin(), rest.end());
   return y;
 }
 

@@ -13,17 +13,13 @@
 
 #include "base/json_fields.h"
 #include "base/status.h"
+#include "base/wav.h"
 
 namespace omni_edge::media {
 
-struct Pcm {
-  int64_t rate = 0;
-  std::vector<float> samples;  // mono, in [-1, 1]
-};
-
-// A RIFF/WAVE file: PCM 8/16/24/32-bit integer or 32/64-bit float (WAVE_FORMAT_EXTENSIBLE of
-// those too), any channel count (averaged). Anything else is refused by name.
-Result<Pcm> DecodeWav(const std::string& bytes);
+// WAV decoding is base's (base/wav.h); encoders name it here.
+using omni_edge::DecodeWav;
+using omni_edge::Pcm;
 
 // scipy.signal.resample_poly(x, target / g, rate / g) with g = gcd(rate, target).
 Result<std::vector<float>> Resample(const std::vector<float>& x, int64_t rate, int64_t target);

@@ -143,6 +143,25 @@ Status CheckTopology(const Plan& plan) {
   return Status::Ok();
 }
 
+Result<VoiceActivityPlan> ParseVoiceActivity(const Json& j, const std::string& base) {
+  FieldReader r(j, "plan.voice_activity");
+  VoiceActivityPlan v;
+  v.artifact = ResolvePath(base, r.String("artifact"));
+  const Json* graphs = r.Object("graphs");
+  OE_RETURN_IF_ERROR(r.Done());
+  if (!fs::is_directory(v.artifact)) {
+    return Status::Error("file_missing", "plan.voice_activity.artifact: " + v.artifact + " is not a directory");
+  }
+  FieldReader g(*graphs, "plan.voice_activity.graphs");
+  const Json* group = g.Object("vad");
+  OE_RETURN_IF_ERROR(g.Done());
+  OE_ASSIGN_OR_RETURN(v.group, ParseGroup(*group, "plan.voice_activity.graphs.vad", v.artifact));
+  if (v.group.graphs.size() != 1 || v.group.graphs.count("frame") == 0) {
+    return PlanError("plan.voice_activity.graphs.vad.graphs: exactly one graph, \"frame\"");
+  }
+  return v;
+}
+
 }  // namespace
 
 Result<Plan> ParsePlan(const Json& j, const std::string& base_dir, const StageSchemas& schemas) {
@@ -153,6 +172,7 @@ Result<Plan> ParsePlan(const Json& j, const std::string& base_dir, const StageSc
   const Json* stages = r.Array("stages");
   const Json* limits = r.Object("stream_limits", false);
   const Json* budget = r.Raw("memory_budget_mb");
+  const Json* vad = r.Object("voice_activity", false);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
   if (version != 1) return PlanError("plan.plan_version: must be 1, got " + std::to_string(version));
@@ -173,6 +193,9 @@ Result<Plan> ParsePlan(const Json& j, const std::string& base_dir, const StageSc
     int64_t mb = 0;
     OE_RETURN_IF_ERROR(CheckInt(*budget, "plan.memory_budget_mb", 1, &mb));
     plan.memory_budget_mb = mb;
+  }
+  if (vad != nullptr) {
+    OE_ASSIGN_OR_RETURN(plan.voice_activity, ParseVoiceActivity(*vad, base_dir));
   }
   OE_RETURN_IF_ERROR(CheckTopology(plan));
   for (size_t i = 0; i < plan.stages.size(); ++i) {

@@ -68,12 +68,20 @@ struct StagePlan {
   }
 };
 
+// A realtime session's voice activity detector (plan field `voice_activity`): its hashed
+// component and the graph that scores one frame (group "vad", key "frame").
+struct VoiceActivityPlan {
+  std::string artifact;  // absolute path of the component directory
+  GraphGroup group;
+};
+
 struct Plan {
   std::string path;
   std::string name;
   std::vector<StagePlan> stages;
   contract::StreamLimits stream_limits;
   std::optional<int64_t> memory_budget_mb;
+  std::optional<VoiceActivityPlan> voice_activity;
 };
 
 // What the runtime asks of the model families it does not know.

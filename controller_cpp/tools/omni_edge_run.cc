@@ -14,6 +14,9 @@
 //                 [--model ID] [--threads N] [--allow-unqualified] [--max-body-mb N] [--max-connections N]
 //                 [--memory-pools JSON] (OpenAI chat/speech and OpenPI over HTTP; the key also from
 //                 OMNI_EDGE_API_KEY; server/http_server.h)
+//   omni-edge-run vad --plan PLAN --wav FILE [--threshold T] [--prefix-padding-ms N] [--silence-duration-ms N]
+//                 [--min-speech-duration-ms N] [--chunk-ms N] [--frames] [--allow-unqualified] (the plan's
+//                 voice activity detector over a file streamed in pieces: turn starts/ends as JSON lines)
 //   omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S] [--reset-history]
 //                 [--deadline-ms D] [--capture-age-ms A] [--json] ... (a policy plan: the last line is
 //                 the action chunk; --capture-age-ms restamps the observation A ms before each request)
@@ -45,6 +48,7 @@
 #include "tools/observation_file.h"
 #include "tools/run_session.h"
 #include "tools/serve_command.h"
+#include "tools/vad_command.h"
 
 namespace {
 
@@ -68,6 +72,9 @@ const char* const kUsage =
     "       omni-edge-run serve --plan PLAN [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--max-sessions N]\n"
     "                     [--model ID] [--threads N] [--allow-unqualified] [--max-body-mb N]\n"
     "                     [--max-connections N] [--memory-pools JSON]   (OpenAI and OpenPI over HTTP)\n"
+    "       omni-edge-run vad --plan PLAN --wav FILE [--threshold T] [--prefix-padding-ms N]\n"
+    "                     [--silence-duration-ms N] [--min-speech-duration-ms N] [--chunk-ms N] [--frames]\n"
+    "                     [--allow-unqualified]   (the plan's voice activity detector: turn starts and ends)\n"
     "       omni-edge-run act --plan PLAN --observation OBS.json [--noise NOISE.npy] [--noise-seed S] [--reset-history]\n"
     "                     [--deadline-ms D] [--capture-age-ms A] [--json] [--threads N] [--allow-unqualified]\n"
     "                     [--info] [--repeat N] [--profile]\n"
@@ -393,6 +400,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "speak") == 0) return Speak(argc, argv, 2);
   if (argc >= 2 && std::strcmp(argv[1], "act") == 0) return Act(argc, argv, 2);
   if (argc >= 2 && std::strcmp(argv[1], "serve") == 0) return omni_edge::tools::ServeCommand(argc, argv, 2);
+  if (argc >= 2 && std::strcmp(argv[1], "vad") == 0) return omni_edge::tools::VadCommand(argc, argv, 2);
   if (argc >= 2 && argv[1][0] == '-') return Run(argc, argv, 1);
   return Usage(nullptr);
 }

@@ -1,4 +1,4 @@
-"""`omni-edge make-checkpoint` and `omni-edge export llm|tts|policy|omni`: the architectures and
+"""`omni-edge make-checkpoint` and `omni-edge export llm|tts|policy|omni|vad`: the architectures and
 their presets come from the registry (omni_edge.export.registry); each export builds its options
 (the target's, declared once in flags.export_target, and its own), and the checkpoint's own
 architecture exports it. A refusal (bad options, a checkpoint the command does not take) exits 2
@@ -62,6 +62,12 @@ def add_parsers(sub: Any) -> None:
     e.add_argument("--no-validate", action="store_true", help="with --checkpoint: skip validation (it will not qualify)")
     flags.verbose(e)
     e.set_defaults(func=export_omni)
+    e = export_sub.add_parser("vad", help="the voice activity detector of realtime sessions (Silero VAD v6 from the "
+                                          "silero-vad package), as a validated component; --plan attaches it")
+    e.add_argument("--out", type=Path, required=True, help="directory for the vad-onnx component")
+    e.add_argument("--plan", type=Path, action="append", default=[],
+                   help="a plan to give a voice_activity section naming the component (repeatable)")
+    e.set_defaults(func=export_vad)
 
 
 def _takers(task: str) -> str:
@@ -229,6 +235,25 @@ def export_omni(args: argparse.Namespace) -> int:
         print(f"omni-edge export omni: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
+    return 0
+
+
+def export_vad(args: argparse.Namespace) -> int:
+    from omni_edge.export.vad import attach
+    from omni_edge.export.vad import export_vad as export
+
+    missing = [str(p) for p in args.plan if not p.is_file()]
+    if missing:
+        print(f"omni-edge export vad: no such plan: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        component = export(args.out)
+        for plan in args.plan:
+            attach(plan, component)
+    except (ValueError, OSError) as exc:
+        print(f"omni-edge export vad: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {component}" + "".join(f"\nattached to {p}" for p in args.plan))
     return 0
 
 

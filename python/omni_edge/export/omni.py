@@ -50,9 +50,16 @@ def omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> dict[str,
 
 
 def write_omni_plan(thinker_plan: Path, speech_plan: Path, out_dir: Path) -> Path:
+    """The plan; a thinker that hears (an audio encoder stage) also gets the voice activity
+    detector of realtime sessions (`vad-onnx` beside the plan)."""
+    from omni_edge.export.vad import export_vad, plan_section
+
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "plan.json"
-    write_text_atomic(path, json.dumps(omni_plan(thinker_plan, speech_plan, out_dir), indent=2) + "\n")
+    plan = omni_plan(thinker_plan, speech_plan, out_dir)
+    if any(s.get("model_stage") == "audio_encoder" for s in plan["stages"]):
+        plan["voice_activity"] = plan_section(path, export_vad(out_dir))
+    write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
     return path
 
 
