@@ -86,6 +86,15 @@ seed(8, {"plan_version": 1, "name": "internvla", "stages": [
 seed(7, {"prompt": "pick", "deadline_ms": 50, "observation": {
     "timestamp_ms": 1764900000000.5, "images": [{"camera": "base", "path": "a.png"}], "state": [0.1, -2],
     "noise": [[0.5, 1], [2, 3], [-1, 0]], "noise_seed": 3, "reset_history": True}})
+seed(8, {"plan_version": 1, "name": "voice", "stages": [
+    {"stage_id": 0, "model_stage": "policy", "execution_type": "llm_generation", "input_sources": [], "final_output": True,
+     "final_output_type": "action", "artifact": "/", "internvla": internvla, "graphs": {}}], "voice_activity": {"artifact": "/", "graphs": {
+    "vad": {"backend": "onnxruntime", "device": "cpu", "graphs": {"frame": "silero_vad.onnx"}}}}})
+seed(19, {"type": "realtime", "instructions": "Be brief.", "output_modalities": ["audio"], "max_output_tokens": 64,
+          "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000},
+                              "turn_detection": {"type": "server_vad", "threshold": 0.6, "silence_duration_ms": 300}},
+                    "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": "default"}}})
+seed(19, {"modalities": ["text"], "input_audio_format": "pcm16", "turn_detection": None, "max_output_tokens": "inf"})
 seed(13, {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, "min_pixels": 3136, "max_pixels": 50176,
           "image_mean": [0.48, 0.45, 0.40], "image_std": [0.26, 0.26, 0.27], "rescale_factor": 0.00392156862745098})
 import struct  # noqa: E402
@@ -160,6 +169,13 @@ for body in '{"model": "m", "input": "Hello", "voice": "default", "response_form
             '{"model": "m", "input": "Hi", "voice": {"id": "v"}, "response_format": "pcm", "stream_format": "sse", "max_new_tokens": 4}'; do
   printf '\x11%s' "$body" > "$corpus/speech-$(printf '%s' "$body" | sha1sum | cut -c1-12)"
 done
+python3 - "$corpus" <<'PY'  # client audio for the streaming resampler (target 20): a tone at each rate's selector
+import hashlib, math, pathlib, struct, sys
+for sel in (20, 21, 22, 23):  # first byte modulo 4 picks the rate, and the cut
+    pcm = b"".join(struct.pack("<h", int(12000 * math.sin(0.05 * i))) for i in range(700))
+    blob = bytes([sel]) + pcm
+    (pathlib.Path(sys.argv[1]) / hashlib.sha1(blob).hexdigest()).write_bytes(blob)
+PY
 cp controller_cpp/fuzz/regressions/* "$corpus"/  # inputs that once crashed it: run them every time
 echo "fuzzing the native parsers for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
 log=$build/fuzz.log

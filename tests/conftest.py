@@ -172,6 +172,23 @@ def omni_artifact(omni_checkpoint: Path, tmp_path_factory: pytest.TempPathFactor
     return made_once(tmp_path_factory, "qwen25-omni/artifact", make)
 
 
+@pytest.fixture(scope="session")
+def voice_plan(omni_checkpoint: Path, omni_artifact: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The multimodal thinker (omni_artifact) with a talker reading its hidden states and the
+    vocoder, joined by `export omni`: a plan that hears and speaks, with the voice activity
+    detector of realtime sessions (vad-onnx)."""
+    from omni_edge.export.omni import write_omni_plan
+    from omni_edge.export.options import TtsExportOptions
+    from omni_edge.export.registry import export_checkpoint, make_checkpoint
+
+    def make(out: Path) -> None:
+        talker = make_checkpoint(out / "talker", arch="qwen3-tts", preset="tiny", thinker=omni_checkpoint)
+        export_checkpoint(talker, out / "speech", TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
+        write_omni_plan(omni_artifact / "plan.json", out / "speech" / "plan.json", out / "omni")
+
+    return made_once(tmp_path_factory, "qwen25-omni/voice", make) / "omni" / "plan.json"
+
+
 # ---- a π0 policy of sizes no preset has (tests/pi0_unseen.py), and a scene for it ----------
 @pytest.fixture(scope="session")
 def policy_plan(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -264,6 +264,28 @@ OE_API OeError* oe_vad_push(OeVoiceActivity* vad, const float* samples, int64_t 
 OE_API OeError* oe_vad_info(OeVoiceActivity* vad, int probabilities, char** out_json);
 OE_API void oe_vad_record(OeVoiceActivity* vad, int record);
 
+/* ---- Realtime voice: a spoken conversation over an omni session --------------------- */
+
+/* OpenAI Realtime's events over an open session of an omni plan (borrowed: it must outlive the
+ * handle, and run nothing else meanwhile): client events in as JSON text, server events out
+ * through `on_event` (from the caller's thread and from the response's own; one at a time, in
+ * order; the text is valid during the call). Server VAD uses the plan's voice_activity component.
+ * `options_json`: {"model": id, "allow_unqualified": bool, "max_turn_seconds": n} or NULL.
+ * session.created is delivered before oe_realtime_open returns. */
+typedef struct OeRealtime OeRealtime;
+typedef void (*OeRealtimeHandler)(const char* event_json, void* user_data);
+OE_API OeError* oe_realtime_open(OeSession* session, const char* options_json, OeRealtimeHandler on_event,
+                                 void* user_data, OeRealtime** out_realtime);
+/* One client event (session.update, input_audio_buffer.append/commit/clear, conversation.item.create /
+ * truncate, response.create / cancel, playback.ack). A bad one is answered by an `error` event. */
+OE_API void oe_realtime_send(OeRealtime* realtime, const char* event_json);
+/* A microphone's samples without the base64 of input_audio_buffer.append (16-bit, the session's input rate). */
+OE_API void oe_realtime_append_pcm16(OeRealtime* realtime, const int16_t* samples, int64_t n);
+/* {"session", "items": [...], "context_tokens", "responses", "speaking", "responding", "last_timing"} */
+OE_API OeError* oe_realtime_info(OeRealtime* realtime, char** out_json);
+/* Cancels a response in flight (waiting for it) and frees the handle; no event is delivered after. */
+OE_API void oe_realtime_close(OeRealtime* realtime);
+
 /* ---- Deprecated in 0.3.0, removed in 0.4.0: per-kind wrappers over the session above --- */
 
 typedef struct {

@@ -240,7 +240,6 @@ int64_t Decoder::RopePosition(int64_t row, int64_t position) const {
 
 Status Decoder::SetPositionTable(std::vector<int64_t> rows, int64_t next_position) {
   const int64_t R = config_.position_rows;
-  if (position_ != 0) return Status::Error("invalid_argument", "position rows are set before the first token");
   if (rows.size() % size_t(R) != 0) {
     return Status::Error("invalid_argument", "position rows: " + std::to_string(rows.size()) + " values is not " +
                                                  std::to_string(R) + " rows");
@@ -248,8 +247,21 @@ Status Decoder::SetPositionTable(std::vector<int64_t> rows, int64_t next_positio
   for (int64_t p : rows) {
     if (p < 0 || p > next_position) return Status::Error("invalid_argument", "position rows: a position outside [0, next]");
   }
-  position_table_ = std::move(rows);
-  table_next_ = next_position;
+  if (position_ == 0) {
+    position_table_ = std::move(rows);
+    table_next_ = next_position;
+    return Status::Ok();
+  }
+  // A continued conversation: the new rows count from the position the next token would get
+  // (every row alike past the table), and the positions before them keep theirs.
+  const int64_t base = RopePosition(0, position_), m = int64_t(rows.size()) / R, n = position_ + m;
+  std::vector<int64_t> table(size_t(R * n));
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t p = 0; p < position_; ++p) table[size_t(r * n + p)] = RopePosition(r, p);
+    for (int64_t k = 0; k < m; ++k) table[size_t(r * n + position_ + k)] = base + rows[size_t(r * m + k)];
+  }
+  position_table_ = std::move(table);
+  table_next_ = base + next_position;
   return Status::Ok();
 }
 

@@ -43,7 +43,8 @@ class Decoder {
   Result<const float*> Feed(const std::vector<TokenId>& tokens, const std::vector<Splice>& splices);
   // Multimodal RoPE: the position rows of positions [0, n) (position_rows x n values, row-major)
   // and the position that follows them; later positions continue from there, equal in every row.
-  // Set before the first feed; Reset forgets it.
+  // Set before the first feed, or, in a continued conversation, for the n positions that follow
+  // the resident ones, counted from the position the next token would have had. Reset forgets it.
   Status SetPositionTable(std::vector<int64_t> rows, int64_t next_position);
   // Runs `n` input embeddings ([n, hidden_size] floats) at positions [position(), position() + n)
   // through the body and returns the output hidden state of the last one (hidden_size floats,

@@ -2,7 +2,8 @@
 // validation reports, plans, tokenizer.json, weights indexes, text through the tokenizer, the
 // bytes a stream turns into text, a checkpoint's image preprocessing config, WAV files through the
 // audio front end, image files through stb_image (and the policies' camera preprocessing), session
-// requests (observations among them), OpenAI chat request bodies — must refuse bad input with a
+// requests (observations among them), OpenAI chat request bodies, realtime session objects, client
+// audio through the streaming resampler — must refuse bad input with a
 // Status, never crash or leak.
 // The first byte picks the parser, so one corpus covers them all.
 #include <cstddef>
@@ -20,7 +21,9 @@
 #include "media/float_image.h"
 #include "media/image_decode.h"
 #include "media/image_preprocess.h"
+#include "media/stream_resampler.h"
 #include "pipeline/request.h"
+#include "realtime/realtime_config.h"
 #include "runtime/plan.h"
 #include "runtime/weights_index.h"
 #include "server/openai_chat.h"
@@ -217,9 +220,39 @@ void FuzzObservation(const std::string& frame) {
 #endif
 }
 
-// The target of each first byte (modulo 19); scripts/fuzz.sh seeds every one.
+// A realtime session object (session.update): applied whole or not at all, and what the server
+// sends back in session.updated reads back to the same settings.
+void FuzzRealtimeSession(const Json& j) {
+  omni_edge::realtime::RealtimeConfig c;
+  if (!omni_edge::realtime::ApplySession(j, &c).ok()) return;
+  omni_edge::realtime::RealtimeConfig again;
+  const Json object = omni_edge::realtime::SessionObject(c, "sess", "m");
+  if (!omni_edge::realtime::ApplySession(object, &again).ok()) __builtin_trap();
+  if (omni_edge::realtime::SessionObject(again, "sess", "m") != object) __builtin_trap();
+}
+
+// Client audio (16-bit samples) resampled as a stream, cut where the first byte says: the same
+// samples as the whole signal resampled at once.
+void FuzzStreamResampler(const std::string& text) {
+  if (text.size() < 3) return;
+  static const int64_t kRates[4] = {8000, 16000, 24000, 44100};
+  const int64_t rate = kRates[uint8_t(text[0]) % 4];
+  std::vector<float> x((text.size() - 1) / 2);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int16_t(uint16_t(uint8_t(text[1 + 2 * i])) | uint16_t(uint8_t(text[2 + 2 * i])) << 8)) / 32768.0f;
+  auto whole = omni_edge::media::Resample(x, rate, 16000);
+  auto stream = omni_edge::media::StreamResampler::Create(rate, 16000);
+  if (!whole.ok() || !stream.ok()) __builtin_trap();
+  const size_t cut = x.empty() ? 0 : size_t(uint8_t(text[0])) % (x.size() + 1);
+  std::vector<float> got = stream->Push(x.data(), cut);
+  const std::vector<float> rest = stream->Push(x.data() + cut, x.size() - cut), tail = stream->Finish();
+  got.insert(got.end(), rest.begin(), rest.end());
+  got.insert(got.end(), tail.begin(), tail.end());
+  if (got != whole.value()) __builtin_trap();
+}
+
+// The target of each first byte (modulo 21); scripts/fuzz.sh seeds every one.
 using Target = void (*)(const std::string& text);
-constexpr Target kTargets[19] = {
+constexpr Target kTargets[21] = {
     /* 0 */ FuzzContractValue<0>,  // buffer
     /* 1 */ FuzzContractValue<1>,  // state
     /* 2 */ FuzzContractValue<2>,  // request
@@ -239,12 +272,14 @@ constexpr Target kTargets[19] = {
     /* 16 */ FuzzChatCompletion,
     /* 17 */ FuzzSpeech,
     /* 18 */ FuzzObservation,
+    /* 19 */ OnJson<FuzzRealtimeSession>,
+    /* 20 */ FuzzStreamResampler,
 };
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  kTargets[data[0] % 19](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
+  kTargets[data[0] % 21](std::string(reinterpret_cast<const char*>(data + 1), size - 1));
   return 0;
 }

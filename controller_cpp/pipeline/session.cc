@@ -512,6 +512,21 @@ Status Session::Reset() {
   return first;
 }
 
+Status Session::KeepOutput(const std::string& stream, int64_t tokens) {
+  if (busy_.exchange(true)) return Status::Error("busy", "a request is running; cancel it first");
+  Status st = Status::Error("invalid_argument", "no final-output stage streams '" + stream + "'");
+  for (auto& r : runners_) {
+    if (r->stage().final_output && r->stage().final_output_type == stream) {
+      st = r->state() ? r->worker().KeepOutput(tokens)
+                      : Status::Error("invalid_state", "the '" + stream + "' stage holds no resident state");
+      break;
+    }
+  }
+  busy_ = false;
+  Snapshot();
+  return st;
+}
+
 std::vector<contract::StreamCounters> Session::LastStreamCounters() const {
   std::vector<contract::StreamCounters> out;
   for (const auto& s : last_streams_) out.push_back(s->Counters());

@@ -63,6 +63,10 @@ class Session {
   // delivered, Submit returns "aborted", and the next request runs at the next epoch on fresh state.
   void Abort();
   Status Reset();
+  // Between requests: the stage whose final output is `stream` ("text") keeps only the first
+  // `tokens` of its last output in its resident state, as if the request had stopped there (a
+  // spoken reply cut back to what was heard). A later request continues from there.
+  Status KeepOutput(const std::string& stream, int64_t tokens);
 
   const Plan& plan() const { return plan_; }
   int64_t epoch() const { return epoch_; }

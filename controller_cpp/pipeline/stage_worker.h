@@ -98,6 +98,11 @@ class StageWorker {
   virtual bool migratable() const { return false; }  // the state can move to a larger bucket
   virtual bool continues(const Request& request) const { return false; }
   virtual Status Forget() { return Status::Ok(); }
+  // Between requests: keep only the first `tokens` of the last request's output in the resident
+  // state (a spoken reply cut back to what its listener heard), as if it had stopped there.
+  virtual Status KeepOutput(int64_t tokens) {
+    return Status::Error("unsupported", "this stage cannot cut its last output back");
+  }
   // Forget, and clear an error that poisoned the worker.
   virtual Status Reset() { return Forget(); }
 

@@ -20,6 +20,13 @@ struct TurnDetectionConfig {
   int64_t min_speech_duration_ms = 96;
   bool create_response = true;     // a detected end of turn commits and asks for a response
   bool interrupt_response = true;  // speech during a response cancels it (barge-in)
+
+  bool operator==(const TurnDetectionConfig& o) const {
+    return threshold == o.threshold && prefix_padding_ms == o.prefix_padding_ms &&
+           silence_duration_ms == o.silence_duration_ms && min_speech_duration_ms == o.min_speech_duration_ms &&
+           create_response == o.create_response && interrupt_response == o.interrupt_response;
+  }
+  bool operator!=(const TurnDetectionConfig& o) const { return !(*this == o); }
 };
 
 // {"type": "server_vad", ...}: unknown fields and out-of-range values are refused by name (a

@@ -21,6 +21,13 @@ class VoiceActivity {
   Result<std::vector<TurnDetector::Change>> Push(const float* samples, size_t n);
   // New turn detection settings (a turn in progress is forgotten).
   void Configure(const TurnDetectionConfig& config) { detector_.Configure(config); }
+  // A new stream at another input rate: the clock starts again at 0.
+  void Restart(media::StreamResampler resampler) {
+    resampler_ = std::move(resampler);
+    pending_.clear();
+    detector_ = TurnDetector(detector_.config(), SileroVad::kFrame, SileroVad::kSampleRate);
+    vad_->Reset();
+  }
   // Forgets a turn in progress (after a commit or a clear); the clock goes on.
   void ResetTurn() { detector_.Reset(); }
 

@@ -15,6 +15,9 @@ bool ServeSpeech(Serving& s, tcp::socket& socket, const HttpRequest& req);
 // The OpenPI policy websocket (an upgrade on / or /v1/realtime/robot/openpi) on a policy plan:
 // the connection holds one session until it closes.
 void ServeOpenPi(Serving& s, tcp::socket& socket, const HttpRequest& req);
+// OpenAI Realtime (an upgrade on /v1/realtime) on an omni plan that hears: the connection holds
+// one session, and its conversation, until it closes.
+void ServeRealtime(Serving& s, tcp::socket& socket, const HttpRequest& req);
 
 // What the endpoints share: the model a request names must be the one served (else reason
 // model_not_found), the voice "default" or none; a request refused before it runs is counted and

@@ -123,6 +123,13 @@ bool IsOpenPi(const HttpRequest& req) {
   return websocket::is_upgrade(req) && (target == "/" || target.rfind("/v1/realtime/robot/openpi", 0) == 0);
 }
 
+// OpenAI Realtime (the openai package's client connects to BASE/realtime?model=ID).
+bool IsRealtime(const HttpRequest& req) {
+  const std::string target(req.target().data(), req.target().size());
+  const std::string path = target.substr(0, target.find('?'));
+  return websocket::is_upgrade(req) && path == "/v1/realtime";
+}
+
 // What the ledger is charged for the server's own memory. A connection: its thread's stack, read
 // buffer and a request's header (an idle keep-alive one measured 16 KiB of RSS after a request;
 // the rest is a request's stack depth). A request's body, before it is read: its text, the JSON
@@ -206,6 +213,11 @@ void Connection(std::unique_ptr<ConnectionState> c) {
     if (IsOpenPi(req) && Authorized(s, req)) {
       s.Track(&socket, Server::Use::websocket);
       ServeOpenPi(s, socket, req);  // a websocket on this socket until it closes
+      break;
+    }
+    if (IsRealtime(req) && Authorized(s, req)) {
+      s.Track(&socket, Server::Use::websocket);
+      ServeRealtime(s, socket, req);  // a conversation on this socket until it closes
       break;
     }
     if (!Route(s, socket, req) || !req.keep_alive() || s.stopping) break;

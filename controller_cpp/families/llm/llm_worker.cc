@@ -58,20 +58,29 @@ std::vector<text::ChatMessage> LlmWorker::ChatMessages(const pipeline::Request& 
 
 Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
   if (!multimodal()) return Status::Error("invalid_prompt", "this plan reads text only: it has no media encoders");
-  if (r.continue_conversation) return Status::Error("invalid_prompt", "media in a continued conversation is not supported yet");
   if (!r.prompt_ids.empty()) return Status::Error("invalid_prompt", "media come with a text prompt, not prompt_ids");
-  // The user turn (Qwen2.5-Omni's: <|im_start|>user\n), the media, the text, then the assistant's start.
+  const bool continues = r.continue_conversation && !context_.empty();
+  // The user turn (Qwen2.5-Omni's: <|im_start|>user\n), the media, the text, then the assistant's
+  // start; continuing, the last reply's pending token first and its end of turn if it had none.
   std::string head, tail = r.prompt;
   if (r.chat || !r.messages.empty()) {
     if (!config_.chat) return Status::Error("invalid_prompt", "this plan has no chat format");
     const text::ChatFormat& f = *config_.chat;
     std::vector<text::ChatMessage> turns = ChatMessages(r);
-    head = f.begin;
+    if (continues) {
+      const auto end = tokenizer_->Find(f.end_of_turn);
+      const bool closed = !pending_.empty() && end && pending_.back() == *end;
+      head = (closed ? "" : f.end_of_turn) + f.after_turn;
+    } else {
+      head = f.begin;
+    }
     for (size_t i = 0; i + 1 < turns.size(); ++i) head += f.Turn(turns[i]);
     head += f.Open("user");
     tail = f.Body(turns.back().content) + f.Close() + f.Reply();
   }
-  OE_ASSIGN_OR_RETURN(media_head_, Encode(head));
+  OE_ASSIGN_OR_RETURN(std::vector<TokenId> head_ids, Encode(head));
+  media_head_ = continues ? pending_ : std::vector<TokenId>{};
+  media_head_.insert(media_head_.end(), head_ids.begin(), head_ids.end());
   OE_ASSIGN_OR_RETURN(media_tail_, Encode(tail));
   media_items_ = r.media.size();
   return Status::Ok();
@@ -94,6 +103,7 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
                                          std::to_string(media_items_) + " media items");
   }
   const int64_t H = config_.decoder.hidden_size;
+  const int64_t resident = int64_t(context_.size());  // 0 unless the request continues the conversation
   prompt_ = media_head_;
   media_rows_.clear();
   std::vector<media::ImageGrid> grids;
@@ -112,7 +122,7 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
     if (minicpm_) {
       OE_ASSIGN_OR_RETURN(ids, MiniCpmPlaceholders(in, index, n, images_seen++));
       for (size_t k = 0; k < ids.size(); ++k) {
-        if (ids[k] == minicpm_->unk) positions.push_back(int64_t(prompt_.size() + k));
+        if (ids[k] == minicpm_->unk) positions.push_back(resident + int64_t(prompt_.size() + k));
       }
       const float* f = reinterpret_cast<const float*>(rows->bytes.data());
       prompt_.insert(prompt_.end(), ids.begin(), ids.end());
@@ -134,7 +144,7 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
       return Status::Error("invalid_input", "media[" + std::to_string(index) + "]: " + std::to_string(n) +
                                                 " rows for " + std::to_string(ids.size() - 2) + " placeholders");
     }
-    for (int64_t k = 0; k < n; ++k) positions.push_back(int64_t(prompt_.size()) + 1 + k);
+    for (int64_t k = 0; k < n; ++k) positions.push_back(resident + int64_t(prompt_.size()) + 1 + k);
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
     const float* f = reinterpret_cast<const float*>(rows->bytes.data());
     media_rows_.insert(media_rows_.end(), f, f + n * H);
@@ -144,8 +154,8 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
   }
   prompt_.insert(prompt_.end(), media_tail_.begin(), media_tail_.end());
   const decoding::KvConfig& kv = config_.decoder.kv;
-  if (kv.mode == "full" && kv.overflow == "refuse" && int64_t(prompt_.size()) > kv.buckets.back()) {
-    return Status::Error("context_overflow", "the prompt with its media needs " + std::to_string(prompt_.size()) +
+  if (kv.mode == "full" && kv.overflow == "refuse" && resident + int64_t(prompt_.size()) > kv.buckets.back()) {
+    return Status::Error("context_overflow", "the prompt with its media needs " + std::to_string(resident + int64_t(prompt_.size())) +
                                                  " positions but the largest KV bucket holds " + std::to_string(kv.buckets.back()));
   }
   splices_.clear();
@@ -275,6 +285,7 @@ Status LlmWorker::Fail(const Status& status) {
 
 Status LlmWorker::Begin(pipeline::StepContext& ctx) {
   generated_.clear();
+  kept_ = 0;
   tokens_at_seq_.clear();
   seq_ = 0;
   first_ms_ = -1;
@@ -325,6 +336,7 @@ Result<pipeline::StepResult> LlmWorker::Step(pipeline::StepContext& ctx) {
   const TokenId token = sampler_->Sample(logits_, config_.decoder.vocab_size, context_);
   pending_ = {token};
   generated_.push_back(token);
+  kept_ = int64_t(generated_.size());
   if (!ctx.request().ignore_stop_tokens && std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end()) {
     if (config_.closing_state && ctx.feeds_stages()) {
       pipeline::Output out;
@@ -405,8 +417,9 @@ Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
 }
 
 Status LlmWorker::Rewind(int64_t shown) {
-  // generated_[0..k-1) were fed back, generated_[k-1] is pending; keep what the consumer saw.
-  const int64_t k = int64_t(generated_.size());
+  // Of the reply's first kept_ tokens in the state, all but a pending last one were fed back;
+  // keep the first `shown`.
+  const int64_t k = kept_;
   if (shown >= k) return Status::Ok();
   const int64_t fed = pending_.empty() ? k : k - 1;
   const int64_t keep_fed = std::max<int64_t>(0, shown - 1);
@@ -416,7 +429,17 @@ Status LlmWorker::Rewind(int64_t shown) {
   context_.resize(size_t(length));
   pending_.clear();
   if (shown > 0) pending_.push_back(generated_[size_t(shown - 1)]);
+  kept_ = shown;
   return Status::Ok();
+}
+
+Status LlmWorker::KeepOutput(int64_t tokens) {
+  if (poisoned_) return Status::Error("session_poisoned", "an earlier error left the session unusable; call Reset()");
+  if (tokens < 0 || tokens > kept_) {
+    return Status::Error("invalid_argument", "the last reply holds " + std::to_string(kept_) + " tokens in the context; "
+                                             "cannot keep " + std::to_string(tokens));
+  }
+  return Rewind(tokens);
 }
 
 Status LlmWorker::Withheld(int64_t last_seq, Json* terminal_fields) {
@@ -429,6 +452,7 @@ Status LlmWorker::Withheld(int64_t last_seq, Json* terminal_fields) {
 Status LlmWorker::Forget() {
   context_.clear();
   pending_.clear();
+  kept_ = 0;
   return decoder_->Reset();
 }
 

@@ -39,9 +39,10 @@ class LlmWorker final : public pipeline::StageWorker {
   bool continues(const pipeline::Request& request) const override { return request.continue_conversation; }
   Status Forget() override;
   Status Reset() override;
+  Status KeepOutput(int64_t tokens) override;
 
   std::vector<Placement> placements() const override { return decoder_->placements(); }
-  Json Inspect() const override { return {{"context", context_}, {"pending", pending_}}; }
+  Json Inspect() const override { return {{"context", context_}, {"pending", pending_}, {"reply_kept", kept_}}; }
   const text::Tokenizer* tokenizer() const override { return tokenizer_.get(); }
 
  private:
@@ -93,6 +94,7 @@ class LlmWorker final : public pipeline::StageWorker {
   std::optional<text::TextStream> text_;
   const float* logits_ = nullptr;
   std::vector<TokenId> generated_;             // every sampled token, in order
+  int64_t kept_ = 0;  // how many of them the resident state holds (a cancel or KeepOutput keeps fewer)
   std::map<int64_t, int64_t> tokens_at_seq_;  // event seq -> tokens the consumer has after it
   int64_t seq_ = 0;
   double begin_ms_ = 0, prefill_ms_ = 0, first_ms_ = -1, last_ms_ = 0, backend_before_ = 0;

@@ -64,6 +64,7 @@ Status TalkerWorker::Prepare(const pipeline::Request& r) {
 
 Status TalkerWorker::Begin(pipeline::StepContext& ctx) {
   frames_.clear();
+  text_tokens_at_frame_.clear();
   text_ended_ = !dual_;
   text_tokens_ = int64_t(text_ids_.size());
   backend_before_ = talker_->backend_seconds();
@@ -101,6 +102,7 @@ Result<pipeline::StepResult> TalkerWorker::Step(pipeline::StepContext& ctx) {
   if (!frame.value()) return StepResult::Finish("eos");
   const Frame& f = *frame.value();
   frames_.push_back(f);
+  text_tokens_at_frame_.push_back(text_tokens_);
   pipeline::Output out;
   out.kind = "codes";
   out.watermark = text_tokens_;

@@ -27,7 +27,9 @@ class TalkerWorker final : public pipeline::StageWorker {
 
   std::vector<Placement> placements() const override { return talker_->placements(); }
   Json Describe() const override { return {{"code_groups", talker_->config().code_groups}}; }
-  Json Inspect() const override { return {{"codes", frames_}}; }
+  // The codes, and how many text tokens each frame had read: frame t of a dual-track talker reads
+  // token t, so what a listener heard maps back to the thinker's tokens (a realtime barge-in).
+  Json Inspect() const override { return {{"codes", frames_}, {"text_tokens_at_frame", text_tokens_at_frame_}}; }
   const text::Tokenizer* tokenizer() const override { return tokenizer_.get(); }
 
  private:
@@ -48,6 +50,7 @@ class TalkerWorker final : public pipeline::StageWorker {
   std::vector<float> text_hidden_;
   bool text_ended_ = false;
   int64_t text_tokens_ = 0;
+  std::vector<int64_t> text_tokens_at_frame_;
   double backend_before_ = 0;
 };
 

@@ -454,22 +454,16 @@ def test_encoders_compile_for_the_htp_and_run_there(omni_checkpoint: Path, media
     assert refused.returncode == 2 and "cannot run /merger/mlp/mlp.1/Erf (Erf)" in refused.stderr
 
 
-def test_image_and_audio_in_text_and_speech_out(omni_checkpoint: Path, omni_artifact: Path, media: dict[str, Path],
-                                                tmp_path: Path) -> None:
+def test_image_and_audio_in_text_and_speech_out(omni_checkpoint: Path, voice_plan: Path, media: dict[str, Path]) -> None:
     """The multimodal thinker's plan joined with a talker that reads its hidden states (export
     omni): one request with an image and audio answers in text (generate's ids) and speech (the
     talker's codes equal the PyTorch dual-track reference fed with transformers' hidden states
     along those tokens, media included); the audio is exact in length."""
     from numeric import assert_codes
     from omni_edge.export.models.qwen3_tts.reference import SAMPLES_PER_FRAME, Qwen3Tts, stream_codes_from_hidden
-    from omni_edge.export.omni import write_omni_plan
-    from omni_edge.export.options import TtsExportOptions
-    from omni_edge.export.registry import export_checkpoint, make_checkpoint
     from omni_edge.runtime import OmniSession
 
-    talker = make_checkpoint(tmp_path / "talker", arch="qwen3-tts", preset="tiny", thinker=omni_checkpoint)
-    export_checkpoint(talker, tmp_path / "speech", TtsExportOptions(prefill_chunk=16, buckets=(256,), validation_frames=8))
-    plan = write_omni_plan(omni_artifact / "plan.json", tmp_path / "speech" / "plan.json", tmp_path / "omni")
+    plan, talker = voice_plan, voice_plan.parent.parent / "talker"
     stages = json.loads(plan.read_text())["stages"]
     assert [(s["model_stage"], s["input_sources"]) for s in stages] == [
         ("vision_encoder", []), ("audio_encoder", []), ("thinker", [0, 1]), ("talker", [2]), ("code2wav", [3])]
@@ -513,3 +507,41 @@ def test_profile_reports_the_multimodal_dimensions(omni_artifact: Path, tmp_path
     assert metrics["media_tokens"]["p50"] == 256 + audio_tokens(400)  # a 448x448 image, 4 s of audio
     assert abs(metrics["audio_tokens_per_second"]["p50"] - 25.0) < 0.5
     assert metrics["after_media_ttft_ms"]["p50"] < metrics["ttft_ms"]["p50"]
+
+
+def test_a_continued_conversation_hears_each_turn_as_transformers_does(omni_checkpoint: Path, omni_artifact: Path,
+                                                                       media: dict[str, Path]) -> None:
+    """A realtime conversation's second spoken turn continues the first in the thinker's resident
+    KV cache: its audio is spliced after the first turn and the reply, its M-RoPE positions go on
+    from the first turn's (an image's 2-D positions make them differ from plain ones), and the
+    reply is transformers' greedy generate on the whole conversation: turn one, the first reply
+    as the session made it (cut by length, so closed with <|im_end|>), turn two."""
+    from omni_edge.runtime import Session
+    from transformers import AutoTokenizer
+
+    session = Session.open(omni_artifact / "plan.json", threads=2)
+    first_items, second_items = [("image", media["red"]), ("audio", media["tone16"])], [("audio", media["chirp"])]
+
+    def turn(items: list[tuple[str, Path]], prompt: str, n: int, continues: bool) -> list[int]:
+        ids: list[int] = []
+        session.run(prompt, chat=True, media=[(k, str(p)) for k, p in items], max_new_tokens=n, ignore_stop_tokens=True,
+                    continue_conversation=continues, on_event=lambda e: ids.extend(e.get("token_ids", [])) or True)
+        return ids
+
+    first = turn(first_items, "Describe it.", 6, False)
+    second = turn(second_items, "And this?", 8, True)
+    assert first == _generate(omni_checkpoint, first_items, "Describe it.", 6)
+
+    thinker = load_thinker(omni_checkpoint)
+    tokenizer = AutoTokenizer.from_pretrained(omni_checkpoint)
+    one = reference_inputs(omni_checkpoint, thinker, first_items, "Describe it.", chat=True)
+    two = reference_inputs(omni_checkpoint, thinker, second_items, "And this?", chat=True)
+    closing = [tokenizer.convert_tokens_to_ids("<|im_end|>"), *tokenizer.encode("\n", add_special_tokens=False)]
+    ids = torch.cat([one["input_ids"][0], torch.tensor(first + closing), two["input_ids"][0]])[None]
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "pixel_values": one["pixel_values"],
+              "image_grid_thw": one["image_grid_thw"],
+              "input_features": torch.cat([one["input_features"], two["input_features"]]),
+              "feature_attention_mask": torch.cat([one["feature_attention_mask"], two["feature_attention_mask"]])}
+    with torch.no_grad():
+        out = thinker.model.generate(**inputs, max_new_tokens=8, min_new_tokens=8, do_sample=False)
+    assert second == [int(t) for t in out[0, ids.shape[1]:]]
