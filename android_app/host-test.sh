@@ -44,6 +44,20 @@ with wave.open(sys.argv[2], 'wb') as w:
 " "$out/mm/red.png" "$out/mm/tone.wav"
 fi
 
+if [ ! -f "$out/voice/plan.json" ]; then  # that thinker with a talker reading it: a plan that hears and speaks (+ VAD)
+  rm -rf "$out/voice-talker" "$out/voice-speech" "$out/voice"
+  quiet omni-edge make-checkpoint --arch qwen3-tts --preset tiny --thinker "$out/mm-checkpoint" --out "$out/voice-talker"
+  quiet omni-edge export tts --checkpoint "$out/voice-talker" --out "$out/voice-speech" --prefill-chunk 16 --buckets 256 \
+    --validation-frames 8
+  quiet omni-edge export omni --thinker-plan "$out/mm/plan.json" --speech-plan "$out/voice-speech/plan.json" --out "$out/voice"
+  quiet python -c "
+import sys
+from omni_edge.harness.profiling.spoken import spoken
+open(sys.argv[1], 'wb').write(spoken([0.4, 'What is the capital of France?', 0.9]).pcm16())
+open(sys.argv[2], 'wb').write(spoken(['Wait, stop.', 0.9]).pcm16())
+" "$out/voice/question.pcm" "$out/voice/barge_in.pcm"
+fi
+
 if [ ! -f "$out/policy/plan.json" ]; then  # a π0 policy plan (tiny) and an observation for it
   rm -rf "$out/policy-checkpoint" "$out/policy"
   quiet omni-edge make-checkpoint --arch pi0 --preset tiny --out "$out/policy-checkpoint"
@@ -78,8 +92,10 @@ java -Xcheck:jni -Djava.library.path="$lib" -cp "$out/classes:$junit" \
   -Domniedge.textPlan="$PWD/$demo/artifact/plan.onnx.json" -Domniedge.omniPlan="$PWD/$out/omni/plan.json" \
   -Domniedge.cli="$PWD/$build/controller_cpp/omni-edge-run" -Domniedge.mediaPlan="$PWD/$out/mm/plan.json" \
   -Domniedge.image="$PWD/$out/mm/red.png" -Domniedge.audio="$PWD/$out/mm/tone.wav" \
-  -Domniedge.policyPlan="$PWD/$out/policy/plan.json" \
-  org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest dev.omniedge.ServerTest 2>&1 | tee "$out/junit.log"
+  -Domniedge.policyPlan="$PWD/$out/policy/plan.json" -Domniedge.voicePlan="$PWD/$out/voice/plan.json" \
+  -Domniedge.voiceQuestion="$PWD/$out/voice/question.pcm" -Domniedge.voiceBargeIn="$PWD/$out/voice/barge_in.pcm" \
+  org.junit.runner.JUnitCore dev.omniedge.JsonTest dev.omniedge.OmniEdgeTest dev.omniedge.ServerTest \
+  dev.omniedge.VoiceSessionTest 2>&1 | tee "$out/junit.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "JUnit failed"; exit 1; }
 if grep -nE "WARNING in native method|FATAL ERROR in native method|JNI local refs|^WARNING: JNI" "$out/junit.log"; then
   echo "-Xcheck:jni reported the lines above"; exit 1

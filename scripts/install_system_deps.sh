@@ -21,6 +21,7 @@ packages=(
   android-framework-res  # framework-res.apk (API 29) to link them against
   apksigner zipalign     # the APK's signature and alignment (scripts/build_apk.sh, with the SDK's)
   espeak-ng              # synthetic speech with known boundaries: voice activity and realtime voice tests
+  chromium               # the voice page's test: headless, a fake microphone from a file
   pocketsphinx-testdata  # real recorded speech with transcripts (16 kHz LibriVox clips): the audio front end's tests
 )
 missing=()

@@ -8,7 +8,7 @@
 namespace omni_edge::media {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+constexpr double kPiKaiser = 3.14159265358979323846;
 
 // I0, the modified Bessel function of the first kind (the Kaiser window's), by its power series.
 double BesselI0(double x) {
@@ -26,7 +26,7 @@ std::vector<double> KaiserLowpass(int64_t taps, double cutoff) {
   const double alpha = 0.5 * double(taps - 1), beta = 5.0;
   for (int64_t n = 0; n < taps; ++n) {
     const double m = double(n) - alpha, x = cutoff * m;
-    const double sinc = x == 0 ? 1.0 : std::sin(kPi * x) / (kPi * x);
+    const double sinc = x == 0 ? 1.0 : std::sin(kPiKaiser * x) / (kPiKaiser * x);
     const double r = 2.0 * double(n) / double(taps - 1) - 1.0;
     h[size_t(n)] = cutoff * sinc * BesselI0(beta * std::sqrt(std::max(0.0, 1.0 - r * r))) / BesselI0(beta);
   }

@@ -67,12 +67,26 @@ struct Server : Serving {
 
 // --- Routing and connections -----------------------------------------------------------------
 
-// The key as OpenAI clients send it (Bearer) or openpi-client (Api-Key).
+// The key as OpenAI clients send it (Bearer), openpi-client (Api-Key), or a browser's realtime
+// websocket, which can set no header but its subprotocols (OpenAI's "openai-insecure-api-key.KEY").
 bool Authorized(const Server& s, const HttpRequest& req) {
   if (s.options.api_key.empty()) return true;
   const auto header = req[http::field::authorization];
   const std::string sent(header.data(), header.size());
-  return sent == "Bearer " + s.options.api_key || sent == "Api-Key " + s.options.api_key;
+  if (sent == "Bearer " + s.options.api_key || sent == "Api-Key " + s.options.api_key) return true;
+  const auto protocols = req[http::field::sec_websocket_protocol];
+  const std::string offered(protocols.data(), protocols.size());
+  const std::string wanted = "openai-insecure-api-key." + s.options.api_key;
+  for (size_t at = 0; at <= offered.size();) {
+    size_t end = offered.find(',', at);
+    if (end == std::string::npos) end = offered.size();
+    std::string one = offered.substr(at, end - at);
+    one.erase(0, one.find_first_not_of(' '));
+    one.erase(one.find_last_not_of(' ') + 1);
+    if (one == wanted) return true;
+    at = end + 1;
+  }
+  return false;
 }
 
 bool JsonPost(Server& s, tcp::socket& socket, const HttpRequest& req, bool (*serve)(Serving&, tcp::socket&, const HttpRequest&)) {
@@ -96,9 +110,18 @@ Json ModelCard(const Serving& s) {
           {"input_modalities", plan.inputs}, {"output_modalities", outputs}};
 }
 
+// The voice page (server/voice_page.html, compiled in).
+constexpr char kVoicePage[] =
+#include "server/voice_page.inc"
+    ;
+
 bool Route(Server& s, tcp::socket& socket, const HttpRequest& req) {
   const std::string target(req.target().data(), req.target().size());
   const std::string path = target.substr(0, target.find('?'));
+  // A page holds no data: a browser's navigation cannot send the key (its websocket sends it).
+  if (path == "/voice" && req.method() == http::verb::get) {
+    return Send(socket, req, http::status::ok, kVoicePage, "text/html; charset=utf-8");
+  }
   if (!Authorized(s, req)) {
     return SendError(socket, req, http::status::unauthorized, "a valid API key is needed (Authorization: Bearer KEY)",
                      "invalid_request_error", "", "invalid_api_key");

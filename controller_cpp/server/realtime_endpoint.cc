@@ -159,8 +159,12 @@ void ServeRealtime(Serving& s, tcp::socket& socket, const HttpRequest& req) {
     return;
   }
   auto channel = std::make_shared<Channel>(socket);
-  channel->ws().set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
+  // A browser that offered subprotocols (its key travels in one) needs one chosen: "realtime".
+  const auto offered = req[http::field::sec_websocket_protocol];
+  const bool realtime_protocol = std::string(offered.data(), offered.size()).find("realtime") != std::string::npos;
+  channel->ws().set_option(websocket::stream_base::decorator([realtime_protocol](websocket::response_type& res) {
     res.set(http::field::server, "omni-edge");
+    if (realtime_protocol) res.set(http::field::sec_websocket_protocol, "realtime");
   }));
   channel->ws().read_message_max(kMaxEventBytes);
   beast::error_code ec;

@@ -44,6 +44,10 @@ def add_parsers(sub: Any) -> None:
                    help="also the workload through the device's own server (omni-edge-run serve, port forwarded), "
                         "streamed as an OpenAI client reads it: the client's TTFT and rate against the server's own, "
                         "beside the in-process numbers (text, speech and omni plans)")
+    p.add_argument("--duplex", action="store_true",
+                   help="also spoken conversations with barge-in through the device's /v1/realtime (a plan that "
+                        "hears and speaks, with its voice activity detector): voice-to-voice and interruption "
+                        "latency, and their parts (espeak-ng speaks the workload on this host)")
     p.add_argument("--out", type=Path, default=Path("work/profile"))
     deployment(p)
     p.set_defaults(func=profile)
@@ -74,6 +78,8 @@ def profile(args: argparse.Namespace) -> int:
 
     try:
         kind = kind_of(args.plan)
+        if args.duplex:
+            _check_duplex(args.plan)
         if args.serving and kind.name not in SERVED_KINDS:
             raise ValueError(f"--serving sends text, speech and omni workloads; a {kind.name} plan's inputs (media, "
                              "observations) do not go through it yet")
@@ -82,17 +88,29 @@ def profile(args: argparse.Namespace) -> int:
         # The kind's inputs (a multimodal plan's media, a policy's observation) pushed beside the artifacts.
         workload = kind.prepare(kind.workload(args.workload), device, d.root, args.out)
         groups = group_names(kind, args.concurrency, trace=args.trace, reliability=args.reliability,
-                             sustained=args.duration is not None, serving=args.serving)
+                             sustained=args.duration is not None, serving=args.serving, duplex=args.duplex)
         with tqdm(total=len(groups), unit="group", file=sys.stderr) as bar:
             report = run_profile(d, workload, args.out, kind=kind, runs=args.runs,
                                  warmup=args.warmup, concurrency=args.concurrency, threads=args.threads,
                                  prebuffer_ms=args.prebuffer_ms, duration_s=args.duration, trace=args.trace,
-                                 reliability=args.reliability, serving=args.serving, progress=bar)
+                                 reliability=args.reliability, serving=args.serving, duplex=args.duplex,
+                                 progress=bar)
     except (DeviceError, OSError, ValueError) as exc:
         print(f"omni-edge profile: {exc}", file=sys.stderr)
         return 1
     print(kind.summary_line(report, args.out), file=sys.stderr)
     return kind.exit_status(report)
+
+
+def _check_duplex(plan: Path) -> None:
+    """Refused before anything is deployed: a plan that cannot hold a spoken conversation."""
+    import json
+
+    p = json.loads(plan.read_text())
+    if "voice_activity" not in p or not any(s.get("model_stage") == "audio_encoder" for s in p.get("stages", [])):
+        raise ValueError(f"--duplex needs a plan that hears (an audio encoder) with a voice_activity component "
+                         f"(export omni attaches one; export vad --plan adds it): {plan} has "
+                         f"{'no voice_activity' if 'voice_activity' not in p else 'no audio encoder'}")
 
 
 def budget(args: argparse.Namespace) -> int:

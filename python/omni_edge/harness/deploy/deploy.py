@@ -161,8 +161,8 @@ def relocate_plan(plan_path: Path) -> tuple[str, dict[str, Path]]:
         raise DeviceError(str(exc)) from exc
     plan = json.loads(plan_path.read_text())
     names = _remote_names(components)
-    for stage in plan["stages"]:
-        stage["artifact"] = f"artifacts/{names[(plan_path.parent / stage['artifact']).resolve()]}"
+    for part in [*plan["stages"], *([plan["voice_activity"]] if "voice_activity" in plan else [])]:
+        part["artifact"] = f"artifacts/{names[(plan_path.parent / part['artifact']).resolve()]}"
     return json.dumps(plan, indent=2) + "\n", {f"artifacts/{names[c]}": c for c in components}
 
 

@@ -22,17 +22,19 @@ from omni_edge.harness.profiling.profiler import Profiler
 from omni_edge.harness.profiling.serving import serving_summary
 
 MIN_RUNS = 20  # measured requests per group the protocol asks for; fewer is reported as not met
-APART = ("interruption", "sustained", "traced", "reliability", "serving")  # groups reported in their own sections
+APART = ("interruption", "sustained", "traced", "reliability", "serving", "duplex")  # groups reported in their own sections
 
 
 def group_names(kind: PlanKind, concurrency: list[int], *, trace: bool = False, reliability: bool = False,
-                sustained: bool = False, serving: bool = False) -> list[str]:
+                sustained: bool = False, serving: bool = False, duplex: bool = False) -> list[str]:
     """The protocol's groups for a plan of this kind, in the order they run."""
     names = ["startup", *(f"concurrency-{c}" for c in concurrency)]
     if kind.has_audio:  # a stream of audio to stop
         names.append("interruption")
     if serving:
         names.append("serving")
+    if duplex:
+        names.append("duplex")
     if trace:
         names.append("traced")
     if reliability:
@@ -64,9 +66,14 @@ def _run_groups(profiler: Profiler, names: list[str], duration_s: float | None, 
 
         return run_serving(profiler)
 
+    def duplex() -> dict[str, Any]:
+        from omni_edge.harness.profiling.duplex import run_duplex
+
+        return run_duplex(profiler)
+
     runners: dict[str, Callable[[], dict[str, Any]]] = {
         "startup": profiler.startup, "interruption": interruption, "traced": profiler.traced,
-        "reliability": reliability, "sustained": sustained, "serving": serving}
+        "reliability": reliability, "sustained": sustained, "serving": serving, "duplex": duplex}
     for name in names:
         if progress is not None:
             progress.set_description(f"profile: {name}")
@@ -135,6 +142,8 @@ def _report(profiler: Profiler, groups: dict[str, Any], apart: dict[str, Any], f
         "reliability": apart["reliability"],
         # The same workload through the device's server (--serving), beside the first concurrency group.
         "serving": serving_summary(apart["serving"], next(v for k, v in groups.items() if k != "startup")["metrics"]),
+        # Spoken conversations with barge-in through the device's /v1/realtime (--duplex).
+        "duplex": None if apart["duplex"] is None else {k: v for k, v in apart["duplex"].items() if k != "rows"},
         "raw": "raw/",
     }
 
@@ -148,6 +157,7 @@ def _write_raw(profiler: Profiler, groups: dict[str, Any], apart: dict[str, Any]
         "interruption_rows": interruption["rows"] if interruption else [],
         "sustained": sustained["series"] if sustained else None,
         "serving_rows": apart["serving"]["rows"] if apart["serving"] else [],
+        "duplex_rows": apart["duplex"]["rows"] if apart["duplex"] else [],
         "memory": [{"group": r.group, "process": r.index, "samples": [[m.t, m.rss_kb, m.pss_kb] for m in r.memory]}
                    for r in profiler.processes],
     }) + "\n")
@@ -160,7 +170,7 @@ def _write_raw(profiler: Profiler, groups: dict[str, Any], apart: dict[str, Any]
 def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: PlanKind | None = None, runs: int = 20,
                 warmup: int = 1, concurrency: list[int] | None = None, threads: int = 0, prebuffer_ms: int | None = None,
                 duration_s: float | None = None, trace: bool = False, reliability: bool = False,
-                serving: bool = False, progress: Any = None) -> dict[str, Any]:
+                serving: bool = False, duplex: bool = False, progress: Any = None) -> dict[str, Any]:
     """The whole protocol; writes OUT/report.json, OUT/report.md, OUT/*.png and OUT/raw/."""
     if runs < 1 or warmup < 0 or any(c < 1 for c in (concurrency or [1])):
         raise ValueError(f"runs >= 1, warmup >= 0 and concurrency >= 1 (got {runs}, {warmup}, {concurrency})")
@@ -173,7 +183,7 @@ def run_profile(deployment: Deployment, workload: Workload, out: Path, *, kind: 
     profiler = Profiler(deployment, workload, out, kind=kind, runs=runs, warmup=warmup, threads=threads,
                         prebuffer_ms=prebuffer_ms)
     names = group_names(kind, concurrency or [1], trace=trace, reliability=reliability, sustained=duration_s is not None,
-                        serving=serving)
+                        serving=serving, duplex=duplex)
     groups = _run_groups(profiler, names, duration_s, progress)
     apart = {name: groups.pop(name, None) for name in APART}
     report = _report(profiler, groups, apart, facts, verified, cold_cache)

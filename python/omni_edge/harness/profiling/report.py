@@ -219,6 +219,28 @@ def _serving_lines(report: dict[str, Any]) -> list[str]:
     ]
 
 
+def _duplex_lines(report: dict[str, Any]) -> list[str]:
+    d = report.get("duplex")
+    if not d:
+        return []
+    return [
+        "",
+        "## Voice (duplex)",
+        "",
+        f"{d['conversations']} spoken conversations through the device's `/v1/realtime` (espeak-ng speech streamed "
+        f"in real time, the reply played in real time with playback acknowledgements), each interrupted at a random "
+        f"point of the reply's playback ({d['cancelled']} while it was still being generated: cancelled; the others "
+        "cut back after it was all sent). Client-clock rows: voice_to_voice (the question's last audible sample sent "
+        "-> first audio delta) and barge_in_* (the barge-in's first audible sample sent -> speech_started, -> the "
+        "reply's last audio delta, -> its cancelled response.done, -> conversation.item.truncated); the others are "
+        "the server's own parts.",
+        "",
+        "| metric | p50 | p95 | n |",
+        "|---|---|---|---|",
+        *[f"| {k} | {_fmt(v['p50'], 1)} | {_fmt(v['p95'], 1)} | {v['n']} |" for k, v in d["metrics"].items()],
+    ]
+
+
 def write_markdown(report: dict[str, Any], path: Path) -> None:
     d, w = report["device"], report["workload"]
     lines = [
@@ -266,7 +288,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
         for k, v in data["metrics"].items():
             lines.append(f"| {g} | {k} | {_fmt(v['p50'], 2)} | {_fmt(v['p95'], 2)} | {v['n']} |")
     lines += _speech_lines(report) + _sustained_lines(report) + _trace_lines(report) + _reliability_lines(report)
-    lines += _serving_lines(report)
+    lines += _serving_lines(report) + _duplex_lines(report)
     mem, led = report["memory"], report["ledger"]
     lines += [
         "",

@@ -33,13 +33,15 @@ class VerifyTargets:
 
 
 def plan_components(plan: Path) -> list[Path]:
-    """The component directories a plan's stages name, in stage order, each once. As the
-    controller reads them: relative to the plan (an omni plan names its thinker's and talker's
-    components beside their own plans), each a directory holding a manifest, whose hashes are
-    what make it safe to load."""
+    """The component directories a plan's stages name, in stage order, each once, then its voice
+    activity detector's. As the controller reads them: relative to the plan (an omni plan names
+    its thinker's and talker's components beside their own plans), each a directory holding a
+    manifest, whose hashes are what make it safe to load."""
     try:
         data = json.loads(plan.read_text(encoding="utf-8"))
         names = [stage["artifact"] for stage in data["stages"]]
+        if "voice_activity" in data:
+            names.append(data["voice_activity"]["artifact"])
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise VerifyTargetError(f"{plan}: not a readable plan ({type(exc).__name__}: {exc})") from None
     out: list[Path] = []

@@ -273,8 +273,9 @@ def test_the_spliced_request_needs_its_media_and_takes_native_preprocessing(omni
         plain.append(int(np.argmax(logits)))
         logits = np.frombuffer(engine.feed([plain[-1]]), np.float32)
     assert plain != ref_ids
-    with pytest.raises(ValueError, match="before the first token"):
-        engine.set_position_table([[0], [0], [0]], 1)
+    engine.set_position_table([[0], [0], [0]], 1)  # after tokens: a continued conversation's next rows
+    with pytest.raises(ValueError, match="outside"):
+        engine.set_position_table([[5], [5], [5]], 1)
     engine.reset()
     with pytest.raises(ValueError, match="3 rows"):
         engine.set_position_table([[0, 1]], 2)

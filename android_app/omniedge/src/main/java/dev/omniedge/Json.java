@@ -28,6 +28,22 @@ final class Json {
     return value;
   }
 
+  /** {@code text} as a JSON string literal (quotes, backslashes and control characters escaped). */
+  static String quote(String text) {
+    StringBuilder out = new StringBuilder("\"");
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (c == '"' || c == '\\') {
+        out.append('\\').append(c);
+      } else if (c < 0x20) {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    return out.append('"').toString();
+  }
+
   @SuppressWarnings("unchecked")
   static Map<String, Object> parseObject(String text) {
     Object v = parse(text);

@@ -32,6 +32,21 @@ final class NativeBridge {
   /** Cancels, waits for the worker (and a load in progress), closes the session, frees the handle. */
   static native void close(long handle);
 
+  /** oe_realtime_open over the engine's session; events go to {@code listener} (VoiceSession.Listener). */
+  static native long voiceOpen(long engine, String optionsJson, Object listener);
+
+  /** oe_realtime_send: one client event. */
+  static native void voiceSend(long voice, String eventJson);
+
+  /** oe_realtime_append_pcm16: microphone samples at the session's input rate. */
+  static native void voiceAppend(long voice, short[] pcm, int offset, int length);
+
+  /** oe_realtime_info. */
+  static native String voiceInfo(long voice);
+
+  /** oe_realtime_close: cancels a response in flight and frees the handle. */
+  static native void voiceClose(long voice);
+
   /** oe_server_start: opens the plan's sessions and listens; throws {@link OmniEdgeException}. */
   static native long serverStart(String planPath, String host, int port, String apiKey, int maxSessions, int threads);
 

@@ -183,6 +183,11 @@ public final class OmniEdge implements AutoCloseable {
     }
   }
 
+  /** The native handle for a {@link VoiceSession} over this engine (which then runs nothing else). */
+  long handleForVoice() {
+    return live();
+  }
+
   private long live() {
     if (handle == 0) throw new IllegalStateException("the engine is closed");
     return handle;

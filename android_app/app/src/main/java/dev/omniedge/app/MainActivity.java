@@ -1,6 +1,8 @@
 package dev.omniedge.app;
 
+import android.Manifest;
 import android.app.Activity;
+import android.content.pm.PackageManager;
 import android.os.Bundle;
 import android.os.Handler;
 import android.os.Looper;
@@ -62,6 +64,8 @@ public final class MainActivity extends Activity {
   private EditText prompt;
   private Switch speak;
   private Switch serve;
+  private Switch voice;
+  private VoiceMode voiceMode;      // UI thread only: the Voice switch's conversation over the engine
   private Button send;
   private Button cancel;
 
@@ -76,6 +80,7 @@ public final class MainActivity extends Activity {
     prompt = findViewById(R.id.prompt);
     speak = findViewById(R.id.speak);
     serve = findViewById(R.id.serve);
+    voice = findViewById(R.id.voice);
     send = findViewById(R.id.send);
     cancel = findViewById(R.id.cancel);
     pointTheDspAtOurLibraries();
@@ -104,6 +109,42 @@ public final class MainActivity extends Activity {
     send.setOnClickListener(v -> submit());
     cancel.setOnClickListener(v -> cancelRunning());
     serve.setOnCheckedChangeListener((v, on) -> openPlan(plans.get(planPicker.getSelectedItemPosition())));
+    voice.setOnCheckedChangeListener((v, on) -> setVoice(on));
+  }
+
+  /** Voice mode on the loaded engine (an omni plan that hears): talk, and talk over its replies. */
+  private void setVoice(boolean on) {
+    if (!on) {
+      stopVoice();
+      return;
+    }
+    if (checkSelfPermission(Manifest.permission.RECORD_AUDIO) != PackageManager.PERMISSION_GRANTED) {
+      requestPermissions(new String[] {Manifest.permission.RECORD_AUDIO}, 1);
+      metrics.setText(R.string.voice_needs_microphone);
+      voice.setChecked(false);
+      return;
+    }
+    if (engine == null) {
+      voice.setChecked(false);
+      return;
+    }
+    try {
+      voiceMode = new VoiceMode(engine, text -> ui.post(() -> {
+        reply.append(text);
+        scroll.fullScroll(View.FOCUS_DOWN);
+      }));
+      send.setEnabled(false);  // the engine now holds the conversation
+    } catch (RuntimeException e) {  // OmniEdgeException: not an omni plan that hears, or no voice_activity
+      metrics.setText(e.getMessage());
+      voice.setChecked(false);
+    }
+  }
+
+  private void stopVoice() {
+    final VoiceMode v = voiceMode;
+    voiceMode = null;
+    if (v != null) engines.execute(v::close);  // waits for a response's cancel: not on the UI thread
+    send.setEnabled(engine != null);
   }
 
   /** The HTP's DSP side loads its skel libraries from these directories (the QNN SDK's rule). */
@@ -253,6 +294,7 @@ public final class MainActivity extends Activity {
   }
 
   private void closeEngine() {
+    if (voiceMode != null) voice.setChecked(false);  // stops it first: it runs on the engine
     cancelRunning();
     running = null;
     final OmniEdge e = engine;
