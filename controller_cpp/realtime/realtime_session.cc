@@ -349,7 +349,8 @@ Json RealtimeSession::Info() const {
                      {"kept_tokens", it->kept_tokens}, {"alignment", it->alignment}});
   }
   int64_t context = 0;
-  for (const Json& stage : session_.Info()["stages"]) {
+  const Json info = session_.Info();  // named: a range over a temporary's member would dangle
+  for (const Json& stage : info["stages"]) {
     const Json& last = stage["last_request"];
     if (last.is_object() && last.contains("context")) context = int64_t(last["context"].size());
   }

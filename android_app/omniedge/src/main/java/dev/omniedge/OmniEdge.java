@@ -2,8 +2,10 @@ package dev.omniedge;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -50,6 +52,7 @@ public final class OmniEdge implements AutoCloseable {
   // after it is freed (and close() waits for a load in progress).
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private volatile long handle;
+  private final Set<VoiceSession> voices = new HashSet<>();  // closed before the engine
   private volatile List<Placement> placements;
   private volatile int sampleRate;
   private volatile double planPrebufferMs = -1;
@@ -173,6 +176,11 @@ public final class OmniEdge implements AutoCloseable {
   @Override
   public void close() {
     if (Generation.IN_CALLBACK.get()) throw new IllegalStateException("close() from a listener would wait for itself");
+    List<VoiceSession> open;
+    synchronized (voices) {
+      open = new ArrayList<>(voices);
+    }
+    for (VoiceSession v : open) v.close();  // a conversation's response runs on this engine's session
     cancel();
     lock.writeLock().lock();
     try {
@@ -184,8 +192,17 @@ public final class OmniEdge implements AutoCloseable {
   }
 
   /** The native handle for a {@link VoiceSession} over this engine (which then runs nothing else). */
-  long handleForVoice() {
+  long handleForVoice(VoiceSession opening) {
+    synchronized (voices) {
+      voices.add(opening);
+    }
     return live();
+  }
+
+  void voiceClosed(VoiceSession session) {
+    synchronized (voices) {
+      voices.remove(session);
+    }
   }
 
   private long live() {

@@ -20,10 +20,11 @@ public final class VoiceSession implements AutoCloseable {
   }
 
   private final Object lock = new Object();
+  private final OmniEdge engine;
   private long handle;
 
-  private VoiceSession(long handle) {
-    this.handle = handle;
+  private VoiceSession(OmniEdge engine) {
+    this.engine = engine;
   }
 
   /**
@@ -31,7 +32,15 @@ public final class VoiceSession implements AutoCloseable {
    * else until this is closed). {@code session.created} reaches the listener before this returns.
    */
   public static VoiceSession open(OmniEdge engine, Listener listener) {
-    return new VoiceSession(NativeBridge.voiceOpen(engine.handleForVoice(), null, listener));
+    VoiceSession session = new VoiceSession(engine);
+    synchronized (session.lock) {
+      try {
+        session.handle = NativeBridge.voiceOpen(engine.handleForVoice(session), null, listener);
+      } finally {
+        if (session.handle == 0) engine.voiceClosed(session);
+      }
+    }
+    return session;
   }
 
   /** One client event as JSON (session.update, response.create, response.cancel, ...); errors come back as events. */
@@ -68,13 +77,14 @@ public final class VoiceSession implements AutoCloseable {
     return out;
   }
 
-  /** Cancels a response in flight and frees the session; no event after it. Idempotent. */
+  /** Cancels a response in flight and frees the session; no event after it. Idempotent; closing the engine closes it. */
   @Override
   public void close() {
     synchronized (lock) {
       if (handle != 0) NativeBridge.voiceClose(handle);
       handle = 0;
     }
+    engine.voiceClosed(this);
   }
 
   private long live() {

@@ -72,8 +72,8 @@ public class VoiceSessionTest {
   @Test(timeout = 600_000)
   public void aSpokenTurnIsAnsweredAndABargeInKeepsWhatWasPlayed() throws Exception {
     Events events = new Events();
-    try (OmniEdge engine = OmniEdge.open(new OmniEdge.Config(voicePlan).threads(1));
-         VoiceSession voice = VoiceSession.open(engine, events)) {
+    try (OmniEdge engine = OmniEdge.open(new OmniEdge.Config(voicePlan).threads(1))) {
+      VoiceSession voice = VoiceSession.open(engine, events);
       assertEquals("session.created", Json.getString(events.queue.take(), "type", ""));
       voice.send("{\"type\": \"session.update\", \"session\": {\"max_output_tokens\": 16}}");
       events.next("session.updated");
@@ -104,10 +104,24 @@ public class VoiceSessionTest {
       assertEquals(400, Json.getLong(cut, "audio_end_ms", -1));
       assertEquals(5, Json.getLong(cut, "kept_tokens", -1));
       assertEquals("frame", Json.getString(cut, "alignment", ""));
+      events.next("response.done");  // the barge-in turn's own reply
       Map<String, Object> info = Json.parseObject(voice.info());
       assertTrue(voice.info(), Json.getLong(info, "context_tokens", 0) > 0);
       voice.close();
       assertThrows(IllegalStateException.class, () -> voice.send("{\"type\": \"response.cancel\"}"));
     }
+  }
+
+  @Test(timeout = 300_000)
+  public void closingTheEngineEndsItsConversationFirst() throws Exception {
+    Events events = new Events();
+    VoiceSession voice;
+    try (OmniEdge engine = OmniEdge.open(new OmniEdge.Config(voicePlan).threads(1))) {
+      voice = VoiceSession.open(engine, events);
+      speak(voice, question);
+      events.next("response.output_audio.delta");  // a reply in flight when the engine goes
+    }
+    final VoiceSession closed = voice;
+    assertThrows(IllegalStateException.class, () -> closed.appendPcm16(question, 0, 480));
   }
 }
