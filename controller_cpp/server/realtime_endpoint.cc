@@ -34,9 +34,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
   void StartReading() {
     ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
-  // Any thread: queued, written in order.
+  // Any thread: queued, written in order (dropped once the socket is done).
   void Write(std::string text) {
     boost::asio::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
+      if (self->dead_) return;
       self->out_.push_back(std::move(text));
       if (!self->writing_) self->WriteNext();
     });
@@ -50,17 +51,24 @@ class Channel : public std::enable_shared_from_this<Channel> {
     in_.pop_front();
     return true;
   }
-  // Closes (after what is queued is written) and waits until no operation is left on the socket.
+  // Closes (after what is queued is written) and waits until no operation is left on the socket:
+  // the reads and writes ended, and every write posted before this one was handled (the I/O
+  // thread runs posts in order), so nothing touches the socket once it returns.
   void Finish(tcp::socket& socket) {
     boost::asio::post(ws_.get_executor(), [self = shared_from_this()] {
       self->closing_ = true;
-      if (!self->writing_) self->WriteNext();
+      if (self->dead_) {
+        self->Ended();
+      } else if (!self->writing_) {
+        self->WriteNext();
+      }
     });
     std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::seconds(2), [&] { return read_ended_ && write_ended_; })) {
+    const auto done = [&] { return read_ended_ && write_ended_ && closing_seen_; };
+    if (!cv_.wait_for(lock, std::chrono::seconds(2), done)) {
       beast::error_code ignored;
       socket.shutdown(tcp::socket::shutdown_both, ignored);  // a client that never answers the close
-      cv_.wait(lock, [&] { return read_ended_ && write_ended_; });
+      cv_.wait(lock, done);
     }
   }
 
@@ -81,7 +89,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
       writing_ = false;
       if (closing_ && !close_sent_) {
         close_sent_ = true;
-        ws_.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) { self->Ended(); });
+        ws_.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) {
+          self->dead_ = true;
+          self->Ended();
+        });
       }
       return;
     }
@@ -92,26 +103,28 @@ class Channel : public std::enable_shared_from_this<Channel> {
       if (ec) {
         self->out_.clear();
         self->writing_ = false;
+        self->dead_ = true;
         self->Ended();
         return;
       }
       self->WriteNext();
     });
   }
-  void Ended() {
+  void Ended() {  // the I/O thread's: writes are over (failed, or the close was sent)
     std::lock_guard<std::mutex> lock(mu_);
     write_ended_ = true;
+    closing_seen_ = closing_seen_ || closing_;
     cv_.notify_all();
   }
 
   websocket::stream<tcp::socket&> ws_;
   beast::flat_buffer buffer_;
   std::deque<std::string> out_;  // the I/O thread's
-  bool writing_ = false, closing_ = false, close_sent_ = false;
+  bool writing_ = false, closing_ = false, close_sent_ = false, dead_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> in_;
-  bool read_ended_ = false, write_ended_ = false;
+  bool read_ended_ = false, write_ended_ = false, closing_seen_ = false;
 };
 
 void OnRealtimeEvent(const char* event_json, void* user) { static_cast<Channel*>(user)->Write(event_json); }

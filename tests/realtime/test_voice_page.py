@@ -1,7 +1,10 @@
 """The voice page (GET /voice) in headless Chromium (Debian's) with a fake microphone playing
 espeak-ng speech from a file: the page streams it to /v1/realtime, the server's VAD finds the
-turn, and the reply's transcript appears while its audio plays. Driven and read over the
-DevTools protocol (websockets); a screenshot is kept beside the test's output."""
+turn, and the reply's transcript appears while its audio plays; the microphone then speaks over
+the reply, the page stops playing it, and the reply is cut back to what the page acknowledged
+playing (the cut part of its transcript struck through) before the second turn is answered.
+Driven and read over the DevTools protocol (websockets); a screenshot is kept beside the test's
+output."""
 
 from __future__ import annotations
 
@@ -53,7 +56,7 @@ class DevTools:
 
 
 def test_the_page_hears_the_microphone_and_speaks_the_reply(page_server: dict[str, Any], tmp_path: Path) -> None:
-    mic = spoken([0.6, "What is the capital of France?", 2.5]).write_wav(tmp_path / "mic.wav")
+    mic = spoken([0.6, "What is the capital of France?", 1.6, "Wait, stop.", 2.5]).write_wav(tmp_path / "mic.wav")
     base = page_server["url"].removesuffix("/v1")
     html = urllib.request.urlopen(base + "/voice", timeout=10).read().decode()
     assert "omni-edge voice" in html  # served without a key: the page holds no data
@@ -73,15 +76,14 @@ def test_the_page_hears_the_microphone_and_speaks_the_reply(page_server: dict[st
         assert port is not None, "chromium did not start"
         page = DevTools(port)
         deadline = time.monotonic() + 120
-        while (page.eval("document.body.dataset.responses || '0'") or "0") == "0":
+        while int(page.eval("document.body.dataset.responses || '0'") or "0") < 2:
             assert time.monotonic() < deadline, page.eval("document.getElementById('log').innerText + ' / ' + "
                                                           "document.getElementById('state').innerText")
             time.sleep(0.5)
         log = page.eval("document.getElementById('log').innerText")
-        assert "(spoken turn)" in log and "ASSISTANT" in log.upper(), log
-        transcript = page.eval("document.querySelector('.assistant .text').textContent")
-        assert transcript, log
-        time.sleep(1.0)  # the reply's audio plays on: playback acknowledgements count it
+        assert log.count("(spoken turn)") == 2 and "ASSISTANT" in log.upper(), log
+        cut = page.eval("(document.querySelector('.assistant .cut') || {}).textContent")
+        assert cut, f"the first reply was not cut back: {log}"  # what was never played, struck through
         played = page.eval("document.getElementById('m-played').textContent")
         assert played.endswith(" ms") and int(played.split()[0]) > 0, played
         v2v = page.eval("document.getElementById('m-v2v').textContent")

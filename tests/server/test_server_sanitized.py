@@ -1,8 +1,8 @@
 """The server under AddressSanitizer and UndefinedBehaviorSanitizer (scripts/test.sh's clang
 build, build/asan): connections over the cap refused (one silent until the timer closes it),
 chat plain, streamed and dropped, bodies refused, speech whole, as events and
-left by its client, OpenPI observations good, stale and malformed, then SIGTERM. Each server must
-exit 0 with no sanitizer report."""
+left by its client, OpenPI observations good, stale and malformed, a spoken conversation with
+barge-in over /v1/realtime, then SIGTERM. Each server must exit 0 with no sanitizer report."""
 
 from __future__ import annotations
 
@@ -105,4 +105,25 @@ def test_openpi_under_the_sanitizers(sanitized: Path, policy_plan: Path) -> None
             policy._ws.send(frame)
             assert "invalid_request" in policy._ws.recv()
         policy._ws.close()
+    _clean(server["stderr"])
+
+
+def test_a_spoken_conversation_with_barge_in_under_the_sanitizers(sanitized: Path, voice_plan: Path) -> None:
+    """/v1/realtime: a spoken turn, speech over its reply (cancelled and cut back to what was
+    acknowledged), bad events, and the client leaving while the second reply streams; then SIGTERM."""
+    from realtime_client import Heard, append, is_type, open_realtime, read_until, send
+    from speech_input import spoken
+
+    with serving(voice_plan, binary=sanitized, env=SANITIZERS) as server, open_realtime(server, max_queue=None) as ws:
+        read_until(ws, is_type("session.created"))
+        send(ws, type="session.update", session={"max_output_tokens": 24})
+        append(ws, spoken([0.4, "What is the capital of France?", 0.9]).pcm16())
+        heard = read_until(ws, is_type("response.output_audio.delta"), Heard())
+        send(ws, type="playback.ack", played_ms=len(heard.audio) // 48 - 1)  # less than was sent: a cut
+        append(ws, spoken(["Wait, stop.", 0.9]).pcm16())
+        read_until(ws, is_type("conversation.item.truncated"), heard)
+        ws.send("{broken")
+        send(ws, type="conversation.item.truncate", item_id="nope", audio_end_ms=5)
+        read_until(ws, is_type("error"))
+        read_until(ws, is_type("response.output_audio.delta"))  # the second turn's reply: left mid-stream
     _clean(server["stderr"])
