@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/pcm.h"
 #include "base/unicode/unicode.h"
 #include "contract/codec.h"
 #include "contract/features.h"
@@ -237,8 +238,7 @@ void FuzzStreamResampler(const std::string& text) {
   if (text.size() < 3) return;
   static const int64_t kRates[4] = {8000, 16000, 24000, 44100};
   const int64_t rate = kRates[uint8_t(text[0]) % 4];
-  std::vector<float> x((text.size() - 1) / 2);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int16_t(uint16_t(uint8_t(text[1 + 2 * i])) | uint16_t(uint8_t(text[2 + 2 * i])) << 8)) / 32768.0f;
+  const std::vector<float> x = omni_edge::DecodePcm16(text.substr(1));
   auto whole = omni_edge::media::Resample(x, rate, 16000);
   auto stream = omni_edge::media::StreamResampler::Create(rate, 16000);
   if (!whole.ok() || !stream.ok()) __builtin_trap();

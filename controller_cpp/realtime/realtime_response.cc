@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/base64.h"
+#include "base/pcm.h"
 #include "base/wav.h"
 #include "realtime/realtime_session.h"
 
@@ -12,32 +13,10 @@ namespace omni_edge::realtime {
 namespace {
 
 std::vector<float> PayloadSamples(const pipeline::Payload& p) {
-  std::vector<float> out;
-  if (p.dtype == "int16") {
-    out.resize(p.bytes.size() / 2);
-    for (size_t i = 0; i < out.size(); ++i) {
-      int16_t v;
-      std::memcpy(&v, p.bytes.data() + 2 * i, 2);
-      out[i] = float(v) / 32768.0f;
-    }
-  } else {
-    out.resize(p.bytes.size() / sizeof(float));
-    std::memcpy(out.data(), p.bytes.data(), out.size() * sizeof(float));
-  }
+  if (p.dtype == "int16") return DecodePcm16(p.bytes);
+  std::vector<float> out(p.bytes.size() / sizeof(float));
+  std::memcpy(out.data(), p.bytes.data(), out.size() * sizeof(float));
   return out;
-}
-
-// The thinker's resident context: the positions its KV cache holds (a pending last token is fed
-// with the next prompt, which counts it), as the session's last snapshot has it.
-int64_t ContextTokens(const Json& info, int64_t* reply_kept) {
-  for (const Json& stage : info["stages"]) {
-    const Json& last = stage["last_request"];
-    if (last.is_object() && last.contains("context")) {
-      if (reply_kept != nullptr) *reply_kept = last.value("reply_kept", int64_t(0));
-      return int64_t(last["context"].size());
-    }
-  }
-  return 0;
 }
 
 std::vector<int64_t> TalkerAlignment(const Json& info) {
@@ -49,6 +28,17 @@ std::vector<int64_t> TalkerAlignment(const Json& info) {
 }
 
 }  // namespace
+
+int64_t RealtimeSession::ContextTokens(const Json& info, int64_t* reply_kept) {
+  for (const Json& stage : info["stages"]) {
+    const Json& last = stage["last_request"];
+    if (last.is_object() && last.contains("context")) {
+      if (reply_kept != nullptr) *reply_kept = last.value("reply_kept", int64_t(0));
+      return int64_t(last["context"].size());
+    }
+  }
+  return 0;
+}
 
 void RealtimeSession::CreateResponse(const Json& event) {
   const Json id = event.value("event_id", Json());
@@ -97,7 +87,7 @@ void RealtimeSession::CreateResponse(const Json& event) {
 
 void RealtimeSession::RunResponse(const pipeline::Request& request, const std::string& response_id, Item* item,
                                   const std::string& previous) {
-  const int64_t resident = ContextTokens(session_.Info(), nullptr);
+  const int64_t resident = ContextTokens(session_.Info());
   Send({{"type", "response.created"},
         {"response", {{"id", response_id}, {"object", "realtime.response"}, {"status", "in_progress"},
                       {"output", Json::array()}, {"output_modalities", Json::array({response_audio_out_ ? "audio" : "text"})}}}});

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 
 #include "base/base64.h"
+#include "base/pcm.h"
 #include "base/wav.h"
 
 namespace omni_edge::realtime {
@@ -19,17 +19,6 @@ std::string NewId(const char* prefix) {
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rng()));
   return std::string(prefix) + "_" + hex;
 }
-
-std::vector<float> Pcm16ToFloat(const std::string& bytes) {
-  std::vector<float> out(bytes.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int16_t v = int16_t(uint16_t(uint8_t(bytes[2 * i])) | uint16_t(uint8_t(bytes[2 * i + 1])) << 8);
-    out[i] = float(v) / 32768.0f;
-  }
-  return out;
-}
-
-const char* kContentIndex = "content_index";
 
 }  // namespace
 
@@ -115,7 +104,7 @@ void RealtimeSession::Dispatch(const std::string& type, const Json& event) {
   if (type == "session.update") UpdateSession(event);
   else if (type == "input_audio_buffer.append") Append(event);
   else if (type == "input_audio_buffer.commit") Commit(id, -1, -1, false);
-  else if (type == "input_audio_buffer.clear") ClearInput(id);
+  else if (type == "input_audio_buffer.clear") ClearInput();
   else if (type == "conversation.item.create") CreateItem(event);
   else if (type == "conversation.item.truncate") Truncate(event);
   else if (type == "response.create") CreateResponse(event);
@@ -164,13 +153,11 @@ void RealtimeSession::Append(const Json& event) {
   if (!bytes.ok() || bytes->size() % 2 != 0) {
     return Error("invalid_value", "audio: not base64 of whole 16-bit samples", id, "audio");
   }
-  AppendSamples(Pcm16ToFloat(*bytes), id);
+  AppendSamples(DecodePcm16(*bytes), id);
 }
 
 void RealtimeSession::AppendPcm16(const int16_t* samples, size_t n) {
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) x[i] = float(samples[i]) / 32768.0f;
-  AppendSamples(x, Json());
+  AppendSamples(DecodePcm16(std::string(reinterpret_cast<const char*>(samples), n * sizeof(int16_t))), Json());
 }
 
 void RealtimeSession::AppendSamples(const std::vector<float>& samples, const Json& id) {
@@ -263,14 +250,13 @@ void RealtimeSession::Commit(const Json& event_id, int64_t start_ms, int64_t end
   if (respond) CreateResponse(Json{{"type", "response.create"}});
 }
 
-void RealtimeSession::ClearInput(const Json& event_id) {
+void RealtimeSession::ClearInput() {
   input_start_ = stream_samples_;
   input_.clear();
   turn_start_ms_ = -1;
   speech_item_.clear();
   if (vad_) vad_->ResetTurn();
   Send({{"type", "input_audio_buffer.cleared"}});
-  (void)event_id;
 }
 
 void RealtimeSession::CreateItem(const Json& event) {
@@ -318,7 +304,7 @@ void RealtimeSession::CreateItem(const Json& event) {
 
 void RealtimeSession::SendTruncated(const Item& item, double audio_end_ms) {
   // Extension fields: the transcript the thinker now holds and how the audio was mapped to it.
-  Send({{"type", "conversation.item.truncated"}, {"item_id", item.id}, {kContentIndex, 0},
+  Send({{"type", "conversation.item.truncated"}, {"item_id", item.id}, {"content_index", 0},
         {"audio_end_ms", int64_t(std::llround(audio_end_ms))}, {"transcript", item.transcript},
         {"kept_tokens", item.kept_tokens}, {"alignment", item.alignment}});
 }
@@ -348,12 +334,7 @@ Json RealtimeSession::Info() const {
                      {"played_ms", it->played_ms}, {"cut", it->cut}, {"tokens", it->ledger.tokens()},
                      {"kept_tokens", it->kept_tokens}, {"alignment", it->alignment}});
   }
-  int64_t context = 0;
-  const Json info = session_.Info();  // named: a range over a temporary's member would dangle
-  for (const Json& stage : info["stages"]) {
-    const Json& last = stage["last_request"];
-    if (last.is_object() && last.contains("context")) context = int64_t(last["context"].size());
-  }
+  const int64_t context = ContextTokens(session_.Info());
   return {{"session", SessionObject(config_, id_, options_.model)}, {"items", items}, {"context_tokens", context},
           {"responses", responses_}, {"speaking", vad_ != nullptr && vad_->speaking()}, {"responding", responding_.load()},
           {"last_timing", last_timing_}};

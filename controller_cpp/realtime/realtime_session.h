@@ -88,7 +88,7 @@ class RealtimeSession {
   void AppendSamples(const std::vector<float>& samples, const Json& event_id);
   void OnTurnChanges(const std::vector<TurnDetector::Change>& changes, const Json& event_id);
   void Commit(const Json& event_id, int64_t start_ms, int64_t end_ms, bool respond);
-  void ClearInput(const Json& event_id);
+  void ClearInput();
   void CreateItem(const Json& event);
   void Truncate(const Json& event);
   void Ack(const Json& event);
@@ -103,6 +103,9 @@ class RealtimeSession {
   void SendTruncated(const Item& item, double audio_end_ms);
   void WaitResponse();
   Json ItemObject(const Item& item, const std::string& status) const;
+  // The thinker's resident context in a session's Info(): the positions its KV cache holds (a
+  // pending last token is fed with the next prompt, which counts it), and the reply's tokens kept.
+  static int64_t ContextTokens(const Json& info, int64_t* reply_kept = nullptr);
   double NowMs() const;
   double StreamMs(int64_t samples) const;
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from omni_edge.harness.profiling.spoken import spoken
 from realtime_client import Heard, append, is_type, open_realtime, read_until, send
 from serving import serving
-from speech_input import spoken
 
 SAMPLES_PER_FRAME = 1920  # the tiny vocoder: 24 kHz at 12.5 frames a second
 
@@ -84,8 +84,8 @@ def _barge_in(server: dict[str, Any], turns: dict[str, bytes], played_ms: int) -
         send(ws, type="session.update", session={"max_output_tokens": 64})
         read_until(ws, is_type("session.updated"))
         append(ws, turns["first"])
-        first = read_until(ws, lambda e: e["type"] == "response.output_audio.delta" and len(first.audio) >= 2 * 24 * 600,
-                           first := Heard())
+        first = Heard()
+        read_until(ws, lambda e: e["type"] == "response.output_audio.delta" and len(first.audio) >= 2 * 24 * 600, first)
         send(ws, type="playback.ack", played_ms=played_ms)
         append(ws, turns["second"])
         first = read_until(ws, is_type("response.done"), first)

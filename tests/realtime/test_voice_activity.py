@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from omni_edge.harness.profiling.spoken import Utterance, spoken, white_noise
 from paths import RUN
-from speech_input import Utterance, spoken, white_noise
 
 
 @pytest.fixture(scope="module")

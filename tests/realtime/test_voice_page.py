@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from omni_edge.harness.profiling.spoken import spoken
 from serving import serving
-from speech_input import spoken
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/install_system_deps.sh)")

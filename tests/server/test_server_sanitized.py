@@ -111,8 +111,8 @@ def test_openpi_under_the_sanitizers(sanitized: Path, policy_plan: Path) -> None
 def test_a_spoken_conversation_with_barge_in_under_the_sanitizers(sanitized: Path, voice_plan: Path) -> None:
     """/v1/realtime: a spoken turn, speech over its reply (cancelled and cut back to what was
     acknowledged), bad events, and the client leaving while the second reply streams; then SIGTERM."""
+    from omni_edge.harness.profiling.spoken import spoken
     from realtime_client import Heard, append, is_type, open_realtime, read_until, send
-    from speech_input import spoken
 
     with serving(voice_plan, binary=sanitized, env=SANITIZERS) as server, open_realtime(server, max_queue=None) as ws:
         read_until(ws, is_type("session.created"))
