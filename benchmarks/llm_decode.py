@@ -13,6 +13,15 @@ against this machine's measured memory read bandwidth.
     python benchmarks/llm_decode.py --checkpoint CKPT --artifact ART --threads 4
     python benchmarks/llm_decode.py --checkpoint work/demo/smollm2-135m-instruct --artifact work/bench-art-smollm2 \
         --genai-dir work/bench-genai-smollm2 --systems "omni-edge onnxruntime,onnxruntime-genai,transformers eager"
+    python benchmarks/llm_decode.py --contexts 256,1024,4096 --precision fp32,int4 \
+        --systems "omni-edge onnxruntime,omni-edge onnxruntime masked,onnxruntime-genai"
+
+`--contexts`: one workload per total context (its prompt is the context less `--new-tokens`;
+GenAI's `max_length` is the context). Each row also shows its physical limit: the weights and the
+valid keys/values one token reads (at the middle of the decode) over the measured bandwidth, and
+the share of a token's time that grows with the context (a straight-line fit over the contexts).
+"omni-edge onnxruntime masked" is the same export with `--attention masked` (the whole bucket,
+the HTP's form), to show what attending over the valid positions only changes.
 
 Needs: `omni-edge make-checkpoint --preset bench --out work/bench-ckpt`, its exports
 (`omni-edge export llm ... --format both` for fp32, `--precision int8|int4` for the quantized
@@ -40,14 +49,15 @@ from omni_edge.files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("omni-edge onnxruntime", "omni-edge executorch", "onnxruntime-genai", "transformers eager")
+MASKED = "omni-edge onnxruntime masked"  # not run by default: the same export with --attention masked
 PRECISIONS = ("fp32", "int8", "int4")
 DEFAULT_ARTIFACT = ROOT / "work" / "bench-art"  # this benchmark's own exports (bench-art, bench-art-int8, ...)
-QUANTIZED_SYSTEMS = ("omni-edge onnxruntime", "omni-edge executorch", "onnxruntime-genai")  # with an int8/int4 build
+QUANTIZED_SYSTEMS = ("omni-edge onnxruntime", MASKED, "omni-edge executorch", "onnxruntime-genai")  # int8/int4 builds
 BLOCK_SIZE = 32  # int8/int4 weights per quantization block, for both omni-edge and GenAI (its default)
-# Context buckets of the omni-edge exports: the smallest holds the default workload (128 + 128
-# tokens), as GenAI's cache holds exactly max_length = 256 positions; a decode step attends over
-# its whole bucket (measured: int4 decode 3.8 ms per body step at 512 slots, 2.9 ms at 256).
-BUCKETS = (256, 512, 1024)
+# Context buckets of the omni-edge exports: each benchmarked context fills one exactly, as GenAI's
+# cache holds exactly max_length positions. The fused attention reads only the valid slots, so the
+# bucket sets memory, not speed; the masked form attends over its whole bucket.
+BUCKETS = (256, 1024, 4096)
 
 
 
@@ -66,11 +76,9 @@ def prompt_ids(checkpoint: Path, n: int) -> list[int]:
 def run_omni_edge(args: argparse.Namespace, backend: str) -> list[dict[str, float]]:
     from omni_edge.runtime import Session
 
-    if args.precision == "fp32":
-        plan = args.artifact / ("plan.onnx.json" if backend == "onnxruntime" else "plan.pte.json")
-    else:
-        fmt = "onnx" if backend == "onnxruntime" else "pte"
-        plan = artifact_dir(args, args.precision) / f"plan.{fmt}-{args.precision}.json"
+    fmt = "pte" if backend == "executorch" else "onnx"
+    out = artifact_dir(args, args.precision, masked=backend == "masked")
+    plan = out / (f"plan.{fmt}.json" if args.precision == "fp32" else f"plan.{fmt}-{args.precision}.json")
     # Quantized exports of the random-weight bench checkpoint are not validated (see the docstring).
     session = Session.open(plan, threads=args.threads, allow_unqualified=args.precision != "fp32")
     prompt = prompt_ids(args.checkpoint, args.prompt_tokens)
@@ -114,8 +122,9 @@ def run_transformers(args: argparse.Namespace) -> list[dict[str, float]]:
     return results
 
 
-def artifact_dir(args: argparse.Namespace, precision: str) -> Path:
-    return args.artifact if precision == "fp32" else args.artifact.with_name(f"{args.artifact.name}-{precision}")
+def artifact_dir(args: argparse.Namespace, precision: str, masked: bool = False) -> Path:
+    name = args.artifact.name + ("" if precision == "fp32" else f"-{precision}") + ("-masked" if masked else "")
+    return args.artifact.with_name(name)
 
 
 def genai_dir(args: argparse.Namespace, precision: str) -> Path:
@@ -162,6 +171,7 @@ def run_genai(args: argparse.Namespace) -> list[dict[str, float]]:
 def worker(args: argparse.Namespace) -> None:
     runs = {
         "omni-edge onnxruntime": lambda: run_omni_edge(args, "onnxruntime"),
+        MASKED: lambda: run_omni_edge(args, "masked"),
         "omni-edge executorch": lambda: run_omni_edge(args, "executorch"),
         "transformers eager": lambda: run_transformers(args),
         "onnxruntime-genai": lambda: run_genai(args),
@@ -232,11 +242,42 @@ def decode_weight_bytes(checkpoint: Path, precision: str) -> int:
     return matrix_bytes + 4 * norms
 
 
+def kv_bytes_per_position(checkpoint: Path) -> int:
+    """Bytes of float32 keys and values one cached position holds (every layer)."""
+    config = json.loads((checkpoint / "config.json").read_text())
+    d = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    return 2 * config["num_hidden_layers"] * config["num_key_value_heads"] * d * 4
+
+
+def context_share(rows: list[dict[str, Any]]) -> None:
+    """Per system and precision over the contexts: fits ms/token = a + b * positions and sets each
+    row's `context_share`, the part b * positions of its time (what grows with the context: the
+    attention and its cache traffic)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if "error" not in r:
+            groups.setdefault((r["system"], r["precision"]), []).append(r)
+    for group in groups.values():
+        if len({r["mean_positions"] for r in group}) < 2:
+            continue
+        xs = [r["mean_positions"] for r in group]
+        ys = [1000 / r["decode_tok_s"] for r in group]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+        for r, x, y in zip(group, xs, ys, strict=True):
+            r["context_share"] = max(0.0, min(1.0, slope * x / y))
+
+
 def _buckets(plan: Path) -> list[int] | None:
     if not plan.exists():
         return None
     buckets: list[int] = json.loads(plan.read_text())["stages"][0]["llm"]["kv"]["buckets"]
     return buckets
+
+
+def _attention(plan: Path) -> str:
+    kv = json.loads(plan.read_text())["stages"][0]["llm"]["kv"] if plan.exists() else {}
+    return str(kv.get("attention", "masked"))
 
 
 def ensure_inputs(args: argparse.Namespace, precisions: list[str]) -> None:
@@ -248,17 +289,22 @@ def ensure_inputs(args: argparse.Namespace, precisions: list[str]) -> None:
     # (a real model's: minutes per bucket).
     formats = "both" if "omni-edge executorch" in args.systems.split(",") else "onnx"
     checked = "pte" if formats == "both" else "onnx"  # the format whose plan shows an export is complete
+    systems = args.systems.split(",")
     for precision in precisions:
-        out = artifact_dir(args, precision)
-        plan = out / (f"plan.{checked}.json" if precision == "fp32" else f"plan.{checked}-{precision}.json")
-        if _buckets(plan) != list(BUCKETS):
+        for masked in (False, True) if MASKED in systems else (False,):
+            out = artifact_dir(args, precision, masked)
+            fmts, checked_fmt = ("onnx", "onnx") if masked else (formats, checked)
+            plan = out / (f"plan.{checked_fmt}.json" if precision == "fp32" else f"plan.{checked_fmt}-{precision}.json")
+            if _buckets(plan) == list(BUCKETS) and _attention(plan) == ("masked" if masked else "fused"):
+                continue
             if out.exists() and not out.name.startswith(DEFAULT_ARTIFACT.name):
                 # Never delete an export this benchmark did not make: say what it needs instead.
                 raise SystemExit(f"{out}: not this benchmark's export ({plan.name} with KV buckets {list(BUCKETS)}); "
                                  "pass another --artifact to have it made there")
             shutil.rmtree(out, ignore_errors=True)
-            flags = ["--format", formats] if precision == "fp32" else [
-                "--format", formats, "--precision", precision, "--block-size", str(BLOCK_SIZE), "--no-validate"]
+            flags = ["--format", fmts, "--attention", "masked" if masked else "fused"]
+            if precision != "fp32":
+                flags += ["--precision", precision, "--block-size", str(BLOCK_SIZE), "--no-validate"]
             subprocess.run([cli, "export", "llm", "--checkpoint", str(args.checkpoint), "--out", str(out), *flags,
                             "--prefill-chunk", "32", "--buckets", buckets], check=True)
         build_genai_model(args.checkpoint, genai_dir(args, precision), args.threads, precision)
@@ -287,6 +333,8 @@ def main() -> None:
     p.add_argument("--prompt-tokens", type=int, default=128)
     p.add_argument("--new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--contexts", default="", help="comma-separated total contexts (e.g. 256,1024,4096): one workload "
+                                                  "each, its prompt the context less --new-tokens")
     p.add_argument("--systems", default=",".join(SYSTEMS))
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "llm_decode.json")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -298,37 +346,22 @@ def main() -> None:
     precisions = [x for x in args.precision.split(",") if x]
     if not precisions or any(x not in PRECISIONS for x in precisions):
         p.error(f"--precision takes a comma-separated list of {', '.join(PRECISIONS)}")
+    contexts = [int(x) for x in args.contexts.split(",") if x] or [args.prompt_tokens + args.new_tokens]
+    if any(c <= args.new_tokens or c > BUCKETS[-1] for c in contexts):
+        p.error(f"--contexts: each must exceed --new-tokens and fit the largest bucket ({BUCKETS[-1]})")
     ensure_inputs(args, precisions)
     bandwidth = read_bandwidth_gbs(args.threads)
     rows = []
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-    passed = without_option(sys.argv[1:], "--precision")  # each worker gets its own
-    for precision in precisions:
-        weight_bytes = decode_weight_bytes(args.checkpoint, precision)
-        for system in args.systems.split(","):
-            if precision != "fp32" and system not in QUANTIZED_SYSTEMS:
-                continue
-            cmd = [sys.executable, __file__, "--worker", system, "--precision", precision, *passed]
-            print(f"[bench] {system} {precision} ...", file=sys.stderr)
-            out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if out.returncode != 0:
-                rows.append({"system": system, "precision": precision,
-                             "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"})
-                continue
-            data = json.loads(out.stdout.strip().splitlines()[-1])
-            runs = data["runs"]
-            row = {"system": system, "precision": precision, "peak_rss_mb": data["peak_rss_mb"], "n_runs": len(runs),
-                   "decode_weight_bytes": weight_bytes, "decode_runs_tok_s": [r["decode_tok_s"] for r in runs]}
-            for key in ("ttft_ms", "prefill_tok_s", "decode_tok_s", "controller_ms_per_token"):
-                if key in runs[0]:
-                    row[key] = statistics.median(r[key] for r in runs)
-            row["weight_gbs"] = row["decode_tok_s"] * weight_bytes / 1e9
-            rows.append(row)
+    for context in contexts:
+        for precision in precisions:
+            rows += measure(args, context, precision, bandwidth)
+    context_share(rows)
     result = {"command": "python " + " ".join([os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
               "machine": {"cpu": cpu_model(), "l3_cache": last_level_cache(), "cpus": os.cpu_count(),
                           "threads": args.threads, "read_bandwidth_gbs": bandwidth,
                           "transparent_hugepage": transparent_hugepage()},
-              "workload": {"prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens, "repeats": args.repeats,
+              "workload": {"prompt_tokens": contexts[0] - args.new_tokens, "new_tokens": args.new_tokens,
+                           "contexts": contexts, "repeats": args.repeats,
                            "checkpoint": args.checkpoint.name, "block_size": BLOCK_SIZE, "buckets": list(BUCKETS)},
               "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -336,30 +369,72 @@ def main() -> None:
     print(render(result))
 
 
+def measure(args: argparse.Namespace, context: int, precision: str, bandwidth: float) -> list[dict[str, Any]]:
+    """Every system's row at one context and precision, each system in a worker process."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    prompt = context - args.new_tokens
+    passed = without_option(without_option(sys.argv[1:], "--precision"), "--prompt-tokens")  # each worker gets its own
+    weight_bytes = decode_weight_bytes(args.checkpoint, precision)
+    # The keys/values a decode step reads, at the middle of the decode: the valid ones.
+    mean_positions = prompt + args.new_tokens / 2
+    kv_bytes = kv_bytes_per_position(args.checkpoint) * mean_positions
+    rows = []
+    for system in args.systems.split(","):
+        if precision != "fp32" and system not in QUANTIZED_SYSTEMS:
+            continue
+        cmd = [sys.executable, __file__, "--worker", system, "--precision", precision, "--prompt-tokens", str(prompt),
+               *passed]
+        print(f"[bench] {system} {precision} context {context} ...", file=sys.stderr)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            rows.append({"system": system, "precision": precision, "context": context,
+                         "error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"})
+            continue
+        data = json.loads(out.stdout.strip().splitlines()[-1])
+        runs = data["runs"]
+        row = {"system": system, "precision": precision, "context": context, "mean_positions": mean_positions,
+               "peak_rss_mb": data["peak_rss_mb"], "n_runs": len(runs), "decode_weight_bytes": weight_bytes,
+               "decode_kv_bytes": kv_bytes, "decode_runs_tok_s": [r["decode_tok_s"] for r in runs]}
+        for key in ("ttft_ms", "prefill_tok_s", "decode_tok_s", "controller_ms_per_token"):
+            if key in runs[0]:
+                row[key] = statistics.median(r[key] for r in runs)
+        row["weight_gbs"] = row["decode_tok_s"] * weight_bytes / 1e9
+        row["limit_tok_s"] = bandwidth * 1e9 / (weight_bytes + kv_bytes)
+        rows.append(row)
+    return rows
+
+
 def render(result: dict[str, Any]) -> str:
     m, w = result["machine"], result["workload"]
     lines = [f"`{result['command']}`", "",
              f"{m['cpu']} (L3 {m['l3_cache']}), {m['threads']} threads on {m['cpus']} CPUs; measured read bandwidth "
              f"{m['read_bandwidth_gbs']:.1f} GB/s (transparent huge pages: {m.get('transparent_hugepage', '?')}). "
-             f"{w['checkpoint']}: prompt {w['prompt_tokens']} tokens, "
-             f"{w['new_tokens']} new tokens, median of {w['repeats']} runs after a warm-up; int8/int4 in blocks of "
-             f"{w['block_size']}; omni-edge KV buckets {w.get('buckets', '?')}.", "",
-             "| precision | system | decode tok/s | vs GenAI | vs own fp32 | weight MB/token | weight traffic GB/s "
-             "(% of bandwidth) | prefill tok/s | TTFT ms | peak RSS MB | controller ms/token |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"{w['checkpoint']}: contexts {w.get('contexts', [w['prompt_tokens'] + w['new_tokens']])} (prompt = "
+             f"context - {w['new_tokens']} new tokens), median of {w['repeats']} runs after a warm-up; int8/int4 in "
+             f"blocks of {w['block_size']}; omni-edge KV buckets {w.get('buckets', '?')}. Limit: (weights + valid "
+             "keys/values at the middle of the decode) read once per token at the measured bandwidth.", "",
+             "| context | precision | system | decode tok/s | vs GenAI | vs own fp32 | limit tok/s (% reached) | "
+             "context share | weight MB/token | weight traffic GB/s (% of bandwidth) | prefill tok/s | TTFT ms | "
+             "peak RSS MB | controller ms/token |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = result["rows"]
     ok = [r for r in rows if "error" not in r]
     for r in rows:
+        context = r.get("context", w["prompt_tokens"] + w["new_tokens"])
         if "error" in r:
-            lines.append(f"| {r['precision']} | {r['system']} | failed: {r['error']} | | | | | | | | |")
+            lines.append(f"| {context} | {r['precision']} | {r['system']} | failed: {r['error']} |" + " |" * 10)
             continue
-        genai = next((g for g in ok if g["system"] == "onnxruntime-genai" and g["precision"] == r["precision"]), None)
-        fp32 = next((g for g in ok if g["system"] == r["system"] and g["precision"] == "fp32"), None)
+        same = [g for g in ok if g.get("context") == r.get("context")]
+        genai = next((g for g in same if g["system"] == "onnxruntime-genai" and g["precision"] == r["precision"]), None)
+        fp32 = next((g for g in same if g["system"] == r["system"] and g["precision"] == "fp32"), None)
         vs_genai = f"{r['decode_tok_s'] / genai['decode_tok_s']:.2f}x" if genai else "-"
         vs_fp32 = f"{r['decode_tok_s'] / fp32['decode_tok_s']:.2f}x" if fp32 else "-"
         ctrl = f"{r['controller_ms_per_token']:.3f}" if "controller_ms_per_token" in r else "-"
-        lines.append(f"| {r['precision']} | {r['system']} | {r['decode_tok_s']:.2f} | {vs_genai} | {vs_fp32} | "
-                     f"{r['decode_weight_bytes'] / 1e6:.0f} | {r['weight_gbs']:.1f} "
+        limit = (f"{r['limit_tok_s']:.1f} ({100 * r['decode_tok_s'] / r['limit_tok_s']:.0f}%)"
+                 if "limit_tok_s" in r else "-")
+        share = f"{100 * r['context_share']:.0f}%" if "context_share" in r else "-"
+        lines.append(f"| {context} | {r['precision']} | {r['system']} | {r['decode_tok_s']:.2f} | {vs_genai} | {vs_fp32} | "
+                     f"{limit} | {share} | {r['decode_weight_bytes'] / 1e6:.0f} | {r['weight_gbs']:.1f} "
                      f"({100 * r['weight_gbs'] / m['read_bandwidth_gbs']:.0f}%) | {r['prefill_tok_s']:.1f} | "
                      f"{r['ttft_ms']:.0f} | {r['peak_rss_mb']:.0f} | {ctrl} |")
     return "\n".join(lines)

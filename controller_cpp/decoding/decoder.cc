@@ -30,7 +30,9 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
   head_in_ = HostTensor(DType::kFloat32, {1, 1, H});
   logits_ = HostTensor(DType::kFloat32, {1, 1, c.vocab_size});
   const DType kv = c.kv.dtype;
-  for (int64_t l = 0; l < L; ++l) {
+  seqlens_ = HostTensor(DType::kInt32, {1});
+  total_ = HostTensor(DType::kInt32, {1});
+  for (int64_t l = 0; l < L && !fused(); ++l) {
     new_k_chunk_.emplace_back(kv, std::vector<int64_t>{1, KV, C, D});
     new_v_chunk_.emplace_back(kv, std::vector<int64_t>{1, KV, C, D});
     new_k_step_.emplace_back(kv, std::vector<int64_t>{1, KV, 1, D});
@@ -81,9 +83,16 @@ Status Decoder::Activate(size_t index, bool keep_contents) {
   const size_t e = DTypeSize(c.kv.dtype);
   std::vector<HostTensor> keys, values;
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    keys.emplace_back(c.kv.dtype, std::vector<int64_t>{1, KV, D, S});
+    keys.emplace_back(c.kv.dtype, fused() ? std::vector<int64_t>{1, KV, S, D} : std::vector<int64_t>{1, KV, D, S});
     values.emplace_back(c.kv.dtype, std::vector<int64_t>{1, KV, S, D});
-    if (keep_contents && !keys_.empty()) {
+    if (keep_contents && !keys_.empty() && fused()) {
+      for (auto [from, to] : {std::pair{&keys_[size_t(l)], &keys.back()}, std::pair{&values_[size_t(l)], &values.back()}}) {
+        for (int64_t h = 0; h < KV; ++h) {
+          std::memcpy(to->data<char>() + size_t(h * S * D) * e, from->data<char>() + size_t(h * old_cache * D) * e,
+                      size_t(old_cache * D) * e);
+        }
+      }
+    } else if (keep_contents && !keys_.empty()) {
       // State migration to a larger bucket: the one copy of a growing full cache (in the cache's
       // own type: quantized codes keep their scale in every bucket).
       char* k_new = keys.back().data<char>();
@@ -111,13 +120,26 @@ Status Decoder::Activate(size_t index, bool keep_contents) {
   cache_ = S;
 
   Body& body = bodies_[index];
-  std::vector<TensorView> in_chunk = {hidden_chunk_.view(), pos_chunk_.view(), mask_chunk_.view()};
-  std::vector<TensorView> in_step = {hidden_step_.view(), pos_step_.view(), mask_step_.view()};
+  // Masked: (hidden, positions, mask, past...) -> (hidden, new entries...); fused: (hidden,
+  // positions, seqlens_k, total, past...) -> (hidden, present...), the present bound to the past.
+  std::vector<TensorView> in_chunk = {hidden_chunk_.view(), pos_chunk_.view()};
+  std::vector<TensorView> in_step = {hidden_step_.view(), pos_step_.view()};
+  if (fused()) {
+    in_chunk.insert(in_chunk.end(), {seqlens_.view(), total_.view()});
+    in_step.insert(in_step.end(), {seqlens_.view(), total_.view()});
+  } else {
+    in_chunk.push_back(mask_chunk_.view());
+    in_step.push_back(mask_step_.view());
+  }
   std::vector<TensorView> out_chunk = {out_chunk_.view()}, out_step = {out_step_.view()};
   for (const auto* kv : {&keys_, &values_}) {
     for (const auto& t : *kv) {
       in_chunk.push_back(t.view());
       in_step.push_back(t.view());
+      if (fused()) {
+        out_chunk.push_back(t.view());
+        out_step.push_back(t.view());
+      }
     }
   }
   for (const auto* list : {&new_k_chunk_, &new_v_chunk_}) {
@@ -281,12 +303,14 @@ void Decoder::WriteEntries(const std::vector<HostTensor>& new_k, const std::vect
 
 Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   const int64_t rows = chunk ? config_.prefill_chunk : 1;
-  OE_RETURN_IF_ERROR(EnsureCapacity(position_ + n_valid));
+  // A fused chunk writes its padding rows too (into slots the next tokens overwrite).
+  OE_RETURN_IF_ERROR(EnsureCapacity(position_ + (fused() ? rows : n_valid)));
   HostTensor& pos = chunk ? pos_chunk_ : pos_step_;
   for (int64_t r = 0; r < config_.position_rows; ++r) {
     for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[r * rows + t] = RopePosition(r, position_ + t);
   }
   step_bytes_.controller += int64_t(pos.nbytes());
+  if (fused()) return RunFusedBody(n_valid, chunk);
   if (chunk) {
     FillMask(mask_chunk_.data<float>(), rows, n_valid);
     step_bytes_.controller += int64_t(mask_chunk_.nbytes());
@@ -322,6 +346,23 @@ Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   return Status::Ok();
 }
 
+Status Decoder::RunFusedBody(int64_t n_valid, bool chunk) {
+  const int64_t rows = chunk ? config_.prefill_chunk : 1;
+  seqlens_.data<int32_t>()[0] = int32_t(position_ + rows - 1);
+  total_.data<int32_t>()[0] = int32_t(position_ + rows);
+  Body& body = bodies_[active_];
+  OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode, (chunk ? "prefill:" : "decode:") + std::to_string(cache_),
+                              chunk ? body_in_chunk_ : body_in_step_));
+  for (int64_t t = 0; t < n_valid; ++t) slot_position_[size_t(position_ + t)] = position_ + t;
+  position_ += n_valid;
+  const int64_t H = config_.hidden_size;
+  std::memcpy(head_in_.data<float>(), (chunk ? out_chunk_ : out_step_).data<float>() + (n_valid - 1) * H,
+              size_t(H) * sizeof(float));
+  // The kernel wrote the new entries in place; the controller wrote two lengths and copied the hidden state.
+  step_bytes_.controller += int64_t(seqlens_.nbytes() + total_.nbytes()) + H * int64_t(sizeof(float));
+  return Status::Ok();
+}
+
 Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens) { return Feed(tokens, {}); }
 
 Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens, const std::vector<Splice>& splices) {
@@ -340,7 +381,7 @@ Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens, const std
     // activation ranges were calibrated on steps after a prefill, never on the first token,
     // whose activations (the attention sink's) run 1000x larger. SmolLM2 at w8a16 on the HTP
     // lost its text from a first token fed alone (perplexity x33), and kept it from a prefill.
-    chunk = (remaining > 1 || position_ == 0) && C > 1;
+    chunk = (remaining > 1 || position_ == 0) && C > 1 && ChunkFits();
     const int64_t n = chunk ? std::min(remaining, C) : 1;
     step_bytes_ = {};
     OE_RETURN_IF_ERROR(Step(tokens.data() + i, n, chunk, splices));
@@ -356,7 +397,7 @@ Result<const float*> Decoder::FeedHidden(const float* hidden, int64_t n) {
   if (n < 1) return Status::Error("invalid_argument", "no hidden states to feed");
   const int64_t C = config_.prefill_chunk, H = config_.hidden_size;
   for (int64_t i = 0; i < n;) {
-    const bool chunk = n - i > 1 && C > 1;
+    const bool chunk = n - i > 1 && C > 1 && ChunkFits();
     const int64_t rows = chunk ? C : 1, m = std::min(n - i, rows);
     float* in = (chunk ? hidden_chunk_ : hidden_step_).data<float>();
     std::memcpy(in, hidden + i * H, size_t(m * H) * sizeof(float));

@@ -3,7 +3,8 @@
 // of the body for the new tokens only and are written into their slots in place (position p
 // goes to slot p, or p mod W in a ring), an additive mask hides empty and out-of-window slots,
 // and a full cache moves to the next context bucket (one copy) when it grows. Past the last
-// bucket it refuses or rings, as the plan declares.
+// bucket it refuses or rings, as the plan declares. With fused attention (kv.attention) the body
+// takes the valid length instead of a mask and writes its new entries into the bound cache itself.
 #pragma once
 
 #include <chrono>
@@ -91,11 +92,16 @@ class Decoder {
   Decoder(DecoderConfig config, std::string prefix) : config_(std::move(config)), prefix_(std::move(prefix)) {}
   Status Load(const std::map<std::string, GraphGroup>& graphs, BackendPool& backends);
   Status RunBody(int64_t n_valid, bool chunk);
+  Status RunFusedBody(int64_t n_valid, bool chunk);
   Status Activate(size_t body_index, bool keep_contents);
   Status EnsureCapacity(int64_t end_position);
   Status Step(const TokenId* tokens, int64_t n_valid, bool chunk, const std::vector<Splice>& splices);
   int64_t RopePosition(int64_t row, int64_t position) const;
   int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
+  bool fused() const { return config_.kv.attention == "fused"; }
+  // Whether `n` tokens can go as one prefill chunk: a fused chunk writes all its rows, padding
+  // included, so they must fit in the largest bucket.
+  bool ChunkFits() const { return !fused() || position_ + config_.prefill_chunk <= bodies_.back().cache; }
   void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
   Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
   void UpdateStepMask();
@@ -119,7 +125,10 @@ class Decoder {
   HostTensor ids_chunk_, ids_step_, pos_chunk_, pos_step_;
   HostTensor hidden_chunk_, hidden_step_, out_chunk_, out_step_;
   HostTensor mask_chunk_, mask_step_;
-  std::vector<HostTensor> keys_;    // [1, kv_heads, head_dim, cache] per layer (transposed: a plain bmm reads it)
+  HostTensor seqlens_, total_;      // fused attention: the valid length - 1 and the valid length, int32 [1]
+  // [1, kv_heads, head_dim, cache] per layer (transposed: a plain bmm reads it); fused attention:
+  // [1, kv_heads, cache, head_dim], the kernel's layout
+  std::vector<HostTensor> keys_;
   std::vector<HostTensor> values_;  // [1, kv_heads, cache, head_dim] per layer; both in config_.kv.dtype
   std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
   HostTensor head_in_, logits_;

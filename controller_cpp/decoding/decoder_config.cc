@@ -34,6 +34,7 @@ Status ParseKv(const Json& kv, const std::string& where, DecoderConfig& c) {
   c.kv.overflow = k.String("overflow", false, true, "refuse");
   c.kv.window = k.Int("window", false, 1, 0);
   const std::string dtype = k.String("dtype", false, true, "float32");
+  c.kv.attention = k.String("attention", false, true, "masked");
   OE_RETURN_IF_ERROR(k.Done());
   if (dtype == "float32") {
     c.kv.dtype = DType::kFloat32;
@@ -63,6 +64,16 @@ Status ParseKv(const Json& kv, const std::string& where, DecoderConfig& c) {
     if (!c.kv.buckets.empty()) return PlanError(where + ".kv.buckets: a ring has one cache of `window` slots");
   } else {
     return PlanError(where + ".kv.mode: must be full or ring, got '" + c.kv.mode + "'");
+  }
+  if (c.kv.attention == "fused") {
+    // The fused kernel is causal by slot: slots must hold positions in order, which a ring's do not.
+    if (c.kv.mode != "full" || c.kv.overflow != "refuse") {
+      return PlanError(where + ".kv.attention: fused attention needs a full cache that refuses to overflow (a ring's "
+                               "slots are not in position order)");
+    }
+    if (c.kv.dtype != DType::kFloat32) return PlanError(where + ".kv.attention: fused attention reads a float32 cache");
+  } else if (c.kv.attention != "masked") {
+    return PlanError(where + ".kv.attention: must be masked or fused, got '" + c.kv.attention + "'");
   }
   return Status::Ok();
 }

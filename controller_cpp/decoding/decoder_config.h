@@ -20,6 +20,11 @@ struct KvConfig {
   // The cache's element type at the graph boundary: float32, or the uint16 codes of a quantized
   // graph (one scale per layer shared by every graph, so entries are copied as they are).
   DType dtype = DType::kFloat32;
+  // How the body graphs attend: "masked" (an additive mask over every slot of the bucket, new
+  // keys/values out, written into their slots by the engine) or "fused" (ONNX Runtime's
+  // GroupQueryAttention over the valid slots only, the cache bound as both its past input and its
+  // present output so the kernel writes new entries in place; keys [1, kv, S, D] like values).
+  std::string attention = "masked";
 };
 
 struct DecoderConfig {

@@ -98,10 +98,12 @@ def test_quantized_weights_qualify_on_an_unseen_checkpoint(quantized: tuple[str,
         assert q["block_size"] == (32 if precision == "int4" else "per output channel")
         return
     assert (q["op"], q["block_size"]) == ("com.microsoft.MatMulNBits", 32)
-    # Every projection of the body and the LM head reads blocks; only the embedding gathers floats.
+    # Every projection of the body and the LM head reads blocks; only the embedding gathers floats,
+    # and the body attends in the fused kernel (no float MatMul left anywhere).
     for name in ("decode_s128.onnx", "lm_head.onnx"):
         ops = [node.op_type for node in onnx.load(str(component / name), load_external_data=False).graph.node]
-        assert "MatMulNBits" in ops and ops.count("MatMul") == (4 * 3 if name.startswith("decode") else 0), ops
+        assert "MatMulNBits" in ops and "MatMul" not in ops, ops
+        assert ("GroupQueryAttention" in ops) == name.startswith("decode"), ops
     index = json.loads((component / "weights.json").read_text())
     assert {t["dtype"] for t in index["tensors"]} >= {"uint8"}
 
@@ -122,10 +124,10 @@ def test_a_decode_step_moves_the_same_bytes_at_any_context_length(quantized: tup
     short, long = _done(plan, [5, 6, 7], 4), _done(plan, list(range(10, 110)), 4)
     assert short["context_tokens"] < 10 < 100 < long["context_tokens"] <= 128  # both in the (only) 128 bucket
     assert short["bytes_per_decode_step"] == long["bytes_per_decode_step"]
-    # The CPU EP reads the bound buffers in place; the controller writes the token, its position,
-    # one mask entry and the new keys/values (3 layers x 2 KV heads x 32 x 4 bytes, K and V, read
-    # and written once) and copies the hidden state (96 floats).
-    assert long["bytes_per_decode_step"] == {"backend": 0, "controller": 8 + 8 + 4 + 2 * 3 * 2 * 32 * 2 * 4 + 96 * 4}
+    # The CPU EP reads the bound buffers in place and its fused attention writes the new keys/values
+    # into the bound cache itself; the controller writes the token, its position and the two int32
+    # lengths, and copies the hidden state (96 floats).
+    assert long["bytes_per_decode_step"] == {"backend": 0, "controller": 8 + 8 + 4 + 4 + 96 * 4}
 
 
 def test_cpu_precisions_refuse_what_they_cannot_build(unseen: Path, tmp_path: Path) -> None:

@@ -90,6 +90,26 @@ def test_continuation_equals_one_shot(tiny_checkpoint: Path, tiny_artifact: Path
     assert_greedy(turn2, tiny_checkpoint, history + second, plan)
 
 
+def test_fused_attention_fills_the_last_bucket_to_its_last_slot(tiny_checkpoint: Path, tiny_artifact: Path) -> None:
+    """The ONNX plan attends with the fused kernel, which writes a prefill chunk's padding rows
+    into the cache too: a turn starting at position 244 of the 256-slot bucket cannot go as a
+    16-row chunk, so it goes token by token, and the conversation runs to the bucket's last slot."""
+    plan = tiny_artifact / "plan.onnx.json"
+    assert json.loads(plan.read_text())["stages"][0]["llm"]["kv"]["attention"] == "fused"
+    first, second = corpus_ids(tiny_checkpoint, 235, offset=3), corpus_ids(tiny_checkpoint, 5, offset=4)
+    session = Session.open(plan)
+    turn1: list[int] = []
+    turn2: list[int] = []
+    session.run(prompt_ids=first, max_new_tokens=10, ignore_stop_tokens=True,
+                on_event=lambda e: turn1.extend(e.get("token_ids", [])))
+    history = session.context() + session.pending()
+    assert len(session.context()) == 244
+    session.run(prompt_ids=second, max_new_tokens=6, ignore_stop_tokens=True, continue_conversation=True,
+                on_event=lambda e: turn2.extend(e.get("token_ids", [])))
+    assert len(history + second) + len(turn2) - 1 == 255 and len(turn2) == 6  # the last token written to slot 255
+    assert_greedy(turn2, tiny_checkpoint, history + second, "fused, to the last slot")
+
+
 def test_chat_continuation_formats_chatml(tiny_artifact: Path) -> None:
     session = Session.open(tiny_artifact / "plan.json")
     session.run("Hello there", chat=True, max_new_tokens=5, on_event=lambda e: True)

@@ -83,6 +83,9 @@ def _llm_parser(export_sub: Any) -> None:
     e.add_argument("--kv", choices=["full", "ring"], default="full")
     e.add_argument("--window", type=flags.positive, default=None, help="ring width (default: the checkpoint's sliding window)")
     e.add_argument("--overflow", choices=["refuse", "ring"], default="refuse", help="full KV past the last bucket")
+    e.add_argument("--attention", choices=["fused", "masked"], default="fused",
+                   help="CPU ONNX graphs of a full cache: ONNX Runtime's fused attention over the valid positions, "
+                        "or the masked form over the whole bucket (the HTP's, and a ring's)")
     e.add_argument("--share-weights", action="store_true",
                    help="qnn-htp: also write a twin whose prefill and decode graphs share weights in one context (HTP v73+)")
     e.add_argument("--keep-qdq", action="store_true",
@@ -191,7 +194,7 @@ def export_llm(args: argparse.Namespace) -> int:
 
     return _export(args, lambda: LlmExportOptions(
         **flags.target_options(args), prefill_chunk=args.prefill_chunk, buckets=args.buckets, kv=args.kv,
-        window=args.window, overflow=args.overflow, share_weights=args.share_weights, keep_qdq=args.keep_qdq,
+        window=args.window, overflow=args.overflow, attention=args.attention, share_weights=args.share_weights, keep_qdq=args.keep_qdq,
         image_sizes=args.image_sizes), _show_plans(args.out / "plan.json"))
 
 

@@ -90,6 +90,7 @@ class LlmExportOptions(TargetOptions):
     kv: str = "full"            # full | ring
     window: int | None = None   # ring: defaults to the checkpoint's sliding window
     overflow: str = "refuse"    # full: refuse | ring
+    attention: str = "fused"    # CPU ONNX graphs of a full cache: fused (over the valid slots) | masked (the whole bucket)
     max_new_tokens: int = 256
     share_weights: bool = False  # qnn-htp: also a twin with prefill+decode in one weight-shared context
     keep_qdq: bool = False       # qnn-htp: keep the quantized source graphs (qdq/) for AI Hub compile jobs

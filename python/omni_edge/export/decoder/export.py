@@ -98,7 +98,7 @@ def _cpu_component(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptio
             graphs = export_pte(cdir, model, shape, opts, caches, progress, precision=opts.precision)
     label = f"{fmt}, {opts.precision}" if quantized else fmt
     plan_path = write_plan(out, f"{checkpoint.name} ({label}, {opts.kv} KV)",
-                           thinker_stage(component, llm_section(shape, opts, caches, checkpoint), graphs))
+                           thinker_stage(component, llm_section(shape, opts, caches, checkpoint, fmt), graphs))
     revision = json.loads((checkpoint / "config.json").read_text()).get("_name_or_path", "") or "local"
     identity = dict(checkpoint_id=checkpoint.name, checkpoint_revision=revision,
                     precision=f"{opts.precision}-b{opts.block_size}" if quantized else "fp32",

@@ -12,6 +12,11 @@ split into a past part and a current part whose scores share one softmax, with a
 mask [1, 1, N, S + N] that the runtime builds (finite negative values only). RoPE positions
 are absolute inputs, so a ring of width W gives exactly the model's sliding-window attention
 of width W.
+
+`FusedBodyGraph` is the CPU form for ONNX Runtime: its fused GroupQueryAttention reads the valid
+slots only (the valid length is an input, not a mask), over keys and values both
+[1, kv_heads, S, head_dim], and writes the new entries into the cache it is given as both past
+input and present output.
 """
 
 from __future__ import annotations
@@ -131,6 +136,42 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+class _GroupQueryAttention(torch.autograd.Function):
+    """ONNX Runtime's fused `com.microsoft.GroupQueryAttention` over a cache that is both its past
+    input and its present output ([1, kv_heads, S, head_dim] each; the runtime binds one buffer to
+    both, and the kernel writes the N new entries at slots [total - N, total) in place). It attends
+    causally over the `total` valid slots only: the cost of a step follows the position, not the
+    bucket. The attention scale is already folded into the queries (scale 1). The forward is the
+    same arithmetic in torch, for tracing."""
+
+    @staticmethod
+    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past_k: torch.Tensor, past_v: torch.Tensor,
+                seqlens_k: torch.Tensor, total: torch.Tensor, heads: int,
+                kv_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        n, slots, d = q.shape[1], past_k.shape[2], past_k.shape[3]
+        first = total.to(torch.int64).reshape(()) - n
+        index = first + torch.arange(n)
+        present_k = past_k.index_copy(2, index, k.reshape(1, n, kv_heads, d).transpose(1, 2))
+        present_v = past_v.index_copy(2, index, v.reshape(1, n, kv_heads, d).transpose(1, 2))
+        group = heads // kv_heads
+        qg = q.reshape(n, kv_heads, group, d).permute(1, 2, 0, 3).reshape(kv_heads, group * n, d)
+        scores = torch.bmm(qg, present_k[0].transpose(1, 2))                                   # [kv, G*N, S]
+        visible = torch.arange(slots)[None, :] <= index[:, None]                                # [N, S]
+        scores = scores.masked_fill(~visible.repeat(group, 1)[None], float("-inf"))
+        out = torch.bmm(torch.softmax(scores, dim=-1), present_v[0])                           # [kv, G*N, D]
+        return out.reshape(kv_heads, group, n, d).permute(2, 0, 1, 3).reshape(1, n, heads * d), present_k, present_v
+
+    @staticmethod
+    def symbolic(g: Any, q: Any, k: Any, v: Any, past_k: Any, past_v: Any, seqlens_k: Any, total: Any, heads: int,
+                 kv_heads: int) -> Any:
+        out, present_k, present_v = g.op("com.microsoft::GroupQueryAttention", q, k, v, past_k, past_v, seqlens_k, total,
+                                         num_heads_i=heads, kv_num_heads_i=kv_heads, scale_f=1.0, outputs=3)
+        out.setType(q.type())
+        present_k.setType(past_k.type())
+        present_v.setType(past_v.type())
+        return out, present_k, present_v
+
+
 class DecoderLayer(nn.Module):
     def __init__(self, layer: Any, s: DecoderShape, reduce: str) -> None:
         super().__init__()
@@ -183,12 +224,31 @@ class DecoderLayer(nn.Module):
         out = (torch.bmm(probs[..., :past_len], past_v.reshape(kv, past_len, d))
                + torch.bmm(probs[..., past_len:], v.reshape(kv, n, d)))                        # [Hkv, G*N, D]
         out = out.reshape(1, s.heads, n, d).transpose(1, 2).reshape(1, n, s.heads * d)
-        x = x + self.o_proj(out)
+        return self._mlp(x + self.o_proj(out)), k, v
+
+    def forward_fused(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seqlens_k: torch.Tensor,
+                      total: torch.Tensor, past_k: torch.Tensor,
+                      past_v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The same layer with ONNX Runtime's fused attention; cos/sin [1, 1, N, D]. Returns the
+        hidden state and the present cache (the past with the N new entries in their slots)."""
+        s = self.s
+        n, kv, d = x.shape[1], s.kv_heads, s.head_dim
+        qkv = self.qkv(self.input_norm(x))
+        q, k, v = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d], qkv[..., (s.heads + kv) * d:]
+        q, k = q.view(1, n, s.heads, d), k.view(1, n, kv, d)
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        cos, sin = cos.transpose(1, 2), sin.transpose(1, 2)                   # [1, N, 1, D]: the heads' layout
+        q = (q * cos + _rotate_half(q) * sin).reshape(1, n, s.heads * d)
+        k = (k * cos + _rotate_half(k) * sin).reshape(1, n, kv * d)
+        out, present_k, present_v = _GroupQueryAttention.apply(q, k, v, past_k, past_v, seqlens_k, total, s.heads, kv)
+        return self._mlp(x + self.o_proj(out)), present_k, present_v
+
+    def _mlp(self, x: torch.Tensor) -> torch.Tensor:
         h = self.post_norm(x)
         gate_up = self.gate_up(h)
         gate, up = gate_up[..., :self.intermediate], gate_up[..., self.intermediate:]
-        x = x + self.down(torch.nn.functional.silu(gate) * up)
-        return x, k, v
+        return x + self.down(torch.nn.functional.silu(gate) * up)
 
 
 def tied_embeddings(model: Any) -> bool:
@@ -261,6 +321,20 @@ class BodyGraph(nn.Module):
     def forward(self, hidden: torch.Tensor, position_ids: torch.Tensor, attention_mask: torch.Tensor,
                 *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """position_ids: [1, N], or [3, 1, N] (temporal, height, width) with M-RoPE."""
+        cos, sin = self._rope(position_ids)
+        n_layers = len(self.layers)
+        # [1, 1, N, S+N] -> [1, G*N, S+N], once per step; a reshape, not mask[0]: that Gather reads
+        # the float input before it is quantized, which HTP v68 (no float units) cannot run.
+        grouped_mask = attention_mask.flatten(0, 1).repeat(1, self.s.heads // self.s.kv_heads, 1)
+        new_k, new_v = [], []
+        for i, layer in enumerate(self.layers):
+            hidden, k, v = layer(hidden, cos, sin, grouped_mask, past[i], past[n_layers + i])
+            new_k.append(k)
+            new_v.append(v)
+        return (hidden, *new_k, *new_v)
+
+    def _rope(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin [1, 1, N, D] of the positions."""
         if self.s.mrope_section:
             if self.rope_table:
                 cos, sin = self._mrope(self.rope_cos[position_ids]), self._mrope(self.rope_sin[position_ids])
@@ -274,16 +348,27 @@ class BodyGraph(nn.Module):
             cos, sin = emb.cos(), emb.sin()
             if self.s.rope_scale != 1.0:  # YaRN's attention factor, as transformers applies it
                 cos, sin = cos * self.s.rope_scale, sin * self.s.rope_scale
+        return cos, sin
+
+
+class FusedBodyGraph(BodyGraph):
+    """The body for ONNX Runtime's CPU kernels: (hidden, position_ids, seqlens_k, total_sequence_length,
+    past_key_i..., past_value_i...) -> (hidden, present_key_i..., present_value_i...), keys and
+    values both [1, kv_heads, S, head_dim], attention by the fused GroupQueryAttention over the
+    valid slots only (`total_sequence_length` of them; `seqlens_k` = total - 1). No mask: the
+    kernel is causal, so a full cache only (a ring's slots are not in position order)."""
+
+    def forward(self, hidden: torch.Tensor, position_ids: torch.Tensor, seqlens_k: torch.Tensor,  # type: ignore[override]
+                total_sequence_length: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        cos, sin = self._rope(position_ids)
         n_layers = len(self.layers)
-        # [1, 1, N, S+N] -> [1, G*N, S+N], once per step; a reshape, not mask[0]: that Gather reads
-        # the float input before it is quantized, which HTP v68 (no float units) cannot run.
-        grouped_mask = attention_mask.flatten(0, 1).repeat(1, self.s.heads // self.s.kv_heads, 1)
-        new_k, new_v = [], []
+        keys, values = [], []
         for i, layer in enumerate(self.layers):
-            hidden, k, v = layer(hidden, cos, sin, grouped_mask, past[i], past[n_layers + i])
-            new_k.append(k)
-            new_v.append(v)
-        return (hidden, *new_k, *new_v)
+            hidden, k, v = layer.forward_fused(hidden, cos, sin, seqlens_k, total_sequence_length, past[i],
+                                               past[n_layers + i])
+            keys.append(k)
+            values.append(v)
+        return (hidden, *keys, *values)
 
 
 class HeadGraph(nn.Module):
@@ -314,12 +399,23 @@ def body_io_names(layers: int) -> tuple[list[str], list[str]]:
     return inputs, outputs
 
 
-def body_example(s: DecoderShape, n: int, cache: int) -> tuple[torch.Tensor, ...]:
-    """Example inputs of a body graph with N new tokens over a cache of `cache` slots."""
-    keys = [torch.zeros(1, s.kv_heads, s.head_dim, cache) for _ in range(s.layers)]
+def fused_body_io_names(layers: int) -> tuple[list[str], list[str]]:
+    inputs = ["hidden", "position_ids", "seqlens_k", "total_sequence_length"]
+    inputs += [f"past_key_{i}" for i in range(layers)] + [f"past_value_{i}" for i in range(layers)]
+    outputs = ["hidden_out"] + [f"present_key_{i}" for i in range(layers)] + [f"present_value_{i}" for i in range(layers)]
+    return inputs, outputs
+
+
+def body_example(s: DecoderShape, n: int, cache: int, fused: bool = False) -> tuple[torch.Tensor, ...]:
+    """Example inputs of a body graph with N new tokens over a cache of `cache` slots (`fused`:
+    FusedBodyGraph's, the first N slots being written)."""
+    keys = [torch.zeros(1, s.kv_heads, *((cache, s.head_dim) if fused else (s.head_dim, cache))) for _ in range(s.layers)]
     values = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(s.layers)]
     past = keys + values
     positions = torch.arange(n, dtype=torch.int64)[None]
     if s.mrope_section:
         positions = positions[None].expand(3, 1, n).contiguous()
+    if fused:
+        return (torch.zeros(1, n, s.hidden), positions, torch.tensor([n - 1], dtype=torch.int32),
+                torch.tensor([n], dtype=torch.int32), *past)
     return (torch.zeros(1, n, s.hidden), positions, torch.zeros(1, 1, n, cache + n), *past)

@@ -1,5 +1,7 @@
 """A text decoder as ONNX graphs: embedding (chunk and step), prefill and decode bodies per
-cache size, the LM head; weights shared in one file; int8/int4 projections as MatMulNBits."""
+cache size, the LM head; weights shared in one file; int8/int4 projections as MatMulNBits. CPU
+bodies of a full cache attend with ONNX Runtime's fused GroupQueryAttention over the valid slots
+(`decoder.plan.fused_attention`); the HTP's and a ring's keep the masked attention."""
 
 from __future__ import annotations
 
@@ -8,7 +10,17 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from omni_edge.export.decoder.graphs import BodyGraph, DecoderShape, EmbedGraph, HeadGraph, body_example, body_io_names
+from omni_edge.export.decoder.graphs import (
+    BodyGraph,
+    DecoderShape,
+    EmbedGraph,
+    FusedBodyGraph,
+    HeadGraph,
+    body_example,
+    body_io_names,
+    fused_body_io_names,
+)
+from omni_edge.export.decoder.plan import fused_attention
 from omni_edge.export.options import LlmExportOptions
 from omni_edge.export.targets import onnx_target
 
@@ -22,7 +34,8 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
     # scaled one (squares of a real model's residual rows overflow fp16).
     norm = "fused" if opts.target == "cpu" else "scaled" if opts.precision == "fp16" else "mean"
     embed, head = EmbedGraph(model, rows=precision != "fp32").eval(), HeadGraph(model, shape, reduce=norm).eval()
-    body = BodyGraph(model, shape, reduce=norm, rope_table=rope_table).eval()
+    fused = fused_attention(opts)
+    body = (FusedBodyGraph if fused else BodyGraph)(model, shape, reduce=norm, rope_table=rope_table).eval()
     files: list[str] = []
 
     def graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], ins: list[str], outs: list[str], name: str) -> str:
@@ -32,7 +45,7 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
         progress.update()
         return name
 
-    body_in, body_out = body_io_names(shape.layers)
+    body_in, body_out = (fused_body_io_names if fused else body_io_names)(shape.layers)
     groups: dict[str, Any] = {
         "embed": {"chunk": graph(embed, (torch.zeros(1, C, dtype=torch.int64),), ["input_ids"], ["hidden"], f"embed_n{C}.onnx"),
                   "step": graph(embed, (torch.zeros(1, 1, dtype=torch.int64),), ["input_ids"], ["hidden"], "embed_n1.onnx")},
@@ -40,8 +53,8 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
         "lm_head": {"step": graph(head, (torch.zeros(1, 1, shape.hidden),), ["hidden"], ["logits"], "lm_head.onnx")},
     }
     for cache in caches:
-        groups["prefill"][str(cache)] = graph(body, body_example(shape, C, cache), body_in, body_out, f"prefill_s{cache}.onnx")
-        groups["decode"][str(cache)] = graph(body, body_example(shape, 1, cache), body_in, body_out, f"decode_s{cache}.onnx")
+        groups["prefill"][str(cache)] = graph(body, body_example(shape, C, cache, fused), body_in, body_out, f"prefill_s{cache}.onnx")
+        groups["decode"][str(cache)] = graph(body, body_example(shape, 1, cache, fused), body_in, body_out, f"decode_s{cache}.onnx")
     if precision != "fp32":
         from omni_edge.export.targets.cpu_quant import CPU_PRECISIONS, quantize_graph
 

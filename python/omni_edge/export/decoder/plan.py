@@ -89,9 +89,27 @@ def text_format(checkpoint: Path) -> tuple[str, list[str]]:
     return fmt, stops
 
 
-def llm_section(shape: DecoderShape, opts: LlmExportOptions, caches: list[int], checkpoint: Path) -> dict[str, Any]:
-    kv: dict[str, Any] = ({"mode": "full", "buckets": caches, "overflow": opts.overflow} if opts.kv == "full"
-                          else {"mode": "ring", "window": caches[0]})
+def fused_attention(opts: LlmExportOptions) -> bool:
+    """Whether the ONNX bodies attend with ONNX Runtime's fused GroupQueryAttention over the valid
+    slots only (a step's cost follows the position, not the bucket): CPU graphs of a full cache that
+    refuses to overflow. A ring's slots are not in position order (the kernel is causal by slot), and
+    the HTP compiles only standard ops."""
+    return opts.target == "cpu" and opts.attention == "fused" and opts.kv == "full" and opts.overflow == "refuse"
+
+
+def kv_section(opts: LlmExportOptions, caches: list[int], fmt: str = "onnx") -> dict[str, Any]:
+    """The plan's `kv`: a full cache's buckets or a ring's window, and how the graphs attend."""
+    if opts.kv != "full":
+        return {"mode": "ring", "window": caches[0]}
+    kv: dict[str, Any] = {"mode": "full", "buckets": caches, "overflow": opts.overflow}
+    if fmt == "onnx" and fused_attention(opts):
+        kv["attention"] = "fused"
+    return kv
+
+
+def llm_section(shape: DecoderShape, opts: LlmExportOptions, caches: list[int], checkpoint: Path,
+                fmt: str = "onnx") -> dict[str, Any]:
+    kv = kv_section(opts, caches, fmt)
     chat_format, stops = text_format(checkpoint)
     if not stops:
         raise ValueError(f"{checkpoint}: no end-of-sequence token in the tokenizer's vocabulary")

@@ -31,7 +31,7 @@ from omni_edge.contracts import ReportCheck
 from omni_edge.export.comparison import sqnr_db
 from omni_edge.export.decoder.graphs import DecoderShape
 from omni_edge.export.decoder.onnx import export_onnx
-from omni_edge.export.decoder.plan import FP32_MASK_VALUE, kv_caches, shape_bucket, thinker_stage, write_plan
+from omni_edge.export.decoder.plan import FP32_MASK_VALUE, kv_caches, kv_section, shape_bucket, thinker_stage, write_plan
 from omni_edge.export.models.minicpmo45.talker import MIN_CODES, Talker, generate_codes
 from omni_edge.export.models.minicpmo45.validation import path_agreement
 from omni_edge.export.options import LlmExportOptions
@@ -157,7 +157,7 @@ def export_talker(checkpoint: Path, out: Path, talker: Talker, norm: nn.Module, 
     llm = {"tokenizer": "tokenizer.json", "chat_format": "none", "stop_tokens": [], "hidden_size": shape.hidden,
            "num_layers": shape.layers, "num_kv_heads": shape.kv_heads, "head_dim": shape.head_dim,
            "vocab_size": shape.vocab, "prefill_chunk": opts.prefill_chunk, "mask_value": FP32_MASK_VALUE,
-           "kv": {"mode": "full", "buckets": caches, "overflow": "refuse"}, "max_new_tokens": 4096,
+           "kv": kv_section(opts, caches, fmt), "max_new_tokens": 4096,
            "sampling": {"temperature": 0.0}}
     plan = write_plan(out, f"{checkpoint.name} talker ({fmt})", {**thinker_stage(f"talker-{fmt}", llm, graphs),
                                                                  "final_output_type": "codes"},
