@@ -73,42 +73,56 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
     bodies_.push_back(std::move(body));
   }
   if (c.kv.mode == "ring") window_ = c.kv.window;
+  // A fused body without a position input rotates q and k itself, at their slots' positions.
+  const auto& ins = bodies_.front().decode->inputs();
+  rotary_inside_ = fused() && std::none_of(ins.begin(), ins.end(), [](const GraphIo& io) { return io.name == "position_ids"; });
+  if (rotary_inside_ && c.position_rows != 1) {
+    return Status::Error("invalid_plan", "a body that rotates at slot positions cannot take multimodal RoPE rows");
+  }
   return Activate(0, /*keep_contents=*/false);
 }
 
-Status Decoder::Activate(size_t index, bool keep_contents) {
+void Decoder::AllocateCache(int64_t S, bool keep_contents) {
   const DecoderConfig& c = config_;
-  const int64_t C = c.prefill_chunk, KV = c.num_kv_heads, D = c.head_dim, S = bodies_[index].cache;
-  const int64_t old_cache = cache_;
+  const int64_t KV = c.num_kv_heads, D = c.head_dim, old_cache = cache_;
   const size_t e = DTypeSize(c.kv.dtype);
+  const bool copy = keep_contents && !keys_.empty();
   std::vector<HostTensor> keys, values;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     keys.emplace_back(c.kv.dtype, fused() ? std::vector<int64_t>{1, KV, S, D} : std::vector<int64_t>{1, KV, D, S});
     values.emplace_back(c.kv.dtype, std::vector<int64_t>{1, KV, S, D});
-    if (keep_contents && !keys_.empty() && fused()) {
-      for (auto [from, to] : {std::pair{&keys_[size_t(l)], &keys.back()}, std::pair{&values_[size_t(l)], &values.back()}}) {
-        for (int64_t h = 0; h < KV; ++h) {
-          std::memcpy(to->data<char>() + size_t(h * S * D) * e, from->data<char>() + size_t(h * old_cache * D) * e,
-                      size_t(old_cache * D) * e);
-        }
-      }
-    } else if (keep_contents && !keys_.empty()) {
-      // State migration to a larger bucket: the one copy of a growing full cache (in the cache's
-      // own type: quantized codes keep their scale in every bucket).
-      char* k_new = keys.back().data<char>();
-      char* v_new = values.back().data<char>();
-      const char* k_old = keys_[size_t(l)].data<char>();
-      const char* v_old = values_[size_t(l)].data<char>();
-      for (int64_t h = 0; h < KV; ++h) {
+    if (!copy) continue;
+    // State migration to a larger bucket: the one copy of a growing full cache (in the cache's
+    // own type: quantized codes keep their scale in every bucket). Rows [S, D] per head copy
+    // whole; transposed keys [D, S] copy a column range per dim.
+    char* k_new = keys.back().data<char>();
+    char* v_new = values.back().data<char>();
+    const char* k_old = keys_[size_t(l)].data<char>();
+    const char* v_old = values_[size_t(l)].data<char>();
+    for (int64_t h = 0; h < KV; ++h) {
+      if (fused()) {
+        std::memcpy(k_new + size_t(h * S * D) * e, k_old + size_t(h * old_cache * D) * e, size_t(old_cache * D) * e);
+      } else {
         for (int64_t d = 0; d < D; ++d) {
           std::memcpy(k_new + size_t((h * D + d) * S) * e, k_old + size_t((h * D + d) * old_cache) * e, size_t(old_cache) * e);
         }
-        std::memcpy(v_new + size_t(h * S * D) * e, v_old + size_t(h * old_cache * D) * e, size_t(old_cache * D) * e);
       }
+      std::memcpy(v_new + size_t(h * S * D) * e, v_old + size_t(h * old_cache * D) * e, size_t(old_cache * D) * e);
     }
   }
   keys_ = std::move(keys);
   values_ = std::move(values);
+  std::vector<const HostTensor*> state;
+  for (const auto* list : {&keys_, &values_}) {
+    for (const auto& t : *list) state.push_back(&t);
+  }
+  kv_pages_ = StateOnHugePages(state);
+}
+
+Status Decoder::Activate(size_t index, bool keep_contents) {
+  const DecoderConfig& c = config_;
+  const int64_t C = c.prefill_chunk, S = bodies_[index].cache;
+  AllocateCache(S, keep_contents);
   if (!keep_contents) {
     slot_position_.assign(size_t(S), -1);
   } else {
@@ -122,8 +136,11 @@ Status Decoder::Activate(size_t index, bool keep_contents) {
   Body& body = bodies_[index];
   // Masked: (hidden, positions, mask, past...) -> (hidden, new entries...); fused: (hidden,
   // positions, seqlens_k, total, past...) -> (hidden, present...), the present bound to the past.
-  std::vector<TensorView> in_chunk = {hidden_chunk_.view(), pos_chunk_.view()};
-  std::vector<TensorView> in_step = {hidden_step_.view(), pos_step_.view()};
+  std::vector<TensorView> in_chunk = {hidden_chunk_.view()}, in_step = {hidden_step_.view()};
+  if (!rotary_inside_) {
+    in_chunk.push_back(pos_chunk_.view());
+    in_step.push_back(pos_step_.view());
+  }
   if (fused()) {
     in_chunk.insert(in_chunk.end(), {seqlens_.view(), total_.view()});
     in_step.insert(in_step.end(), {seqlens_.view(), total_.view()});
@@ -269,6 +286,7 @@ Status Decoder::SetPositionTable(std::vector<int64_t> rows, int64_t next_positio
   for (int64_t p : rows) {
     if (p < 0 || p > next_position) return Status::Error("invalid_argument", "position rows: a position outside [0, next]");
   }
+  if (rotary_inside_) return Status::Error("invalid_argument", "this body rotates at slot positions: no position rows");
   if (position_ == 0) {
     position_table_ = std::move(rows);
     table_next_ = next_position;
@@ -306,10 +324,12 @@ Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   // A fused chunk writes its padding rows too (into slots the next tokens overwrite).
   OE_RETURN_IF_ERROR(EnsureCapacity(position_ + (fused() ? rows : n_valid)));
   HostTensor& pos = chunk ? pos_chunk_ : pos_step_;
-  for (int64_t r = 0; r < config_.position_rows; ++r) {
-    for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[r * rows + t] = RopePosition(r, position_ + t);
+  if (!rotary_inside_) {
+    for (int64_t r = 0; r < config_.position_rows; ++r) {
+      for (int64_t t = 0; t < rows; ++t) pos.data<int64_t>()[r * rows + t] = RopePosition(r, position_ + t);
+    }
+    step_bytes_.controller += int64_t(pos.nbytes());
   }
-  step_bytes_.controller += int64_t(pos.nbytes());
   if (fused()) return RunFusedBody(n_valid, chunk);
   if (chunk) {
     FillMask(mask_chunk_.data<float>(), rows, n_valid);

@@ -80,6 +80,8 @@ class Decoder {
   struct StepBytes {
     int64_t controller = 0, backend = 0;
   };
+  // How much of the resident KV cache is on huge pages (every decode step reads all of it that is valid).
+  const platform::HugePages& kv_pages() const { return kv_pages_; }
   StepBytes last_decode_bytes() const { return last_decode_bytes_; }    // one token: embed, body, head
   StepBytes last_prefill_bytes() const { return last_prefill_bytes_; }  // one prefill chunk: embed, body
 
@@ -94,11 +96,13 @@ class Decoder {
   Status RunBody(int64_t n_valid, bool chunk);
   Status RunFusedBody(int64_t n_valid, bool chunk);
   Status Activate(size_t body_index, bool keep_contents);
+  void AllocateCache(int64_t slots, bool keep_contents);
   Status EnsureCapacity(int64_t end_position);
   Status Step(const TokenId* tokens, int64_t n_valid, bool chunk, const std::vector<Splice>& splices);
   int64_t RopePosition(int64_t row, int64_t position) const;
   int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
   bool fused() const { return config_.kv.attention == "fused"; }
+  bool rotary_inside_ = false;  // a fused body that rotates q and k itself (no position input)
   // Whether `n` tokens can go as one prefill chunk: a fused chunk writes all its rows, padding
   // included, so they must fit in the largest bucket.
   bool ChunkFits() const { return !fused() || position_ + config_.prefill_chunk <= bodies_.back().cache; }
@@ -129,7 +133,8 @@ class Decoder {
   // [1, kv_heads, head_dim, cache] per layer (transposed: a plain bmm reads it); fused attention:
   // [1, kv_heads, cache, head_dim], the kernel's layout
   std::vector<HostTensor> keys_;
-  std::vector<HostTensor> values_;  // [1, kv_heads, cache, head_dim] per layer; both in config_.kv.dtype
+  std::vector<HostTensor> values_;
+  platform::HugePages kv_pages_;  // how much of the cache is on huge pages, and why not, where not  // [1, kv_heads, cache, head_dim] per layer; both in config_.kv.dtype
   std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
   HostTensor head_in_, logits_;
   std::vector<TensorView> body_in_chunk_, body_in_step_;  // the active bucket's bound body inputs

@@ -65,6 +65,16 @@ Result<Backend*> BackendPool::Get(const std::string& name, const std::map<std::s
   return raw;
 }
 
+platform::HugePages StateOnHugePages(const std::vector<const HostTensor*>& tensors) {
+  if (!HugePagesWanted()) return platform::HugePages{0, 0, "off (OMNI_EDGE_HUGE_PAGES=off)"};
+  std::vector<platform::MemoryRange> ranges;
+  for (const HostTensor* t : tensors) {
+    const auto begin = reinterpret_cast<uintptr_t>(t->data<char>());
+    ranges.push_back({begin, begin + t->nbytes()});
+  }
+  return platform::BackWithHugePages(ranges);
+}
+
 Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup& group, const std::string& key,
                                          const std::string& name) {
   OE_ASSIGN_OR_RETURN(Backend * backend, backends.Get(group.backend, group.options));

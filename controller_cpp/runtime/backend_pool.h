@@ -7,9 +7,11 @@
 #include <set>
 #include <string>
 
+#include "base/platform/os.h"
 #include "base/trace.h"
 #include "runtime/graph.h"
 #include "runtime/plan.h"
+#include "runtime/tensor.h"
 
 namespace omni_edge {
 
@@ -36,6 +38,11 @@ Result<std::unique_ptr<Graph>> LoadGraph(BackendPool& backends, const GraphGroup
 
 // Checks a graph's declared I/O against the buffers a caller binds, so a graph exported for
 // another context length or model fails at load with both shapes named, not as garbage later.
+// Puts resident state that every step streams (a KV cache) on huge pages, as LoadGraph does a
+// backend's weights (unless OMNI_EDGE_HUGE_PAGES=off): a decode step at a long context reads every
+// cached key and value once, and on 4 KiB pages each page is a TLB miss.
+platform::HugePages StateOnHugePages(const std::vector<const HostTensor*>& tensors);
+
 Status ExpectIo(const Graph& g, const std::string& name, const std::vector<TensorView>& inputs,
                 const std::vector<TensorView>& outputs);
 

@@ -15,6 +15,16 @@ class Binding : public ::testing::Test {
   std::vector<GraphIo> outputs_{{"logits", DType::kFloat32, {1, 4, 8}}};
 };
 
+TEST(HostTensorMemory, AHugePageOrMoreStartsOnAHugePageAndReadsZero) {
+  const HostTensor small(DType::kFloat32, {1, 4, 8}), cache(DType::kFloat32, {1, 3, 4096, 64});  // 3 MiB
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data<char>()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.data<char>()) % (uintptr_t(2) << 20), 0u);
+  EXPECT_EQ(cache.data<float>()[3 * 4096 * 64 - 1], 0.0f);
+  HostTensor moved = HostTensor(DType::kFloat32, {1, 3, 4096, 64});  // freed with the alignment it was made with
+  moved = HostTensor(DType::kFloat32, {2});
+  EXPECT_EQ(moved.nbytes(), 8u);
+}
+
 TEST_F(Binding, AcceptsTheDeclaredViews) {
   for (const BindingRules& rules : {kOnnx, kProgram}) {
     EXPECT_TRUE(CheckBinding("g", inputs_, outputs_, {ids_.view()}, {logits_.view()}, rules).ok());

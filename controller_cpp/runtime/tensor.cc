@@ -54,15 +54,21 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 }
 
 // 64-byte aligned for vector kernels; C++17 aligned new works on every target (MSVC's and
-// mingw's C runtimes have no std::aligned_alloc).
-constexpr std::align_val_t kAlignment{64};
+// mingw's C runtimes have no std::aligned_alloc). A tensor of a huge page or more starts on a
+// huge-page boundary (2 MiB: x86-64 and arm64 with 4 KiB pages), so that state every step streams
+// (a KV cache layer) can be backed by huge pages whole, not only the blocks that happen to fall inside.
+constexpr size_t kAlignment = 64, kHugePage = size_t(2) << 20;
 
-void HostTensor::Free::operator()(void* p) const { ::operator delete(p, kAlignment); }
+void HostTensor::Free::operator()(void* p) const { ::operator delete(p, std::align_val_t{alignment}); }
 
-HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-  const size_t bytes = (std::max<size_t>(nbytes(), 1) + 63) / 64 * 64;
-  void* p = ::operator new(bytes, kAlignment);  // throws on failure: fatal, as for any container
-  std::memset(p, 0, bytes);
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
+    : data_(nullptr, Free{nbytes_of(dtype, shape) >= kHugePage ? kHugePage : kAlignment}),
+      dtype_(dtype),
+      shape_(std::move(shape)) {
+  const size_t align = data_.get_deleter().alignment;
+  const size_t bytes = (std::max<size_t>(nbytes(), 1) + align - 1) / align * align;
+  void* p = ::operator new(bytes, std::align_val_t{align});  // throws on failure: fatal, as for any container
+  std::memset(p, 0, nbytes());  // the rounding's tail is never touched (not resident)
   data_.reset(p);
 }
 

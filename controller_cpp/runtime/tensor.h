@@ -45,8 +45,14 @@ class HostTensor {
 
  private:
   struct Free {
+    Free() : alignment(64) {}
+    explicit Free(size_t a) : alignment(a) {}
+    size_t alignment;
     void operator()(void* p) const;
   };
+  static size_t nbytes_of(DType dtype, const std::vector<int64_t>& shape) {
+    return size_t(NumElements(shape)) * DTypeSize(dtype);
+  }
   std::unique_ptr<void, Free> data_;
   DType dtype_ = DType::kFloat32;
   std::vector<int64_t> shape_;

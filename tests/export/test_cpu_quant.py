@@ -124,10 +124,10 @@ def test_a_decode_step_moves_the_same_bytes_at_any_context_length(quantized: tup
     short, long = _done(plan, [5, 6, 7], 4), _done(plan, list(range(10, 110)), 4)
     assert short["context_tokens"] < 10 < 100 < long["context_tokens"] <= 128  # both in the (only) 128 bucket
     assert short["bytes_per_decode_step"] == long["bytes_per_decode_step"]
-    # The CPU EP reads the bound buffers in place and its fused attention writes the new keys/values
-    # into the bound cache itself; the controller writes the token, its position and the two int32
-    # lengths, and copies the hidden state (96 floats).
-    assert long["bytes_per_decode_step"] == {"backend": 0, "controller": 8 + 8 + 4 + 4 + 96 * 4}
+    # The CPU EP reads the bound buffers in place and its fused attention rotates q and k at their
+    # slots and writes the new keys/values into the bound cache itself; the controller writes the
+    # token and the two int32 lengths, and copies the hidden state (96 floats).
+    assert long["bytes_per_decode_step"] == {"backend": 0, "controller": 8 + 4 + 4 + 96 * 4}
 
 
 def test_cpu_precisions_refuse_what_they_cannot_build(unseen: Path, tmp_path: Path) -> None:

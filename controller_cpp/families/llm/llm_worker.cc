@@ -412,6 +412,9 @@ Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
           {"controller_ms_per_token", n > 0 ? (loop_ms - backend_ms) / double(n) : 0.0},
           {"bytes_per_decode_step", StepBytesJson(decoder_->last_decode_bytes())},
           {"bytes_per_prefill_chunk", StepBytesJson(decoder_->last_prefill_bytes())},
+          {"kv_cache_pages", {{"bytes", decoder_->kv_pages().eligible_bytes},
+                              {"huge_bytes", decoder_->kv_pages().huge_bytes},
+                              {"detail", decoder_->kv_pages().detail}}},
           {"peak_rss_mb", PeakRssMb()},
           {"media", MediaMetrics()}};
 }

@@ -141,16 +141,24 @@ class _GroupQueryAttention(torch.autograd.Function):
     input and its present output ([1, kv_heads, S, head_dim] each; the runtime binds one buffer to
     both, and the kernel writes the N new entries at slots [total - N, total) in place). It attends
     causally over the `total` valid slots only: the cost of a step follows the position, not the
-    bucket. The attention scale is already folded into the queries (scale 1). The forward is the
-    same arithmetic in torch, for tracing."""
+    bucket. The attention scale is already folded into the queries (scale 1). With `cos`/`sin`
+    tables ([S, D/2]) the kernel rotates q and k itself, at their slots' positions; with `k` and `v`
+    None, `q` is the packed projection [q | k | v]. The forward is the same arithmetic in torch,
+    for tracing."""
 
     @staticmethod
-    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past_k: torch.Tensor, past_v: torch.Tensor,
-                seqlens_k: torch.Tensor, total: torch.Tensor, heads: int,
-                kv_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor | None, v: torch.Tensor | None, past_k: torch.Tensor,
+                past_v: torch.Tensor, seqlens_k: torch.Tensor, total: torch.Tensor, cos: torch.Tensor | None,
+                sin: torch.Tensor | None, heads: int, kv_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         n, slots, d = q.shape[1], past_k.shape[2], past_k.shape[3]
         first = total.to(torch.int64).reshape(()) - n
         index = first + torch.arange(n)
+        if k is None or v is None:
+            q, k, v = q[..., :heads * d], q[..., heads * d:(heads + kv_heads) * d], q[..., (heads + kv_heads) * d:]
+        if cos is not None and sin is not None:
+            c, s_ = torch.cat((cos[index], cos[index]), -1)[None, :, None], torch.cat((sin[index], sin[index]), -1)[None, :, None]
+            q = (q.reshape(1, n, heads, d) * c + _rotate_half(q.reshape(1, n, heads, d)) * s_).reshape(1, n, heads * d)
+            k = (k.reshape(1, n, kv_heads, d) * c + _rotate_half(k.reshape(1, n, kv_heads, d)) * s_).reshape(1, n, -1)
         present_k = past_k.index_copy(2, index, k.reshape(1, n, kv_heads, d).transpose(1, 2))
         present_v = past_v.index_copy(2, index, v.reshape(1, n, kv_heads, d).transpose(1, 2))
         group = heads // kv_heads
@@ -162,10 +170,16 @@ class _GroupQueryAttention(torch.autograd.Function):
         return out.reshape(kv_heads, group, n, d).permute(2, 0, 1, 3).reshape(1, n, heads * d), present_k, present_v
 
     @staticmethod
-    def symbolic(g: Any, q: Any, k: Any, v: Any, past_k: Any, past_v: Any, seqlens_k: Any, total: Any, heads: int,
-                 kv_heads: int) -> Any:
+    def symbolic(g: Any, q: Any, k: Any, v: Any, past_k: Any, past_v: Any, seqlens_k: Any, total: Any, cos: Any, sin: Any,
+                 heads: int, kv_heads: int) -> Any:
+        from torch.onnx.symbolic_helper import _is_none, _optional_input_placeholder_tensor
+
+        k, v = (_optional_input_placeholder_tensor(g) if _is_none(x) else x for x in (k, v))
+        rotary = not _is_none(cos)
+        tables = (cos, sin) if rotary else ()
         out, present_k, present_v = g.op("com.microsoft::GroupQueryAttention", q, k, v, past_k, past_v, seqlens_k, total,
-                                         num_heads_i=heads, kv_num_heads_i=kv_heads, scale_f=1.0, outputs=3)
+                                         *tables, num_heads_i=heads, kv_num_heads_i=kv_heads, scale_f=1.0,
+                                         do_rotary_i=int(rotary), outputs=3)
         out.setType(q.type())
         present_k.setType(past_k.type())
         present_v.setType(past_v.type())
@@ -234,14 +248,20 @@ class DecoderLayer(nn.Module):
         s = self.s
         n, kv, d = x.shape[1], s.kv_heads, s.head_dim
         qkv = self.qkv(self.input_norm(x))
+        tables = (cos, sin) if cos.dim() == 2 else (None, None)  # [S, D/2] tables: the kernel rotates
+        if self.q_norm is None and tables[0] is not None:  # nothing between the projection and the kernel
+            out, present_k, present_v = _GroupQueryAttention.apply(qkv, None, None, past_k, past_v, seqlens_k, total,
+                                                                   *tables, s.heads, kv)
+            return self._mlp(x + self.o_proj(out)), present_k, present_v
         q, k, v = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d], qkv[..., (s.heads + kv) * d:]
         q, k = q.view(1, n, s.heads, d), k.view(1, n, kv, d)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        cos, sin = cos.transpose(1, 2), sin.transpose(1, 2)                   # [1, N, 1, D]: the heads' layout
-        q = (q * cos + _rotate_half(q) * sin).reshape(1, n, s.heads * d)
-        k = (k * cos + _rotate_half(k) * sin).reshape(1, n, kv * d)
-        out, present_k, present_v = _GroupQueryAttention.apply(q, k, v, past_k, past_v, seqlens_k, total, s.heads, kv)
+        if tables[0] is None:
+            cos, sin = cos.transpose(1, 2), sin.transpose(1, 2)                   # [1, N, 1, D]: the heads' layout
+            q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+        out, present_k, present_v = _GroupQueryAttention.apply(q.reshape(1, n, s.heads * d), k.reshape(1, n, kv * d), v,
+                                                               past_k, past_v, seqlens_k, total, *tables, s.heads, kv)
         return self._mlp(x + self.o_proj(out)), present_k, present_v
 
     def _mlp(self, x: torch.Tensor) -> torch.Tensor:
@@ -358,9 +378,32 @@ class FusedBodyGraph(BodyGraph):
     valid slots only (`total_sequence_length` of them; `seqlens_k` = total - 1). No mask: the
     kernel is causal, so a full cache only (a ring's slots are not in position order)."""
 
-    def forward(self, hidden: torch.Tensor, position_ids: torch.Tensor, seqlens_k: torch.Tensor,  # type: ignore[override]
-                total_sequence_length: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        cos, sin = self._rope(position_ids)
+    def __init__(self, model: Any, s: DecoderShape, reduce: str = "mean", cache: int = 0) -> None:
+        """cache > 0 (plain RoPE only): the kernel rotates q and k at their slots' positions from
+        cos/sin tables of `cache` positions (slot p holds position p in a full cache), and the graph
+        takes no position input."""
+        super().__init__(model, s, reduce)
+        self.rotary_inside = cache > 0
+        if self.rotary_inside:
+            if s.mrope_section:
+                raise ValueError("multimodal RoPE positions are not slot positions: rotate outside the kernel")
+            self.set_slots(cache)
+
+    def set_slots(self, cache: int) -> None:
+        """The cos/sin tables [cache, D/2] of a graph for a cache of `cache` slots (same layers)."""
+        half = self._angles(torch.arange(cache, dtype=torch.int64)[None])[0, 0, :, : self.s.head_dim // 2]
+        self.register_buffer("slot_cos", (half.cos() * self.s.rope_scale).contiguous(), persistent=False)
+        self.register_buffer("slot_sin", (half.sin() * self.s.rope_scale).contiguous(), persistent=False)
+
+    def forward(self, hidden: torch.Tensor, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+        """(hidden, [position_ids,] seqlens_k, total_sequence_length, past...): no positions when
+        the kernel rotates."""
+        if self.rotary_inside:
+            cos, sin = self.slot_cos, self.slot_sin
+        else:
+            cos, sin = self._rope(inputs[0])
+            inputs = inputs[1:]
+        seqlens_k, total_sequence_length, past = inputs[0], inputs[1], inputs[2:]
         n_layers = len(self.layers)
         keys, values = [], []
         for i, layer in enumerate(self.layers):
@@ -399,16 +442,17 @@ def body_io_names(layers: int) -> tuple[list[str], list[str]]:
     return inputs, outputs
 
 
-def fused_body_io_names(layers: int) -> tuple[list[str], list[str]]:
-    inputs = ["hidden", "position_ids", "seqlens_k", "total_sequence_length"]
+def fused_body_io_names(layers: int, rotary_inside: bool) -> tuple[list[str], list[str]]:
+    inputs = ["hidden"] + ([] if rotary_inside else ["position_ids"]) + ["seqlens_k", "total_sequence_length"]
     inputs += [f"past_key_{i}" for i in range(layers)] + [f"past_value_{i}" for i in range(layers)]
     outputs = ["hidden_out"] + [f"present_key_{i}" for i in range(layers)] + [f"present_value_{i}" for i in range(layers)]
     return inputs, outputs
 
 
-def body_example(s: DecoderShape, n: int, cache: int, fused: bool = False) -> tuple[torch.Tensor, ...]:
+def body_example(s: DecoderShape, n: int, cache: int, fused: bool = False,
+                 rotary_inside: bool = False) -> tuple[torch.Tensor, ...]:
     """Example inputs of a body graph with N new tokens over a cache of `cache` slots (`fused`:
-    FusedBodyGraph's, the first N slots being written)."""
+    FusedBodyGraph's, the first N slots being written; `rotary_inside`: without positions)."""
     keys = [torch.zeros(1, s.kv_heads, *((cache, s.head_dim) if fused else (s.head_dim, cache))) for _ in range(s.layers)]
     values = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(s.layers)]
     past = keys + values
@@ -416,6 +460,6 @@ def body_example(s: DecoderShape, n: int, cache: int, fused: bool = False) -> tu
     if s.mrope_section:
         positions = positions[None].expand(3, 1, n).contiguous()
     if fused:
-        return (torch.zeros(1, n, s.hidden), positions, torch.tensor([n - 1], dtype=torch.int32),
-                torch.tensor([n], dtype=torch.int32), *past)
+        lengths = (torch.tensor([n - 1], dtype=torch.int32), torch.tensor([n], dtype=torch.int32))
+        return (torch.zeros(1, n, s.hidden), *(() if rotary_inside else (positions,)), *lengths, *past)
     return (torch.zeros(1, n, s.hidden), positions, torch.zeros(1, 1, n, cache + n), *past)

@@ -35,7 +35,10 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
     norm = "fused" if opts.target == "cpu" else "scaled" if opts.precision == "fp16" else "mean"
     embed, head = EmbedGraph(model, rows=precision != "fp32").eval(), HeadGraph(model, shape, reduce=norm).eval()
     fused = fused_attention(opts)
-    body = (FusedBodyGraph if fused else BodyGraph)(model, shape, reduce=norm, rope_table=rope_table).eval()
+    # Plain RoPE: the fused kernel rotates at the slot positions from tables of the bucket's size.
+    rotary_inside = fused and not shape.mrope_section
+    body = (FusedBodyGraph(model, shape, reduce=norm, cache=caches[0] if rotary_inside else 0) if fused
+            else BodyGraph(model, shape, reduce=norm, rope_table=rope_table)).eval()
     files: list[str] = []
 
     def graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], ins: list[str], outs: list[str], name: str) -> str:
@@ -45,7 +48,7 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
         progress.update()
         return name
 
-    body_in, body_out = (fused_body_io_names if fused else body_io_names)(shape.layers)
+    body_in, body_out = fused_body_io_names(shape.layers, rotary_inside) if fused else body_io_names(shape.layers)
     groups: dict[str, Any] = {
         "embed": {"chunk": graph(embed, (torch.zeros(1, C, dtype=torch.int64),), ["input_ids"], ["hidden"], f"embed_n{C}.onnx"),
                   "step": graph(embed, (torch.zeros(1, 1, dtype=torch.int64),), ["input_ids"], ["hidden"], "embed_n1.onnx")},
@@ -53,8 +56,11 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
         "lm_head": {"step": graph(head, (torch.zeros(1, 1, shape.hidden),), ["hidden"], ["logits"], "lm_head.onnx")},
     }
     for cache in caches:
-        groups["prefill"][str(cache)] = graph(body, body_example(shape, C, cache, fused), body_in, body_out, f"prefill_s{cache}.onnx")
-        groups["decode"][str(cache)] = graph(body, body_example(shape, 1, cache, fused), body_in, body_out, f"decode_s{cache}.onnx")
+        if isinstance(body, FusedBodyGraph) and body.rotary_inside:
+            body.set_slots(cache)
+        for role, n in (("prefill", C), ("decode", 1)):
+            groups[role][str(cache)] = graph(body, body_example(shape, n, cache, fused, rotary_inside), body_in, body_out,
+                                             f"{role}_s{cache}.onnx")
     if precision != "fp32":
         from omni_edge.export.targets.cpu_quant import CPU_PRECISIONS, quantize_graph
 
