@@ -174,7 +174,7 @@ class _GroupQueryAttention(torch.autograd.Function):
                  heads: int, kv_heads: int) -> Any:
         from torch.onnx.symbolic_helper import _is_none, _optional_input_placeholder_tensor
 
-        k, v = (_optional_input_placeholder_tensor(g) if _is_none(x) else x for x in (k, v))
+        k, v = (_optional_input_placeholder_tensor(g) if _is_none(x) else x for x in (k, v))  # type: ignore[no-untyped-call]
         rotary = not _is_none(cos)
         tables = (cos, sin) if rotary else ()
         out, present_k, present_v = g.op("com.microsoft::GroupQueryAttention", q, k, v, past_k, past_v, seqlens_k, total,
@@ -184,6 +184,11 @@ class _GroupQueryAttention(torch.autograd.Function):
         present_k.setType(past_k.type())
         present_v.setType(past_v.type())
         return out, present_k, present_v
+
+
+def _gqa(*args: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    result: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = _GroupQueryAttention.apply(*args)  # type: ignore[no-untyped-call]
+    return result
 
 
 class DecoderLayer(nn.Module):
@@ -250,8 +255,7 @@ class DecoderLayer(nn.Module):
         qkv = self.qkv(self.input_norm(x))
         tables = (cos, sin) if cos.dim() == 2 else (None, None)  # [S, D/2] tables: the kernel rotates
         if self.q_norm is None and tables[0] is not None:  # nothing between the projection and the kernel
-            out, present_k, present_v = _GroupQueryAttention.apply(qkv, None, None, past_k, past_v, seqlens_k, total,
-                                                                   *tables, s.heads, kv)
+            out, present_k, present_v = _gqa(qkv, None, None, past_k, past_v, seqlens_k, total, *tables, s.heads, kv)
             return self._mlp(x + self.o_proj(out)), present_k, present_v
         q, k, v = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d], qkv[..., (s.heads + kv) * d:]
         q, k = q.view(1, n, s.heads, d), k.view(1, n, kv, d)
@@ -260,15 +264,16 @@ class DecoderLayer(nn.Module):
         if tables[0] is None:
             cos, sin = cos.transpose(1, 2), sin.transpose(1, 2)                   # [1, N, 1, D]: the heads' layout
             q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
-        out, present_k, present_v = _GroupQueryAttention.apply(q.reshape(1, n, s.heads * d), k.reshape(1, n, kv * d), v,
-                                                               past_k, past_v, seqlens_k, total, *tables, s.heads, kv)
+        out, present_k, present_v = _gqa(q.reshape(1, n, s.heads * d), k.reshape(1, n, kv * d), v, past_k, past_v,
+                                         seqlens_k, total, *tables, s.heads, kv)
         return self._mlp(x + self.o_proj(out)), present_k, present_v
 
     def _mlp(self, x: torch.Tensor) -> torch.Tensor:
         h = self.post_norm(x)
         gate_up = self.gate_up(h)
         gate, up = gate_up[..., :self.intermediate], gate_up[..., self.intermediate:]
-        return x + self.down(torch.nn.functional.silu(gate) * up)
+        out: torch.Tensor = x + self.down(torch.nn.functional.silu(gate) * up)
+        return out
 
 
 def tied_embeddings(model: Any) -> bool:
@@ -378,6 +383,9 @@ class FusedBodyGraph(BodyGraph):
     valid slots only (`total_sequence_length` of them; `seqlens_k` = total - 1). No mask: the
     kernel is causal, so a full cache only (a ring's slots are not in position order)."""
 
+    slot_cos: torch.Tensor
+    slot_sin: torch.Tensor
+
     def __init__(self, model: Any, s: DecoderShape, reduce: str = "mean", cache: int = 0) -> None:
         """cache > 0 (plain RoPE only): the kernel rotates q and k at their slots' positions from
         cos/sin tables of `cache` positions (slot p holds position p in a full cache), and the graph
@@ -407,6 +415,7 @@ class FusedBodyGraph(BodyGraph):
         n_layers = len(self.layers)
         keys, values = [], []
         for i, layer in enumerate(self.layers):
+            assert isinstance(layer, DecoderLayer)
             hidden, k, v = layer.forward_fused(hidden, cos, sin, seqlens_k, total_sequence_length, past[i],
                                                past[n_layers + i])
             keys.append(k)
