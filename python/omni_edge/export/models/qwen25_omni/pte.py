@@ -91,7 +91,7 @@ def export_omni_pte(checkpoint: Path, out: Path, opts: LlmExportOptions, thinker
         cdir = new_component(out / "thinker-pte", checkpoint)
         (cdir / THINKER_CONFIG).write_text(thinker.config.to_json_string())
         graphs = export_pte(cdir, parts, shape, opts, caches, bar)
-    section = {**llm_section(shape, opts, caches, checkpoint), "position_rows": 3}
+    section = {**llm_section(shape, opts, caches, checkpoint, "pte"), "position_rows": 3}
     plan = write_plan(out, f"{checkpoint.name} thinker (pte, {opts.kv} KV)", thinker_stage("thinker-pte", section, graphs),
                       "plan.thinker-pte.json")
     mm = multimodal_plan(out / "plan.pte.json", checkpoint.name, thinker, json.loads(plan.read_text())["stages"][0],
