@@ -91,7 +91,8 @@ class Decoder {
     std::unique_ptr<Graph> prefill, decode;
   };
 
-  Decoder(DecoderConfig config, std::string prefix) : config_(std::move(config)), prefix_(std::move(prefix)) {}
+  Decoder(DecoderConfig config, std::string prefix)
+      : config_(std::move(config)), prefix_(std::move(prefix)), fused_(config_.kv.attention == "fused") {}
   Status Load(const std::map<std::string, GraphGroup>& graphs, BackendPool& backends);
   Status RunBody(int64_t n_valid, bool chunk);
   Status RunFusedBody(int64_t n_valid, bool chunk);
@@ -101,11 +102,10 @@ class Decoder {
   Status Step(const TokenId* tokens, int64_t n_valid, bool chunk, const std::vector<Splice>& splices);
   int64_t RopePosition(int64_t row, int64_t position) const;
   int64_t SlotOf(int64_t position) const { return window_ > 0 ? position % cache_ : position; }
-  bool fused() const { return config_.kv.attention == "fused"; }
-  bool rotary_inside_ = false;  // a fused body that rotates q and k itself (no position input)
-  // Whether `n` tokens can go as one prefill chunk: a fused chunk writes all its rows, padding
-  // included, so they must fit in the largest bucket.
-  bool ChunkFits() const { return !fused() || position_ + config_.prefill_chunk <= bodies_.back().cache; }
+  bool fused() const { return fused_; }
+  // Whether the next prefill chunk fits: a fused chunk writes all its rows, padding included, so
+  // they must fit in the largest bucket.
+  bool ChunkFits() const { return !fused_ || position_ + config_.prefill_chunk <= bodies_.back().cache; }
   void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
   Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
   void UpdateStepMask();
@@ -116,6 +116,8 @@ class Decoder {
 
   DecoderConfig config_;
   std::string prefix_;  // of graph names in reports ("talker_", "predictor_")
+  bool fused_ = false;          // the plan's kv.attention is "fused"
+  bool rotary_inside_ = false;  // a fused body that rotates q and k itself (no position input)
   std::unique_ptr<Graph> embed_chunk_, embed_step_, head_;
   std::vector<Body> bodies_;
   size_t active_ = 0;
