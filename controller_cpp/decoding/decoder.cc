@@ -79,7 +79,53 @@ Status Decoder::Load(const std::map<std::string, GraphGroup>& g, BackendPool& ba
   if (rotary_inside_ && c.position_rows != 1) {
     return Status::Error("invalid_plan", "a body that rotates at slot positions cannot take multimodal RoPE rows");
   }
+  if (hybrid()) {
+    valid_ = HostTensor(DType::kInt64, {1});
+    for (int64_t i = 0; i < c.recurrent.history; ++i) states_.push_back(NewStateSet());
+    saved_ = NewStateSet();
+    ResetStates();
+  }
   return Activate(0, /*keep_contents=*/false);
+}
+
+Decoder::StateSet Decoder::NewStateSet() const {
+  const RecurrentConfig& r = config_.recurrent;
+  StateSet set;
+  for (const auto* dims : {&r.conv_state, &r.recurrent_state}) {
+    std::vector<int64_t> shape = {1};
+    shape.insert(shape.end(), dims->begin(), dims->end());
+    for (int64_t l = 0; l < r.layers; ++l) set.tensors.emplace_back(DType::kFloat32, shape);
+  }
+  return set;
+}
+
+void Decoder::ResetStates() {
+  for (auto& set : states_) set.position = -1;
+  if (states_.empty()) return;
+  current_ = 0;
+  for (auto& t : states_[0].tensors) std::memset(t.data<char>(), 0, t.nbytes());
+  states_[0].position = 0;
+  saved_.position = -1;
+}
+
+std::vector<TensorView> Decoder::recurrent_state() const {
+  std::vector<TensorView> out;
+  if (!states_.empty()) {
+    for (const auto& t : states_[current_].tensors) out.push_back(t.view());
+  }
+  return out;
+}
+
+Status Decoder::BindStates(Graph& g, bool chunk) {
+  auto& in = chunk ? body_in_chunk_ : body_in_step_;
+  auto& out = chunk ? body_out_chunk_ : body_out_step_;
+  const StateSet& now = states_[current_];
+  const StateSet& next = states_[(current_ + 1) % states_.size()];
+  for (size_t i = 0; i < now.tensors.size(); ++i) {
+    in[state_in_at_ + i] = now.tensors[i].view();
+    out[state_out_at_ + i] = next.tensors[i].view();
+  }
+  return g.Bind(in, out);
 }
 
 void Decoder::AllocateCache(int64_t S, bool keep_contents) {
@@ -165,6 +211,18 @@ Status Decoder::Activate(size_t index, bool keep_contents) {
   for (const auto* list : {&new_k_step_, &new_v_step_}) {
     for (const auto& t : *list) out_step.push_back(t.view());
   }
+  if (hybrid()) {  // bound here to check the names and shapes; every run binds its own pair of sets
+    state_in_at_ = in_step.size();
+    state_out_at_ = out_step.size();
+    const size_t next = (current_ + 1) % states_.size();
+    for (size_t i = 0; i < states_[current_].tensors.size(); ++i) {
+      in_chunk.push_back(states_[current_].tensors[i].view());
+      in_step.push_back(states_[current_].tensors[i].view());
+      out_chunk.push_back(states_[next].tensors[i].view());
+      out_step.push_back(states_[next].tensors[i].view());
+    }
+    in_chunk.push_back(valid_.view());
+  }
   const std::string tag = "_s" + std::to_string(S);
   if (body.prefill) {  // absent when the prefill chunk is 1: every step is a decode
     OE_RETURN_IF_ERROR(ExpectIo(*body.prefill, "prefill" + tag, in_chunk, out_chunk));
@@ -177,6 +235,8 @@ Status Decoder::Activate(size_t index, bool keep_contents) {
   step_mask_valid_ = false;
   body_in_chunk_ = std::move(in_chunk);
   body_in_step_ = std::move(in_step);
+  body_out_chunk_ = std::move(out_chunk);
+  body_out_step_ = std::move(out_step);
   return Status::Ok();
 }
 
@@ -319,6 +379,23 @@ void Decoder::WriteEntries(const std::vector<HostTensor>& new_k, const std::vect
   }
 }
 
+Status Decoder::RunActiveBody(int64_t n_valid, bool chunk) {
+  Body& body = bodies_[active_];
+  Graph& g = chunk ? *body.prefill : *body.decode;
+  if (hybrid()) {
+    valid_.data<int64_t>()[0] = n_valid;
+    OE_RETURN_IF_ERROR(BindStates(g, chunk));
+    step_bytes_.controller += int64_t(valid_.nbytes());
+  }
+  OE_RETURN_IF_ERROR(RunGraph(g, (chunk ? "prefill:" : "decode:") + std::to_string(cache_),
+                              chunk ? body_in_chunk_ : body_in_step_));
+  if (hybrid()) {  // the next set holds the state after these tokens
+    current_ = (current_ + 1) % states_.size();
+    states_[current_].position = position_ + n_valid;
+  }
+  return Status::Ok();
+}
+
 Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   const int64_t rows = chunk ? config_.prefill_chunk : 1;
   // A fused chunk writes its padding rows too (into slots the next tokens overwrite).
@@ -338,10 +415,7 @@ Status Decoder::RunBody(int64_t n_valid, bool chunk) {
   } else {
     UpdateStepMask();
   }
-  Body& body = bodies_[active_];
-  const std::string cache = std::to_string(cache_);
-  OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode, (chunk ? "prefill:" : "decode:") + cache,
-                              chunk ? body_in_chunk_ : body_in_step_));
+  OE_RETURN_IF_ERROR(RunActiveBody(n_valid, chunk));
 
   // Write the new keys/values into their slots in place, in the cache's type.
   const int64_t KV = config_.num_kv_heads, D = config_.head_dim;
@@ -370,9 +444,7 @@ Status Decoder::RunFusedBody(int64_t n_valid, bool chunk) {
   const int64_t rows = chunk ? config_.prefill_chunk : 1;
   seqlens_.data<int32_t>()[0] = int32_t(position_ + rows - 1);
   total_.data<int32_t>()[0] = int32_t(position_ + rows);
-  Body& body = bodies_[active_];
-  OE_RETURN_IF_ERROR(RunGraph(chunk ? *body.prefill : *body.decode, (chunk ? "prefill:" : "decode:") + std::to_string(cache_),
-                              chunk ? body_in_chunk_ : body_in_step_));
+  OE_RETURN_IF_ERROR(RunActiveBody(n_valid, chunk));
   for (int64_t t = 0; t < n_valid; ++t) slot_position_[size_t(position_ + t)] = position_ + t;
   position_ += n_valid;
   const int64_t H = config_.hidden_size;
@@ -408,6 +480,12 @@ Result<const float*> Decoder::Feed(const std::vector<TokenId>& tokens, const std
     if (chunk) last_prefill_bytes_ = step_bytes_;
     i += size_t(n);
   }
+  if (hybrid() && tokens.size() > 1) {  // a prompt: what a rewind past the history re-runs from
+    for (size_t i = 0; i < saved_.tensors.size(); ++i) {
+      std::memcpy(saved_.tensors[i].data<char>(), states_[current_].tensors[i].data<char>(), saved_.tensors[i].nbytes());
+    }
+    saved_.position = position_;
+  }
   OE_RETURN_IF_ERROR(RunGraph(*head_, "lm_head:step", {head_in_.view()}));
   if (!chunk) last_decode_bytes_ = step_bytes_;  // one token: embed, body and head
   return static_cast<const float*>(logits_.data<float>());
@@ -434,6 +512,7 @@ Status Decoder::Reset() {
   position_ = 0;
   position_table_.clear();
   window_ = config_.kv.mode == "ring" ? config_.kv.window : 0;
+  ResetStates();
   if (active_ == 0 && !keys_.empty()) {
     // Already the first bucket: clearing in place is what a fresh one would hold, without
     // re-binding every body (the code predictor resets once per frame).
@@ -452,16 +531,58 @@ Status Decoder::Rewind(int64_t position, const std::vector<TokenId>& context) {
     return Status::Error("invalid_argument", "cannot rewind to position " + std::to_string(position));
   }
   if (position == position_) return Status::Ok();
+  if (hybrid()) return RewindStates(position, context);
   if (window_ == 0) {
-    for (auto& p : slot_position_) {
-      if (p >= position) p = -1;  // slot == position: the earlier slots are untouched
-    }
-    position_ = position;
-    step_mask_valid_ = false;
+    ForgetFrom(position);
     return Status::Ok();
   }
   // In a ring the dropped positions overwrote slots the window still needs: replay.
   OE_RETURN_IF_ERROR(Reset());
+  if (position == 0) return Status::Ok();
+  return Feed(std::vector<TokenId>(context.begin(), context.begin() + position)).status();
+}
+
+void Decoder::ForgetFrom(int64_t position) {
+  for (auto& p : slot_position_) {
+    if (p >= position) p = -1;  // slot == position: the earlier slots are untouched
+  }
+  position_ = position;
+  step_mask_valid_ = false;
+}
+
+Status Decoder::RewindStates(int64_t position, const std::vector<TokenId>& context) {
+  // The recurrent state cannot be rewound by position: find the set that had seen exactly
+  // `position` tokens, or rebuild it.
+  for (size_t i = 0; i < states_.size(); ++i) {
+    if (states_[i].position != position) continue;
+    current_ = i;
+    for (auto& set : states_) {
+      if (set.position > position) set.position = -1;
+    }
+    ForgetFrom(position);
+    last_rewind_ = "history";
+    return Status::Ok();
+  }
+  if (saved_.position > 0 && saved_.position <= position && embed_step_) {
+    StateSet& now = states_[current_];
+    for (size_t i = 0; i < now.tensors.size(); ++i) {
+      std::memcpy(now.tensors[i].data<char>(), saved_.tensors[i].data<char>(), now.tensors[i].nbytes());
+    }
+    for (auto& set : states_) set.position = -1;
+    now.position = saved_.position;
+    ForgetFrom(saved_.position);
+    for (int64_t t = saved_.position; t < position; ++t) {
+      step_bytes_ = {};
+      OE_RETURN_IF_ERROR(Step(context.data() + t, 1, /*chunk=*/false, {}));
+    }
+    last_rewind_ = "replay " + std::to_string(position - saved_.position);
+    return Status::Ok();
+  }
+  if (!embed_chunk_ && position > 0) {
+    return Status::Error("invalid_argument", "cannot rewind a hybrid fed hidden states past its state history");
+  }
+  OE_RETURN_IF_ERROR(Reset());
+  last_rewind_ = "refeed";
   if (position == 0) return Status::Ok();
   return Feed(std::vector<TokenId>(context.begin(), context.begin() + position)).status();
 }

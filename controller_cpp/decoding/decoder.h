@@ -5,6 +5,9 @@
 // and a full cache moves to the next context bucket (one copy) when it grows. Past the last
 // bucket it refuses or rings, as the plan declares. With fused attention (kv.attention) the body
 // takes the valid length instead of a mask and writes its new entries into the bound cache itself.
+// A hybrid (plan: recurrent) also carries each linear-attention layer's conv and recurrent state:
+// fixed in size, read and returned by every body run, kept for a few steps back (rewinds of
+// withheld tokens) and saved after each prompt (rewinds further back re-run from there).
 #pragma once
 
 #include <chrono>
@@ -54,8 +57,16 @@ class Decoder {
   // Forget every position; the cache shrinks back to the first bucket.
   Status Reset();
   // Forget the positions from `position` on. `context` holds the tokens of every position
-  // (a ring whose slots were overwritten is rebuilt by replaying them).
+  // (a ring whose slots were overwritten is rebuilt by replaying them). A hybrid's recurrent
+  // state returns to the set it had at `position`: from its history when still there (no copy),
+  // else from the state saved after the last prompt by re-running the tokens since through the
+  // decode graph (the graph that first ran them: the same arithmetic), else by replaying all.
   Status Rewind(int64_t position, const std::vector<TokenId>& context);
+  // How the last Rewind restored a hybrid's state: "history", "replay N" (decode steps from the
+  // saved prompt state) or "refeed" (from position 0); empty before any.
+  const std::string& last_rewind() const { return last_rewind_; }
+  // A hybrid's current recurrent state: every layer's conv state, then every layer's recurrent state.
+  std::vector<TensorView> recurrent_state() const;
 
   // Sees the inputs of every graph just before it runs, named "<role>:<key>" as in the plan
   // ("embed:chunk", "prefill:512", "decode:512", "lm_head:step"): calibration for quantization.
@@ -95,6 +106,7 @@ class Decoder {
       : config_(std::move(config)), prefix_(std::move(prefix)), fused_(config_.kv.attention == "fused") {}
   Status Load(const std::map<std::string, GraphGroup>& graphs, BackendPool& backends);
   Status RunBody(int64_t n_valid, bool chunk);
+  Status RunActiveBody(int64_t n_valid, bool chunk);  // the active bucket's prefill or decode graph
   Status RunFusedBody(int64_t n_valid, bool chunk);
   Status Activate(size_t body_index, bool keep_contents);
   void AllocateCache(int64_t slots, bool keep_contents);
@@ -108,6 +120,17 @@ class Decoder {
   bool ChunkFits() const { return !fused_ || position_ + config_.prefill_chunk <= bodies_.back().cache; }
   void FillMask(float* mask, int64_t rows, int64_t n_valid) const;
   Status RunGraph(Graph& g, const std::string& name, const std::vector<TensorView>& inputs);
+  // A hybrid's recurrent state sets: the body reads states_[current_] and writes the next one.
+  struct StateSet {
+    std::vector<HostTensor> tensors;  // conv_0..conv_{R-1}, recurrent_0..recurrent_{R-1}; float32
+    int64_t position = -1;            // how many positions it has seen; -1: not a state of this context
+  };
+  bool hybrid() const { return config_.recurrent.layers > 0; }
+  StateSet NewStateSet() const;
+  void ResetStates();
+  Status BindStates(Graph& g, bool chunk);  // the current set in, the next out; then the run advances
+  Status RewindStates(int64_t position, const std::vector<TokenId>& context);
+  void ForgetFrom(int64_t position);  // the KV side of a rewind: slots at or past `position` empty
   void UpdateStepMask();
   template <typename T>
   void WriteEntries(const std::vector<HostTensor>& new_k, const std::vector<HostTensor>& new_v, int64_t rows, int64_t t,
@@ -140,6 +163,13 @@ class Decoder {
   std::vector<HostTensor> new_k_chunk_, new_v_chunk_, new_k_step_, new_v_step_;
   HostTensor head_in_, logits_;
   std::vector<TensorView> body_in_chunk_, body_in_step_;  // the active bucket's bound body inputs
+  std::vector<TensorView> body_out_chunk_, body_out_step_;  // and outputs
+  std::vector<StateSet> states_;  // config_.recurrent.history sets, rotating
+  size_t current_ = 0;
+  StateSet saved_;                // after the last prompt
+  HostTensor valid_;              // int64 [1]: a prefill chunk's valid rows (its padding leaves the state alone)
+  size_t state_in_at_ = 0, state_out_at_ = 0;  // where the states sit among the bound inputs / outputs
+  std::string last_rewind_;
   bool step_mask_valid_ = false;  // mask_step_ matches the slots: a decode step changes only its own entries
   std::map<const Graph*, int64_t> run_bytes_;  // per bound graph: bytes its backend copies per run
   StepBytes step_bytes_, last_decode_bytes_, last_prefill_bytes_;

@@ -9,7 +9,7 @@ Status PlanError(const std::string& what) { return Status::Error("invalid_plan",
 
 }  // namespace
 
-const Json* ReadDecoderFields(FieldReader& r, DecoderConfig& c) {
+DecoderSections ReadDecoderFields(FieldReader& r, DecoderConfig& c) {
   c.hidden_size = r.Int("hidden_size", true, 1);
   c.num_layers = r.Int("num_layers", true, 1);
   c.num_kv_heads = r.Int("num_kv_heads", true, 1);
@@ -18,7 +18,63 @@ const Json* ReadDecoderFields(FieldReader& r, DecoderConfig& c) {
   c.prefill_chunk = r.Int("prefill_chunk", true, 1);
   c.position_rows = r.Int("position_rows", false, 1, 1);
   c.mask_value = float(r.Number("mask_value"));
-  return r.Object("kv");
+  DecoderSections s;
+  s.kv = r.Object("kv");
+  s.recurrent = r.Object("recurrent", false);
+  return s;
+}
+
+int64_t RecurrentConfig::set_bytes() const {
+  int64_t conv = 1, state = 1;
+  for (int64_t d : conv_state) conv *= d;
+  for (int64_t d : recurrent_state) state *= d;
+  return layers * (conv + state) * int64_t(sizeof(float));
+}
+
+namespace {
+
+Status ReadShape(const Json* dims, const std::string& where, size_t rank, std::vector<int64_t>* out) {
+  if (dims == nullptr) return Status::Ok();  // the reader reported it
+  if (dims->size() != rank) return PlanError(where + ": expected " + std::to_string(rank) + " dimensions");
+  out->clear();
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t v = 0;
+    OE_RETURN_IF_ERROR(CheckInt((*dims)[i], where + "[" + std::to_string(i) + "]", 1, &v));
+    if (v > (int64_t(1) << 20)) return PlanError(where + "[" + std::to_string(i) + "]: too large");
+    out->push_back(v);
+  }
+  return Status::Ok();
+}
+
+Status ParseRecurrent(const Json& j, const std::string& where, DecoderConfig& c) {
+  FieldReader r(j, where + ".recurrent");
+  RecurrentConfig& rc = c.recurrent;
+  rc.layers = r.Int("layers", true, 1);
+  const Json* conv = r.Array("conv_state");
+  const Json* state = r.Array("recurrent_state");
+  rc.history = r.Int("history", false, 2, 4);
+  if (!r.ok()) return r.status();
+  OE_RETURN_IF_ERROR(r.Done());
+  if (rc.history > 64) return PlanError(where + ".recurrent.history: at most 64 state sets");
+  OE_RETURN_IF_ERROR(ReadShape(conv, where + ".recurrent.conv_state", 2, &rc.conv_state));
+  OE_RETURN_IF_ERROR(ReadShape(state, where + ".recurrent.recurrent_state", 3, &rc.recurrent_state));
+  // The attention layers of a hybrid attend to every position: a window would drop positions the
+  // model sees (not the model's arithmetic), so only a full cache that refuses to overflow is exact.
+  if (c.kv.mode != "full" || c.kv.overflow != "refuse") {
+    return PlanError(where + ".recurrent: a hybrid's attention layers attend to every position; its KV must be "
+                             "full with overflow refuse (a ring or sliding window would not be the model)");
+  }
+  if (c.kv.dtype != DType::kFloat32) return PlanError(where + ".recurrent: a hybrid's KV cache is float32");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseSections(const DecoderSections& sections, const std::string& where, DecoderConfig& c) {
+  OE_RETURN_IF_ERROR(ParseKv(*sections.kv, where, c));
+  c.recurrent = RecurrentConfig();
+  if (sections.recurrent != nullptr) OE_RETURN_IF_ERROR(ParseRecurrent(*sections.recurrent, where, c));
+  return Status::Ok();
 }
 
 Status ParseKv(const Json& kv, const std::string& where, DecoderConfig& c) {
@@ -81,10 +137,10 @@ Status ParseKv(const Json& kv, const std::string& where, DecoderConfig& c) {
 Result<DecoderConfig> ParseDecoder(const Json& j, const std::string& where) {
   FieldReader r(j, where);
   DecoderConfig c;
-  const Json* kv = ReadDecoderFields(r, c);
+  const DecoderSections sections = ReadDecoderFields(r, c);
   if (!r.ok()) return r.status();
   OE_RETURN_IF_ERROR(r.Done());
-  OE_RETURN_IF_ERROR(ParseKv(*kv, where, c));
+  OE_RETURN_IF_ERROR(ParseSections(sections, where, c));
   return c;
 }
 
@@ -99,7 +155,7 @@ int64_t StateBytes(const DecoderConfig& c) {
     const size_t n = c.kv.buckets.size();
     slots = c.kv.buckets[n - 1] + (n > 1 ? c.kv.buckets[n - 2] : 0);
   }
-  return per_slot * slots;
+  return per_slot * slots + (c.recurrent.layers > 0 ? (c.recurrent.history + 1) * c.recurrent.set_bytes() : 0);
 }
 
 int64_t WorkspaceBytes(const DecoderConfig& c) {

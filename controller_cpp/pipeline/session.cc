@@ -202,7 +202,7 @@ Status Session::OpenStages(const SessionOptions& options, const FamilyRegistry& 
     const contract::ArtifactManifest& manifest = it->second.manifest;
     const std::string backend = copy.graphs.empty() ? "none" : copy.graphs.begin()->second.backend;
     StageRunner::Identity identity{session_id_, manifest.artifact.checkpoint_id + "/" + manifest.component, backend,
-                                   backend + "-" + instance};
+                                   backend + "-" + instance, manifest.artifact.state_layout_version};
     runners_.push_back(std::make_unique<StageRunner>(copy, std::move(worker), identity));
     runners_.back()->set_trace(&backends_.trace());
   }

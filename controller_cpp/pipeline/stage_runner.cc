@@ -176,7 +176,7 @@ contract::StateHandle StageRunner::NewState(int64_t epoch) {
   h.session_id = identity_.session_id;
   h.backend = identity_.backend;
   h.artifact_id = identity_.artifact_id;
-  h.layout_version = 1;
+  h.layout_version = identity_.state_layout_version;
   h.epoch = epoch;
   h.replayable = true;  // the state can be rebuilt by feeding its inputs again
   h.migratable = worker_->migratable();
@@ -222,7 +222,7 @@ Result<std::vector<std::shared_ptr<contract::EventStream>>> StageRunner::Begin(c
   req.epoch = epoch;
   req.worker_generation = kWorkerGeneration;
   req.artifact_id = identity_.artifact_id;
-  req.state_layout_version = 1;
+  req.state_layout_version = identity_.state_layout_version;
   req.session_id = identity_.session_id;
   if (worker_->resident() && worker_->continues(request)) req.state = state_;
   OE_ASSIGN_OR_RETURN(std::shared_ptr<contract::EventStream> primary, controller_->Begin(req, limits));

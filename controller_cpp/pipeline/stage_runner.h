@@ -35,6 +35,9 @@ class StageRunner {
     std::string artifact_id;  // checkpoint/component of the stage's artifact
     std::string backend;
     std::string instance_id;
+    // The layout of the state a resident stage keeps (its manifest's): 1 a KV cache, 2 a KV cache
+    // beside a hybrid's recurrent states. A state handle of another layout is refused.
+    int64_t state_layout_version = 1;
   };
   using OnEnd = std::function<void(Ending, const std::string& error)>;
 

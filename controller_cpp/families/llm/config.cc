@@ -30,7 +30,7 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
   c->tokenizer = ResolvePath(stage.artifact, r.String("tokenizer"));
   c->chat_format = r.String("chat_format");
   const Json* stops = r.Array("stop_tokens");
-  const Json* kv = decoding::ReadDecoderFields(r, c->decoder);
+  const decoding::DecoderSections sections = decoding::ReadDecoderFields(r, c->decoder);
   const Json* sampling = r.Object("sampling", false);
   c->max_new_tokens = r.Int("max_new_tokens", false, 1, 256);
   const Json* media = r.Object("media", false);
@@ -47,7 +47,7 @@ Result<std::shared_ptr<const LlmConfig>> ParseLlm(const Json& j, const StagePlan
     return PlanError(where + ".chat_format: must be chatml, llama3 or none, got '" + c->chat_format + "'");
   }
   if (c->chat) c->chat->generation_prompt = generation_prompt;
-  OE_RETURN_IF_ERROR(decoding::ParseKv(*kv, where, c->decoder));
+  OE_RETURN_IF_ERROR(decoding::ParseSections(sections, where, c->decoder));
   if (!std::filesystem::is_regular_file(c->tokenizer)) {
     return Status::Error("file_missing", where + ".tokenizer: " + c->tokenizer);
   }

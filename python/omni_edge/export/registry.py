@@ -12,11 +12,12 @@ from typing import Any
 
 from omni_edge.export import gguf
 from omni_edge.export.architecture import Architecture
-from omni_edge.export.models import internvla_a1, llama, minicpmo45, pi0, qwen2, qwen3, qwen3_tts, qwen25_omni
+from omni_edge.export.models import internvla_a1, llama, minicpmo45, pi0, qwen2, qwen3, qwen3_5, qwen3_tts, qwen25_omni
 from omni_edge.export.options import TargetOptions
 
 ARCHITECTURES: tuple[Architecture, ...] = (
     qwen3.ARCHITECTURE,
+    qwen3_5.ARCHITECTURE,
     qwen2.ARCHITECTURE,
     llama.ARCHITECTURE,
     qwen3_tts.ARCHITECTURE,

@@ -110,13 +110,19 @@ def _cpu_component(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptio
     runtime = "onnxruntime" if fmt == "onnx" else "executorch"
     write_manifest(cdir, component, ArtifactMetadata(
         **identity, runtime=runtime, runtime_version=importlib.metadata.version(runtime), adapter_version="1",
-        exporter_version=__version__, compiler_version=f"torch-{torch.__version__}", state_layout_version=1,
+        exporter_version=__version__, compiler_version=f"torch-{torch.__version__}",
+        state_layout_version=state_layout_version(shape),
         numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
         task_validation=ValidationRef("reports/task.json", task.passed)),
         extra_metadata={"llm": {"kv": opts.kv, "caches": caches, "prefill_chunk": opts.prefill_chunk,
                                 "format": fmt, **_quantization(opts, fmt)}, **opts.extra_metadata,
                         **checkpoint_source(checkpoint)})
     return plan_path
+
+
+def state_layout_version(shape: DecoderShape) -> int:
+    """1: a KV cache; 2: a KV cache beside a hybrid's conv and recurrent states."""
+    return 2 if shape.linear is not None else 1
 
 
 def _quantization(opts: LlmExportOptions, fmt: str) -> dict[str, Any]:

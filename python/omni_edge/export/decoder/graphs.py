@@ -27,6 +27,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from omni_edge.export.decoder.linear_attention import GatedDeltaNetLayer, LinearShape
+
 
 @dataclass(frozen=True)
 class DecoderShape:
@@ -46,12 +48,38 @@ class DecoderShape:
     # checkpoint, and the factor its cos/sin are multiplied by; empty and 1.0 for plain RoPE.
     rope_inv_freq: tuple[float, ...] = ()
     rope_scale: float = 1.0
+    # Hybrid checkpoints (Qwen3.5): which layers are Gated DeltaNet ("linear") and which attend
+    # ("attention"), empty when all attend; the linear layers' geometry; attention whose output is
+    # gated by a sigmoid of a second query projection; RoPE over the first `rotary_dim` dims of a
+    # head only (0: all); RMSNorm weights stored zero-centred (the norm multiplies by 1 + w).
+    layer_kinds: tuple[str, ...] = ()
+    linear: LinearShape | None = None
+    gated_attention: bool = False
+    rotary_dim: int = 0
+    norm_offset: float = 0.0
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers with a KV cache."""
+        return self.layers - self.linear_layers
+
+    @property
+    def linear_layers(self) -> int:
+        """Layers with a conv and a recurrent state instead."""
+        return sum(kind == "linear" for kind in self.layer_kinds)
+
+    @property
+    def rotated(self) -> int:
+        return self.rotary_dim or self.head_dim
 
     @classmethod
     def from_config(cls, config: Any) -> DecoderShape:
+        config = config.get_text_config() if hasattr(config, "get_text_config") else config
         rope = getattr(config, "rope_parameters", None) or {}
         theta = float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
         layer_types = getattr(config, "layer_types", None) or ["full_attention"] * config.num_hidden_layers
+        if "linear_attention" in layer_types:
+            return _hybrid_shape(config, layer_types, theta)
         sliding = {t == "sliding_attention" for t in layer_types}
         if sliding == {True, False}:
             raise ValueError("checkpoints mixing sliding and full attention layers are not supported yet")
@@ -66,6 +94,27 @@ class DecoderShape:
         inv_freq, scale = _scaled_rope(config, str(rope.get("rope_type", "default")))
         return cls(config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.num_key_value_heads,
                    head_dim, config.vocab_size, theta, config.rms_norm_eps, window, mrope, inv_freq, scale)
+
+
+def _hybrid_shape(config: Any, layer_types: list[str], theta: float) -> DecoderShape:
+    """A Qwen3.5-style hybrid: Gated DeltaNet layers and gated attention layers with partial
+    RoPE. Its M-RoPE rows are equal for text, so text positions rotate as plain RoPE (an image's
+    rows, interleaved over the rotary dims, are not supported yet: refused where asked)."""
+    unknown = set(layer_types) - {"linear_attention", "full_attention"}
+    if unknown:
+        raise ValueError(f"layer types {sorted(unknown)} are not supported in a hybrid (linear_attention, full_attention)")
+    if getattr(config, "hidden_act", "silu") != "silu":
+        raise ValueError(f"MLP activation {config.hidden_act!r} is not supported (silu)")
+    rope = getattr(config, "rope_parameters", None) or {}
+    if str(rope.get("rope_type", "default")) != "default":
+        raise ValueError(f"RoPE type {rope.get('rope_type')!r} is not supported in a hybrid (default)")
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    rotary = int(head_dim * float(rope.get("partial_rotary_factor", 1.0)))
+    kinds = tuple("linear" if t == "linear_attention" else "attention" for t in layer_types)
+    return DecoderShape(config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
+                        config.num_key_value_heads, head_dim, config.vocab_size, theta, config.rms_norm_eps, None,
+                        layer_kinds=kinds, linear=LinearShape.from_config(config), gated_attention=True,
+                        rotary_dim=rotary, norm_offset=1.0)
 
 
 # RoPE variants whose frequencies do not depend on the sequence length: baked into the graphs.
@@ -136,6 +185,15 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def _rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE over the first cos.shape[-1] dims of the last axis (all of them unless partial)."""
+    d = cos.shape[-1]
+    if d == x.shape[-1]:
+        return x * cos + _rotate_half(x) * sin
+    head = x[..., :d]
+    return torch.cat((head * cos + _rotate_half(head) * sin, x[..., d:]), dim=-1)
+
+
 class _GroupQueryAttention(torch.autograd.Function):
     """ONNX Runtime's fused `com.microsoft.GroupQueryAttention` over a cache that is both its past
     input and its present output ([1, kv_heads, S, head_dim] each; the runtime binds one buffer to
@@ -195,22 +253,32 @@ class DecoderLayer(nn.Module):
     def __init__(self, layer: Any, s: DecoderShape, reduce: str) -> None:
         super().__init__()
         att = layer.self_attn
-        self.qkv = _linear(att.q_proj, att.k_proj, att.v_proj)
+        offset = s.norm_offset
+        if s.gated_attention:  # q_proj rows per head: [query (D), gate (D)]; as [q | k | v | gate]
+            rows = att.q_proj.weight.detach().reshape(s.heads, 2, s.head_dim, -1)
+            self.qkv = nn.Linear(s.hidden, (2 * s.heads + 2 * s.kv_heads) * s.head_dim, bias=False)
+            self.qkv.weight = nn.Parameter(torch.cat([rows[:, 0].reshape(-1, s.hidden), att.k_proj.weight.detach(),
+                                                      att.v_proj.weight.detach(), rows[:, 1].reshape(-1, s.hidden)]),
+                                           requires_grad=False)
+            if att.q_proj.bias is not None:
+                raise ValueError("gated attention with projection biases is not supported")
+        else:
+            self.qkv = _linear(att.q_proj, att.k_proj, att.v_proj)
         self.o_proj = _linear(att.o_proj)
         # The attention scale 1/sqrt(head_dim) is folded into q_norm's weight (RoPE is linear), or
         # into the query rows of the projection where there is no q_norm (Qwen2 layers).
         self.q_norm: RMSNorm | None = None
         self.k_norm: RMSNorm | None = None
         if getattr(att, "q_norm", None) is not None:
-            self.q_norm = RMSNorm(att.q_norm.weight * s.head_dim ** -0.5, s.eps, reduce)
-            self.k_norm = RMSNorm(att.k_norm.weight, s.eps, reduce)
+            self.q_norm = RMSNorm((att.q_norm.weight + offset) * s.head_dim ** -0.5, s.eps, reduce)
+            self.k_norm = RMSNorm(att.k_norm.weight + offset, s.eps, reduce)
         else:
             rows = s.heads * s.head_dim
             self.qkv.weight.data[:rows] *= s.head_dim ** -0.5
             if self.qkv.bias is not None:
                 self.qkv.bias.data[:rows] *= s.head_dim ** -0.5
-        self.input_norm = RMSNorm(layer.input_layernorm.weight, s.eps, reduce)
-        self.post_norm = RMSNorm(layer.post_attention_layernorm.weight, s.eps, reduce)
+        self.input_norm = RMSNorm(layer.input_layernorm.weight + offset, s.eps, reduce)
+        self.post_norm = RMSNorm(layer.post_attention_layernorm.weight + offset, s.eps, reduce)
         mlp = layer.mlp
         self.gate_up, self.down = _linear(mlp.gate_proj, mlp.up_proj), _linear(mlp.down_proj)
         self.intermediate = mlp.gate_proj.out_features
@@ -225,14 +293,14 @@ class DecoderLayer(nn.Module):
         kv, d = s.kv_heads, s.head_dim
         h = self.input_norm(x)
         qkv = self.qkv(h)  # static slices (not split): XNNPACK takes them without a copy op
-        q, k, v = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d], qkv[..., (s.heads + kv) * d:]
+        q, k = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d]
+        v = qkv[..., (s.heads + kv) * d:(s.heads + 2 * kv) * d]
         q, k = q.view(1, n, s.heads, d), k.view(1, n, kv, d)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = q.transpose(1, 2), k.transpose(1, 2)                    # [1, Hq, N, D], [1, Hkv, N, D]
         v = v.view(1, n, kv, d).transpose(1, 2)
-        q = q * cos + _rotate_half(q) * sin
-        k = k * cos + _rotate_half(k) * sin
+        q, k = _rotary(q, cos, sin), _rotary(k, cos, sin)
         # Query heads grouped under their KV head, batched over KV heads: [Hkv, G*N, D]; no KV
         # head is repeated and every product is a 3-D bmm over the cache as stored.
         past_len = past_v.shape[2]
@@ -243,7 +311,13 @@ class DecoderLayer(nn.Module):
         out = (torch.bmm(probs[..., :past_len], past_v.reshape(kv, past_len, d))
                + torch.bmm(probs[..., past_len:], v.reshape(kv, n, d)))                        # [Hkv, G*N, D]
         out = out.reshape(1, s.heads, n, d).transpose(1, 2).reshape(1, n, s.heads * d)
-        return self._mlp(x + self.o_proj(out)), k, v
+        return self._mlp(x + self.o_proj(self._gated(out, qkv))), k, v
+
+    def _gated(self, out: torch.Tensor, qkv: torch.Tensor) -> torch.Tensor:
+        """Gated attention (Qwen3.5): the output scaled by the sigmoid of its gate projection."""
+        if not self.s.gated_attention:
+            return out
+        return out * torch.sigmoid(qkv[..., (self.s.heads + 2 * self.s.kv_heads) * self.s.head_dim:])
 
     def forward_fused(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seqlens_k: torch.Tensor,
                       total: torch.Tensor, past_k: torch.Tensor,
@@ -257,16 +331,17 @@ class DecoderLayer(nn.Module):
         if self.q_norm is None and tables[0] is not None:  # nothing between the projection and the kernel
             out, present_k, present_v = _gqa(qkv, None, None, past_k, past_v, seqlens_k, total, *tables, s.heads, kv)
             return self._mlp(x + self.o_proj(out)), present_k, present_v
-        q, k, v = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d], qkv[..., (s.heads + kv) * d:]
+        q, k = qkv[..., :s.heads * d], qkv[..., s.heads * d:(s.heads + kv) * d]
+        v = qkv[..., (s.heads + kv) * d:(s.heads + 2 * kv) * d]
         q, k = q.view(1, n, s.heads, d), k.view(1, n, kv, d)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if tables[0] is None:
             cos, sin = cos.transpose(1, 2), sin.transpose(1, 2)                   # [1, N, 1, D]: the heads' layout
-            q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+            q, k = _rotary(q, cos, sin), _rotary(k, cos, sin)
         out, present_k, present_v = _gqa(q.reshape(1, n, s.heads * d), k.reshape(1, n, kv * d), v, past_k, past_v,
                                          seqlens_k, total, *tables, s.heads, kv)
-        return self._mlp(x + self.o_proj(out)), present_k, present_v
+        return self._mlp(x + self.o_proj(self._gated(out, qkv))), present_k, present_v
 
     def _mlp(self, x: torch.Tensor) -> torch.Tensor:
         h = self.post_norm(x)
@@ -319,9 +394,11 @@ class BodyGraph(nn.Module):
         grows with the position, and the values are the ones computed here in float32."""
         super().__init__()
         self.s = s
-        self.layers = nn.ModuleList(DecoderLayer(layer, s, reduce) for layer in model.model.layers)
+        self.layers = nn.ModuleList(_layer(layer, s, reduce, kind)
+                                    for layer, kind in zip(model.model.layers, s.layer_kinds or ["attention"] * s.layers))
+        r = s.rotated
         inv_freq = (torch.tensor(s.rope_inv_freq, dtype=torch.float32) if s.rope_inv_freq
-                    else 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim)))
+                    else 1.0 / (s.rope_theta ** (torch.arange(0, r, 2, dtype=torch.float32) / r)))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         if s.mrope_section:
             # Which position row each rotary dim follows, as a one-hot [3, 1, 1, D] mask: a
@@ -345,18 +422,34 @@ class BodyGraph(nn.Module):
 
     def forward(self, hidden: torch.Tensor, position_ids: torch.Tensor, attention_mask: torch.Tensor,
                 *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """position_ids: [1, N], or [3, 1, N] (temporal, height, width) with M-RoPE."""
+        """position_ids: [1, N], or [3, 1, N] (temporal, height, width) with M-RoPE. `past`: the
+        keys and values of the attention layers, then a hybrid's conv and recurrent states, then
+        (a hybrid's prefill chunk) the chunk's valid rows."""
         cos, sin = self._rope(position_ids)
-        n_layers = len(self.layers)
         # [1, 1, N, S+N] -> [1, G*N, S+N], once per step; a reshape, not mask[0]: that Gather reads
         # the float input before it is quantized, which HTP v68 (no float units) cannot run.
         grouped_mask = attention_mask.flatten(0, 1).repeat(1, self.s.heads // self.s.kv_heads, 1)
-        new_k, new_v = [], []
-        for i, layer in enumerate(self.layers):
-            hidden, k, v = layer(hidden, cos, sin, grouped_mask, past[i], past[n_layers + i])
-            new_k.append(k)
-            new_v.append(v)
-        return (hidden, *new_k, *new_v)
+        return self._layers(hidden, past, lambda layer, h, k, v: layer(h, cos, sin, grouped_mask, k, v))
+
+    def _layers(self, hidden: torch.Tensor, past: tuple[torch.Tensor, ...], attend: Any) -> tuple[torch.Tensor, ...]:
+        """Every layer in order: `attend(layer, hidden, past_k, past_v)` runs an attention layer;
+        a Gated DeltaNet layer reads and returns its two states."""
+        a, r = self.s.attention_layers, self.s.linear_layers
+        states = past[2 * a:2 * a + 2 * r]
+        valid = past[2 * a + 2 * r] if len(past) > 2 * a + 2 * r else None
+        keys, values, convs, recurrent = [], [], [], []
+        for layer in self.layers:
+            if isinstance(layer, GatedDeltaNetLayer):
+                j = len(convs)
+                hidden, conv, state = layer(hidden, states[j], states[r + j], valid)
+                convs.append(conv)
+                recurrent.append(state)
+            else:
+                i = len(keys)
+                hidden, k, v = attend(layer, hidden, past[i], past[a + i])
+                keys.append(k)
+                values.append(v)
+        return (hidden, *keys, *values, *convs, *recurrent)
 
     def _rope(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin [1, 1, N, D] of the positions."""
@@ -412,15 +505,8 @@ class FusedBodyGraph(BodyGraph):
             cos, sin = self._rope(inputs[0])
             inputs = inputs[1:]
         seqlens_k, total_sequence_length, past = inputs[0], inputs[1], inputs[2:]
-        n_layers = len(self.layers)
-        keys, values = [], []
-        for i, layer in enumerate(self.layers):
-            assert isinstance(layer, DecoderLayer)
-            hidden, k, v = layer.forward_fused(hidden, cos, sin, seqlens_k, total_sequence_length, past[i],
-                                               past[n_layers + i])
-            keys.append(k)
-            values.append(v)
-        return (hidden, *keys, *values)
+        return self._layers(hidden, past, lambda layer, h, k, v: layer.forward_fused(
+            h, cos, sin, seqlens_k, total_sequence_length, k, v))
 
 
 class HeadGraph(nn.Module):
@@ -429,7 +515,7 @@ class HeadGraph(nn.Module):
     def __init__(self, model: Any, s: DecoderShape, reduce: str = "mean", linear: bool = False) -> None:
         """linear: the head as an nn.Linear ([vocab, hidden], the layout weight quantizers take)."""
         super().__init__()
-        self.norm = RMSNorm(model.model.norm.weight, s.eps, reduce)
+        self.norm = RMSNorm(model.model.norm.weight + s.norm_offset, s.eps, reduce)
         self.s = s
         self.proj: nn.Linear | None = None
         if linear:
@@ -444,27 +530,58 @@ class HeadGraph(nn.Module):
         return logits
 
 
-def body_io_names(layers: int) -> tuple[list[str], list[str]]:
+def _layer(layer: Any, s: DecoderShape, reduce: str, kind: str) -> nn.Module:
+    if kind == "attention":
+        return DecoderLayer(layer, s, reduce)
+    assert s.linear is not None
+
+    def norm(weight: torch.Tensor, offset: float = s.norm_offset) -> RMSNorm:
+        return RMSNorm(weight + offset, s.eps, reduce)
+
+    return GatedDeltaNetLayer(layer, s.linear, norm, _linear)
+
+
+def _state_io(linear: int, chunk: bool) -> tuple[list[str], list[str]]:
+    """A hybrid body's recurrent inputs and outputs after its keys and values (none without
+    linear layers): each layer's conv state then each one's recurrent state, and a prefill chunk's
+    count of valid rows."""
+    if not linear:
+        return [], []
+    names = [f"conv_state_{j}" for j in range(linear)] + [f"recurrent_state_{j}" for j in range(linear)]
+    return names + (["valid_tokens"] if chunk else []), [f"{name}_out" for name in names]
+
+
+def body_io_names(layers: int, linear: int = 0, chunk: bool = False) -> tuple[list[str], list[str]]:
+    """`layers`: the attention layers (with a KV cache); `linear`: a hybrid's Gated DeltaNet layers."""
     inputs = ["hidden", "position_ids", "attention_mask"]
     inputs += [f"past_key_{i}" for i in range(layers)] + [f"past_value_{i}" for i in range(layers)]
     outputs = ["hidden_out"] + [f"new_key_{i}" for i in range(layers)] + [f"new_value_{i}" for i in range(layers)]
-    return inputs, outputs
+    state_in, state_out = _state_io(linear, chunk)
+    return inputs + state_in, outputs + state_out
 
 
-def fused_body_io_names(layers: int, rotary_inside: bool) -> tuple[list[str], list[str]]:
+def fused_body_io_names(layers: int, rotary_inside: bool, linear: int = 0,
+                        chunk: bool = False) -> tuple[list[str], list[str]]:
     inputs = ["hidden"] + ([] if rotary_inside else ["position_ids"]) + ["seqlens_k", "total_sequence_length"]
     inputs += [f"past_key_{i}" for i in range(layers)] + [f"past_value_{i}" for i in range(layers)]
     outputs = ["hidden_out"] + [f"present_key_{i}" for i in range(layers)] + [f"present_value_{i}" for i in range(layers)]
-    return inputs, outputs
+    state_in, state_out = _state_io(linear, chunk)
+    return inputs + state_in, outputs + state_out
 
 
 def body_example(s: DecoderShape, n: int, cache: int, fused: bool = False,
                  rotary_inside: bool = False) -> tuple[torch.Tensor, ...]:
     """Example inputs of a body graph with N new tokens over a cache of `cache` slots (`fused`:
     FusedBodyGraph's, the first N slots being written; `rotary_inside`: without positions)."""
-    keys = [torch.zeros(1, s.kv_heads, *((cache, s.head_dim) if fused else (s.head_dim, cache))) for _ in range(s.layers)]
-    values = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(s.layers)]
+    a = s.attention_layers
+    keys = [torch.zeros(1, s.kv_heads, *((cache, s.head_dim) if fused else (s.head_dim, cache))) for _ in range(a)]
+    values = [torch.zeros(1, s.kv_heads, cache, s.head_dim) for _ in range(a)]
     past = keys + values
+    if s.linear is not None:
+        conv, state = s.linear.state_shapes()
+        past += [torch.zeros(conv) for _ in range(s.linear_layers)] + [torch.zeros(state) for _ in range(s.linear_layers)]
+        if n > 1:
+            past.append(torch.tensor([n], dtype=torch.int64))
     positions = torch.arange(n, dtype=torch.int64)[None]
     if s.mrope_section:
         positions = positions[None].expand(3, 1, n).contiguous()

@@ -36,7 +36,7 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
     embed, head = EmbedGraph(model, rows=precision != "fp32").eval(), HeadGraph(model, shape, reduce=norm).eval()
     fused = fused_attention(opts)
     # Plain RoPE: the fused kernel rotates at the slot positions from tables of the bucket's size.
-    rotary_inside = fused and not shape.mrope_section
+    rotary_inside = fused and not shape.mrope_section and not shape.rotary_dim
     body = (FusedBodyGraph(model, shape, reduce=norm, cache=caches[0] if rotary_inside else 0) if fused
             else BodyGraph(model, shape, reduce=norm, rope_table=rope_table)).eval()
     files: list[str] = []
@@ -48,7 +48,10 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
         progress.update()
         return name
 
-    body_in, body_out = fused_body_io_names(shape.layers, rotary_inside) if fused else body_io_names(shape.layers)
+
+    def io_names(chunk: bool) -> tuple[list[str], list[str]]:
+        a, r = shape.attention_layers, shape.linear_layers
+        return fused_body_io_names(a, rotary_inside, r, chunk) if fused else body_io_names(a, r, chunk)
     groups: dict[str, Any] = {
         "embed": {"chunk": graph(embed, (torch.zeros(1, C, dtype=torch.int64),), ["input_ids"], ["hidden"], f"embed_n{C}.onnx"),
                   "step": graph(embed, (torch.zeros(1, 1, dtype=torch.int64),), ["input_ids"], ["hidden"], "embed_n1.onnx")},
@@ -59,8 +62,8 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
         if isinstance(body, FusedBodyGraph) and body.rotary_inside:
             body.set_slots(cache)
         for role, n in (("prefill", C), ("decode", 1)):
-            groups[role][str(cache)] = graph(body, body_example(shape, n, cache, fused, rotary_inside), body_in, body_out,
-                                             f"{role}_s{cache}.onnx")
+            groups[role][str(cache)] = graph(body, body_example(shape, n, cache, fused, rotary_inside),
+                                             *io_names(role == "prefill"), f"{role}_s{cache}.onnx")
     if precision != "fp32":
         from omni_edge.export.targets.cpu_quant import CPU_PRECISIONS, quantize_graph
 

@@ -18,6 +18,10 @@ PRECISION_DEFAULTS = {"cpu": "fp32", "qnn-htp": "w8a16"}
 
 def kv_caches(shape: DecoderShape, opts: LlmExportOptions) -> list[int]:
     """The cache sizes to build graphs for: the buckets (full KV) or the ring's window."""
+    if shape.linear is not None and (opts.kv != "full" or opts.overflow != "refuse"):
+        raise ValueError("a hybrid's attention layers attend to every position: a ring or a sliding window would drop "
+                         "positions the model sees (--kv full --overflow refuse only); its Gated DeltaNet layers carry "
+                         "fixed-size state whatever the context")
     if opts.kv == "full":
         if shape.sliding_window is not None:
             raise ValueError(f"this checkpoint uses sliding-window attention (window {shape.sliding_window}): "
@@ -115,11 +119,24 @@ def llm_section(shape: DecoderShape, opts: LlmExportOptions, caches: list[int], 
         raise ValueError(f"{checkpoint}: no end-of-sequence token in the tokenizer's vocabulary")
     return {
         "tokenizer": "tokenizer.json", "chat_format": chat_format, "stop_tokens": stops,
-        "hidden_size": shape.hidden, "num_layers": shape.layers, "num_kv_heads": shape.kv_heads,
+        "hidden_size": shape.hidden, "num_layers": shape.attention_layers, "num_kv_heads": shape.kv_heads,
         "head_dim": shape.head_dim, "vocab_size": shape.vocab, "prefill_chunk": opts.prefill_chunk,
         "mask_value": FP32_MASK_VALUE, "kv": kv, "max_new_tokens": opts.max_new_tokens,
-        "sampling": {"temperature": 0.0},
+        "sampling": {"temperature": 0.0}, **recurrent_section(shape),
     }
+
+
+# State sets a hybrid keeps: rewinds of up to HISTORY - 1 withheld tokens restore a set without a copy.
+RECURRENT_HISTORY = 4
+
+
+def recurrent_section(shape: DecoderShape) -> dict[str, Any]:
+    """A hybrid's `recurrent`: its Gated DeltaNet layers' state shapes (nothing for a transformer)."""
+    if shape.linear is None:
+        return {}
+    conv, state = shape.linear.state_shapes()
+    return {"recurrent": {"layers": shape.linear_layers, "conv_state": conv[1:], "recurrent_state": state[1:],
+                          "history": RECURRENT_HISTORY}}
 
 
 def thinker_stage(component: str, llm: dict[str, Any], graphs: dict[str, Any]) -> dict[str, Any]:
