@@ -544,6 +544,15 @@ void BindLlmEngine(nb::module_& m) {
         Check(h.engine->SetPositionTable(std::move(flat), next_position));
       }, nb::arg("rows"), nb::arg("next_position"), "M-RoPE: the position rows of the prompt and the position after it.")
       .def("reset", [](EngineHandle& h) { Check(h.engine->Reset()); })
+      .def("rewind", [](EngineHandle& h, int64_t position, const std::vector<text::TokenId>& context) {
+        Check(h.engine->Rewind(position, context));
+      }, nb::arg("position"), nb::arg("context"), "Forget the positions from `position` on (context: every position's token).")
+      .def("recurrent_state", [](const EngineHandle& h) {
+        std::string bytes;
+        for (const TensorView& t : h.engine->recurrent_state()) bytes.append(static_cast<const char*>(t.data), t.nbytes());
+        return nb::bytes(bytes.data(), bytes.size());
+      }, "A hybrid's conv and recurrent states as float32 bytes (every layer's conv state, then every recurrent state).")
+      .def_prop_ro("last_rewind", [](const EngineHandle& h) { return h.engine->last_rewind(); })
       .def("capture", &EngineHandle::Capture, nb::arg("max_per_graph"), "Capture the inputs of every graph run (0 stops).")
       .def("take_capture", &EngineHandle::TakeCapture,
            nb::sig("def take_capture(self) -> dict[str, list[list[tuple[bytes, str, list[int]]]]]"))

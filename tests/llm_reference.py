@@ -35,8 +35,11 @@ class Greedy:
 def greedy_reference(model: Path | Any, prompt_ids: list[int], new_tokens: int) -> Greedy:
     """`model`: a checkpoint directory or a loaded transformers model."""
     lm = causal_lm(model) if isinstance(model, Path) else model
-    out = lm.generate(torch.tensor([prompt_ids]), do_sample=False, max_new_tokens=new_tokens, eos_token_id=None,
-                      pad_token_id=0, output_logits=True, return_dict_in_generate=True)
+    # The mask is explicit: without it generate takes every id equal to pad_token_id for padding
+    # (found: a generated 0 inside a second turn's context was masked out of the reference).
+    out = lm.generate(torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.int64),
+                      do_sample=False, max_new_tokens=new_tokens, eos_token_id=None, pad_token_id=0,
+                      output_logits=True, return_dict_in_generate=True)
     return Greedy(out.sequences[0, len(prompt_ids):].tolist(), [top2_gap(step[0].numpy()) for step in out.logits])
 
 

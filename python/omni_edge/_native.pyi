@@ -114,6 +114,17 @@ class LlmEngine:
 
     def reset(self) -> None: ...
 
+    def rewind(self, position: int, context: Sequence[int]) -> None:
+        """Forget the positions from `position` on (context: every position's token)."""
+
+    def recurrent_state(self) -> bytes:
+        """
+        A hybrid's conv and recurrent states as float32 bytes (every layer's conv state, then every recurrent state).
+        """
+
+    @property
+    def last_rewind(self) -> str: ...
+
     def capture(self, max_per_graph: int) -> None:
         """Capture the inputs of every graph run (0 stops)."""
 

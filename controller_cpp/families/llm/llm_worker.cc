@@ -1,10 +1,13 @@
 #include "families/llm/llm_worker.h"
 
+#include "base/sha256.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "base/platform/os.h"
 #include "base/platform/process_stats.h"
+#include "base/sha256.h"
 #include "text/chat.h"
 
 namespace omni_edge::llm {
@@ -417,6 +420,18 @@ Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
                               {"detail", decoder_->kv_pages().detail}}},
           {"peak_rss_mb", PeakRssMb()},
           {"media", MediaMetrics()}};
+}
+
+Json LlmWorker::Inspect() const {
+  Json out = {{"context", context_}, {"pending", pending_}, {"reply_kept", kept_}};
+  const auto state = decoder_->recurrent_state();
+  if (!state.empty()) {
+    std::string bytes;
+    for (const TensorView& t : state) bytes.append(static_cast<const char*>(t.data), t.nbytes());
+    out["recurrent"] = {{"position", decoder_->position()}, {"sha256", Sha256Hex(bytes.data(), bytes.size())},
+                        {"bytes", int64_t(bytes.size())}, {"last_rewind", decoder_->last_rewind()}};
+  }
+  return out;
 }
 
 Status LlmWorker::Rewind(int64_t shown) {

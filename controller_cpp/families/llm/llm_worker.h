@@ -42,7 +42,8 @@ class LlmWorker final : public pipeline::StageWorker {
   Status KeepOutput(int64_t tokens) override;
 
   std::vector<Placement> placements() const override { return decoder_->placements(); }
-  Json Inspect() const override { return {{"context", context_}, {"pending", pending_}, {"reply_kept", kept_}}; }
+  // The context, and a hybrid's recurrent state (its digest: two states are equal or not).
+  Json Inspect() const override;
   const text::Tokenizer* tokenizer() const override { return tokenizer_.get(); }
 
  private:

@@ -45,8 +45,19 @@ class LinearShape:
         return [1, self.conv_dim, self.conv_kernel - 1], [1, self.v_heads, self.k_dim, self.v_dim]
 
 
+# Written mostly in ops XNNPACK delegates, so ExecuTorch lowers it in fewer partitions: no select,
+# unsqueeze or thresholded softplus; head repeats are products with a constant 0/1 matrix (x * 1 +
+# 0: exact). (The l2 norm's sum as such a product made XNNPACK's partitioner form a cycle.)
+
+
 def _l2norm(x: torch.Tensor) -> torch.Tensor:
-    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6)  # transformers' (FLA's) epsilon
+    """x / |x| over the last axis, with transformers' (FLA's) epsilon."""
+    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6)
+
+
+def _softplus(x: torch.Tensor) -> torch.Tensor:
+    """log(1 + e^x), in the form that never overflows: max(x, 0) + log(1 + e^-|x|)."""
+    return torch.relu(x) + torch.log(1.0 + torch.exp(-torch.abs(x)))
 
 
 def _unit_lower_inverse(strict_lower: torch.Tensor, n: int) -> torch.Tensor:
@@ -82,17 +93,20 @@ def gated_delta_chunk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torc
     # exp(cum_i - cum_j) for j <= i; above the diagonal the difference is positive (it could
     # overflow) and unused, so it is zeroed before the exponential.
     decay = torch.exp((cum[:, :, None] - cum[:, None, :]) * lower) * lower
-    k_beta, v_beta = k * beta[..., None], v * beta[..., None]
+    h = q.shape[0]
+    column = beta.reshape(h, n, 1)
+    k_beta, v_beta = k * column, v * column
     system = (k_beta @ k.transpose(1, 2)) * decay * strict
     inverse = _unit_lower_inverse(system, n)
     values = inverse @ v_beta
-    k_decayed = inverse @ (k_beta * torch.exp(cum)[..., None])
+    growth = torch.exp(cum).reshape(h, n, 1)
+    k_decayed = inverse @ (k_beta * growth)
     v_new = values - k_decayed @ state
     intra = (q @ k.transpose(1, 2)) * decay
-    out = (q * torch.exp(cum)[..., None]) @ state + intra @ v_new
-    last = cum[:, -1:]                                                             # [H, 1]
-    k_tail = k * torch.exp(last - cum)[..., None]
-    state = state * torch.exp(last)[..., None] + k_tail.transpose(1, 2) @ v_new
+    out = (q * growth) @ state + intra @ v_new
+    last = cum[:, n - 1:]                                                          # [H, 1]
+    k_tail = k * torch.exp(last - cum).reshape(h, n, 1)
+    state = state * torch.exp(last).reshape(h, 1, 1) + k_tail.transpose(1, 2) @ v_new
     return out, state
 
 
@@ -115,6 +129,10 @@ class GatedDeltaNetLayer(nn.Module):
         mlp = layer.mlp
         self.gate_up, self.down = linear(mlp.gate_proj, mlp.up_proj), linear(mlp.down_proj)
         self.intermediate = mlp.gate_proj.out_features
+        # Value head j reads key head j // group: [k_heads, v_heads] of 0/1.
+        group = shape.v_heads // shape.k_heads
+        spread = (torch.arange(shape.v_heads)[None, :] // group == torch.arange(shape.k_heads)[:, None]).float()
+        self.register_buffer("spread", spread, persistent=False)
 
     def forward(self, x: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor,
                 valid: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -129,27 +147,28 @@ class GatedDeltaNetLayer(nn.Module):
             new_conv = window[:, :, n:]
         else:  # the K-1 inputs before the last valid row's end
             new_conv = torch.index_select(window, 2, valid.reshape(1) + torch.arange(s.conv_kernel - 1))
-        conv = conv.transpose(1, 2)[0]                                                   # [N, C]
+        conv = conv.transpose(1, 2).reshape(n, s.conv_dim)                               # [N, C]
         q = _l2norm(conv[:, :kd].reshape(n, s.k_heads, s.k_dim)) * s.k_dim ** -0.5
         k = _l2norm(conv[:, kd:2 * kd].reshape(n, s.k_heads, s.k_dim))
         v = conv[:, 2 * kd:].reshape(n, hv, s.v_dim).transpose(0, 1)                    # [Hv, N, Dv]
-        group = hv // s.k_heads
-        if group > 1:  # each key head serves `group` consecutive value heads
-            q = q[:, :, None].expand(n, s.k_heads, group, s.k_dim).reshape(n, hv, s.k_dim)
-            k = k[:, :, None].expand(n, s.k_heads, group, s.k_dim).reshape(n, hv, s.k_dim)
-        q, k = q.transpose(0, 1), k.transpose(0, 1)                                      # [Hv, N, Dk]
-        beta = torch.sigmoid(b[0]).t()                                                   # [Hv, N]
-        g = (self.neg_a * torch.nn.functional.softplus(a[0] + self.dt_bias)).t()
+        if hv != s.k_heads:  # each key head serves v_heads // k_heads consecutive value heads
+            q, k = (x.transpose(1, 2) @ self.spread for x in (q, k))                     # [N, Dk, Hv]
+            q, k = q.permute(2, 0, 1), k.permute(2, 0, 1)                               # [Hv, N, Dk]
+        else:
+            q, k = q.transpose(0, 1), k.transpose(0, 1)
+        beta = torch.sigmoid(b.reshape(n, hv)).t()                                       # [Hv, N]
+        g = (self.neg_a * _softplus(a.reshape(n, hv) + self.dt_bias)).t()
         if valid is not None:
             keep = (torch.arange(n) < valid.reshape(1)).to(torch.float32)               # [N]
-            beta, g, k = beta * keep, g * keep, k * keep[None, :, None]
+            beta, g, k = beta * keep, g * keep, k * keep.reshape(1, n, 1)
+        state = state.reshape(hv, s.k_dim, s.v_dim)
         if n == 1:
-            out, state = gated_delta_step(q, k, v, g[..., None], beta[..., None], state[0])
+            out, state = gated_delta_step(q, k, v, g.reshape(hv, 1, 1), beta.reshape(hv, 1, 1), state)
         else:
-            out, state = gated_delta_chunk(q, k, v, g, beta, state[0])
+            out, state = gated_delta_chunk(q, k, v, g, beta, state)
         out = out.transpose(0, 1)                                                        # [N, Hv, Dv]
         out = self.head_norm(out) * torch.nn.functional.silu(z.reshape(n, hv, s.v_dim))
         x = x + self.out_proj(out.reshape(1, n, vd))
         h = self.gate_up(self.post_norm(x))
         x = x + self.down(torch.nn.functional.silu(h[..., :self.intermediate]) * h[..., self.intermediate:])
-        return x, new_conv, state[None]
+        return x, new_conv, state.reshape(1, hv, s.k_dim, s.v_dim)

@@ -77,8 +77,9 @@ def teacher_forced(model: Any, engine: Engine, prompts: list[list[int]], decode_
     refs, gots = [], []
     for ids in prompts:
         with torch.no_grad():
-            greedy = model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=decode_steps,
-                                    eos_token_id=None, pad_token_id=0)[0].tolist()
+            greedy = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.int64),
+                                    do_sample=False, max_new_tokens=decode_steps, eos_token_id=None,
+                                    pad_token_id=0)[0].tolist()
             full = model(torch.tensor([greedy])).logits[0].numpy()
         engine.reset()
         got = engine.feed(ids)
@@ -109,8 +110,10 @@ def _greedy_agreement(model: Any, engine: Engine, prompt: list[int], n: int,
     flip, which a near-tie in the reference itself can cause, so it is reported, not gated
     (and skipped, as NaN, where steps are dear: `free_run=False`)."""
     with torch.no_grad():
-        out = model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=n, eos_token_id=None,
-                             pad_token_id=0, output_logits=True, return_dict_in_generate=True)
+        # The mask is explicit: generate would take every id equal to pad_token_id for padding.
+        out = model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.int64),
+                             do_sample=False, max_new_tokens=n, eos_token_id=None, pad_token_id=0, output_logits=True,
+                             return_dict_in_generate=True)
     ref = out.sequences[0, len(prompt):].tolist()
     engine.reset()
     logits = engine.feed(prompt)

@@ -1,0 +1,171 @@
+"""The Qwen3.5 hybrid (Gated DeltaNet + gated attention) on an unseen tiny checkpoint (random
+weights, the architecture's features at test size): greedy ids equal transformers' for 300 tokens
+across prefill-chunk and bucket boundaries and a second turn, on ONNX Runtime and ExecuTorch; a
+cancelled request's recurrent state equals that of one that stopped there; every way back to an
+earlier position gives the state the model had there; plans that would not be the model are
+refused by name."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numeric import assert_greedy
+from session_once import made_once
+
+PROMPT = " ".join(f"line {i}: the value of x is {i * i}" for i in range(40))
+FOLLOW_UP = " and then the next value of y is"
+
+
+@pytest.fixture(scope="session")
+def hybrid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(checkpoint, artifact): prefill chunks of 16; ONNX over buckets 128/256/512, ExecuTorch over
+    512 alone (its XNNPACK lowering of the hybrid takes about a minute a bucket here)."""
+    from omni_edge.export.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint, make_checkpoint
+
+    def make(work: Path) -> None:
+        make_checkpoint(work / "ckpt", arch="qwen3.5", preset="tiny", seed=3)
+        for fmt, buckets in (("onnx", (128, 256, 512)), ("pte", (512,))):
+            export_checkpoint(work / "ckpt", work / "artifact",
+                              LlmExportOptions(formats=(fmt,), prefill_chunk=16, buckets=buckets))
+
+    work = made_once(tmp_path_factory, "qwen3_5-tiny", make)
+    return work / "ckpt", work / "artifact"
+
+
+def _ids(checkpoint: Path, text: str, n: int) -> list[int]:
+    from tokenizers import Tokenizer
+
+    ids: list[int] = Tokenizer.from_file(str(checkpoint / "tokenizer.json")).encode(text).ids
+    assert len(ids) >= n
+    return ids[:n]
+
+
+def _last(session: object) -> dict:
+    stages = session.info()["stages"]  # type: ignore[attr-defined]
+    return dict(stages[0]["last_request"])
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "pte"])
+def test_greedy_ids_equal_transformers_across_chunks_buckets_and_turns(hybrid: tuple[Path, Path], fmt: str) -> None:
+    from omni_edge.runtime import Session
+
+    checkpoint, artifact = hybrid
+    session = Session.open(artifact / f"plan.{fmt}.json")
+    first, second = _ids(checkpoint, PROMPT, 61), _ids(checkpoint, FOLLOW_UP, 9)  # 61 = 3 chunks of 16 and 13
+    turns: list[list[int]] = []
+    context: list[int] = []
+    for prompt, n, more in ((first, 150, False), (second, 150, True)):
+        got: list[int] = []
+        done = session.run(prompt_ids=prompt, max_new_tokens=n, ignore_stop_tokens=True, continue_conversation=more,
+                           on_event=lambda e, got=got: got.extend(e.get("token_ids", [])) or True)
+        context += prompt
+        assert len(got) == n
+        # Each turn against transformers after everything before it; the second crosses 256.
+        assert_greedy(got, checkpoint, context, f"{fmt} turn {len(turns) + 1}")
+        context += got
+        turns.append(got)
+    assert done["context_tokens"] == len(context) - 1  # the last sampled token is not fed yet
+    assert _last(session)["recurrent"]["position"] == len(context) - 1
+    info = json.loads((artifact / f"thinker-{fmt}" / "manifest.json").read_text())
+    assert info["metadata"]["artifact"]["state_layout_version"] == 2
+
+
+def test_a_cancelled_request_keeps_the_state_of_one_that_stopped_there(hybrid: tuple[Path, Path]) -> None:
+    """The consumer stops after 12 tokens while the worker has run ahead: the withheld tokens leave
+    the context, and the recurrent state (which cannot be rewound by position) is the one a request
+    of 12 tokens leaves, bit for bit (restored from the history or re-run by decode steps from the
+    prompt's saved state); the next turn then answers alike."""
+    from omni_edge.runtime import Session
+
+    checkpoint, artifact = hybrid
+    plan, prompt = artifact / "plan.onnx.json", _ids(checkpoint, PROMPT, 40)
+    stopped = Session.open(plan)
+    stopped.run(prompt_ids=prompt, max_new_tokens=12, ignore_stop_tokens=True, on_event=lambda e: True)
+    cancelled = Session.open(plan)
+    seen: list[int] = []
+
+    def stop_at_12(event: dict) -> bool:
+        if not seen:
+            time.sleep(1.0)  # a slow reader: the worker runs ahead, so the cancel withholds tokens
+        seen.extend(event.get("token_ids", []))
+        return len(seen) < 12
+
+    cancelled.run(prompt_ids=prompt, max_new_tokens=200, ignore_stop_tokens=True, on_event=stop_at_12)
+    a, b = _last(stopped), _last(cancelled)
+    assert len(seen) == 12 and a["context"] == b["context"] and a["pending"] == b["pending"]
+    assert a["recurrent"]["sha256"] == b["recurrent"]["sha256"] and a["recurrent"]["position"] == 40 + 11
+    assert b["recurrent"]["last_rewind"], "nothing was withheld: the test did not rewind"
+    follow = _ids(checkpoint, FOLLOW_UP, 9)
+    answers = []
+    for session in (stopped, cancelled):
+        got: list[int] = []
+        session.run(prompt_ids=follow, max_new_tokens=20, ignore_stop_tokens=True, continue_conversation=True,
+                    on_event=lambda e, got=got: got.extend(e.get("token_ids", [])) or True)
+        answers.append(got)
+    assert answers[0] == answers[1] and len(answers[0]) == 20
+
+
+def test_every_way_back_gives_the_state_the_model_had_there(hybrid: tuple[Path, Path]) -> None:
+    """Decoder-level rewinds: within the state history (no copy), past it to the state saved after
+    the prompt and forward by decode steps (the same graph as the first time: equal bytes), and
+    into the prompt (replayed: equal to rounding)."""
+    from omni_edge._native import LlmEngine
+
+    checkpoint, artifact = hybrid
+    engine = LlmEngine.open(str(artifact / "plan.onnx.json"))
+    prompt = _ids(checkpoint, PROMPT, 40)
+    logits = np.frombuffer(engine.feed(prompt), np.float32)
+    context, states = list(prompt), {40: engine.recurrent_state()}
+    for _ in range(10):
+        context.append(int(logits.argmax()))
+        logits = np.frombuffer(engine.feed(context[-1:]), np.float32)
+        states[len(context)] = engine.recurrent_state()
+    assert engine.position == 50
+    # 48 is still in the history; 43 is not: from the state after the prompt, three decode steps;
+    # those left 41 in the history.
+    for position, how in ((48, "history"), (43, "replay 3"), (41, "history")):
+        engine.rewind(position, context)
+        assert engine.last_rewind == how and engine.position == position
+        assert engine.recurrent_state() == states[position], how
+        engine.feed(context[position:position + 1])  # on again by one decode step: the same bytes
+        assert engine.recurrent_state() == states[position + 1], how
+    engine.rewind(30, context)  # inside the prompt: fed again from the start
+    assert engine.last_rewind == "refeed" and engine.position == 30
+    engine.feed(context[30:40])
+    replayed = np.frombuffer(engine.recurrent_state(), np.float32)
+    np.testing.assert_allclose(replayed, np.frombuffer(states[40], np.float32), rtol=0, atol=1e-5)
+    with pytest.raises(Exception, match="cannot rewind"):
+        engine.rewind(41, context)
+
+
+def test_plans_that_would_not_be_the_model_are_refused(hybrid: tuple[Path, Path], tmp_path: Path) -> None:
+    from omni_edge.export.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint
+    from omni_edge.runtime import Session
+
+    checkpoint, artifact = hybrid
+    for kv in ({"kv": "ring", "window": 64}, {"overflow": "ring"}):
+        with pytest.raises(ValueError, match="attend to every position"):
+            export_checkpoint(checkpoint, tmp_path / "no", LlmExportOptions(formats=("onnx",), **kv))  # type: ignore[arg-type]
+    plan = json.loads((artifact / "plan.onnx.json").read_text())
+    llm = plan["stages"][0]["llm"]
+    cases = [("kv", {**llm["kv"], "overflow": "ring", "attention": "masked"}, "attend to every position"),
+             ("recurrent", {**llm["recurrent"], "history": 1}, "history: must be >= 2"),
+             ("recurrent", {**llm["recurrent"], "conv_state": [160]}, "conv_state: expected 2 dimensions"),
+             ("recurrent", {**llm["recurrent"], "layers": 5}, "graph_mismatch"),
+             ("recurrent", {**llm["recurrent"], "recurrent_state": [4, 16, 16]}, r"recurrent_state_0\) is float32\[1, 4, 16, 24\]")]
+    for field, value, message in cases:
+        broken = json.loads(json.dumps(plan))
+        broken["stages"][0]["llm"][field] = value
+        path = artifact / f"broken-{len(message)}.json"
+        path.write_text(json.dumps(broken))
+        try:
+            with pytest.raises(Exception, match=message):
+                Session.open(path)
+        finally:
+            path.unlink()
