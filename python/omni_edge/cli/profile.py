@@ -53,8 +53,13 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=profile)
 
     p = sub.add_parser("budget", help="the admission ledger's memory budget of a plan (nothing is loaded)")
-    p.add_argument("--plan", type=Path, required=True)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--plan", type=Path)
+    what.add_argument("--family", help="a model family of the qualification matrix at its real size (e.g. 27b), "
+                                       "sized from its shapes: no artifact needed")
     p.add_argument("--sessions", type=flags.positive, default=1)
+    p.add_argument("--routes", action="store_true", help="also: which of the matrix's device routes admit it, with "
+                                                        "the numbers")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=budget)
 
@@ -116,17 +121,30 @@ def _check_duplex(plan: Path) -> None:
 def budget(args: argparse.Namespace) -> int:
     from omni_edge.harness.qualification.ledger import AdmissionError, check_memory_budget, estimate_plan_budget, mib, on_wsl
 
+    from omni_edge.harness.qualification.matrix import route_admissions
+
     try:
-        budget = estimate_plan_budget(args.plan, args.sessions, wsl=on_wsl())
+        if args.family:
+            from omni_edge.harness.qualification.catalog import family
+
+            budget = family(args.family).footprint.budget(sessions=args.sessions)
+        else:
+            budget = estimate_plan_budget(args.plan, args.sessions, wsl=on_wsl())
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"omni-edge budget: {args.plan}: {exc}", file=sys.stderr)
+        print(f"omni-edge budget: {args.plan or args.family}: {exc}", file=sys.stderr)
         return 1
+    routes = route_admissions(budget, str(args.plan or args.family)) if args.routes else []
     if args.json:
-        print(json.dumps(budget.to_dict()))
+        print(json.dumps(budget.to_dict() | ({"routes": routes} if args.routes else {})))
         return 0
     for s in budget.stages:
         print(f"stage {s.stage_id} ({s.pool}): weights {mib(s.weights)}, state {mib(s.state)}, loading peak "
               f"{mib(s.loading_peak)}, workspace {mib(s.workspace)}, margin {mib(s.margin)} = {mib(s.total)}")
+    for r in routes:
+        print(f"{r['route']}: {'admitted' if r['admitted'] else 'rejected'}: needs {r['need_mib']:.0f} MiB of "
+              f"{r['pool']}, which holds {r['capacity_mib']:.0f} MiB" + ("" if r["admitted"] else f" ({r['reason']})"))
+    if args.family:
+        return 0
     try:
         check_memory_budget(json.loads(args.plan.read_text()), budget, args.plan)
     except AdmissionError as exc:

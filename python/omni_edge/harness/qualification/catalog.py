@@ -10,6 +10,7 @@ half of the host's RAM by default. The ledger plans against `capacity`, never ag
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from omni_edge.harness.qualification.ledger import Footprint
 
@@ -102,6 +103,39 @@ def internvla_a1(bits: float) -> Footprint:
     return Footprint("policy", INTERNVLA_A1_PARAMETERS, bits, 28, 8, 128, INTERNVLA_A1_CONTEXT)
 
 
+# Qwen3.5-27B by its shapes (the hybrid of export/models/qwen3_5; README, its section): 64 layers
+# of 5120, every fourth gated attention (24 query / 4 KV heads of 256), the others Gated DeltaNet
+# (16 key / 48 value heads of 128, conv kernel 4), MLP 17408, vocabulary 248,320 with an untied
+# head: 26.9 B in the text model, from these shapes; its vision tower (27 blocks of 1152) 0.46 B.
+QWEN35_27B = {"hidden": 5120, "layers": 64, "attention_every": 4, "heads": 24, "kv_heads": 4, "head_dim": 256,
+              "k_heads": 16, "v_heads": 48, "k_dim": 128, "v_dim": 128, "conv_kernel": 4, "intermediate": 17408,
+              "vocab": 248320, "vision": 0.46e9}
+
+
+def hybrid_parameters(s: dict[str, Any]) -> float:
+    """The text model's weights from its shapes: embedding and head, MLPs, attention and Gated
+    DeltaNet layers (norms and the per-head decay parameters are negligible)."""
+    h, n_att = s["hidden"], s["layers"] // s["attention_every"]
+    n_lin = s["layers"] - n_att
+    q, kv = s["heads"] * s["head_dim"], s["kv_heads"] * s["head_dim"]
+    attention = h * (2 * q + 2 * kv) + q * h
+    key, value = s["k_heads"] * s["k_dim"], s["v_heads"] * s["v_dim"]
+    linear = h * (2 * key + 2 * value + 2 * s["v_heads"]) + value * h + (2 * key + value) * s["conv_kernel"]
+    return float(2 * s["vocab"] * h + s["layers"] * 3 * h * s["intermediate"] + n_att * attention + n_lin * linear)
+
+
+def qwen35(bits: float, context: int = 4096, s: dict[str, Any] = QWEN35_27B) -> Footprint:
+    """A Qwen3.5 hybrid at `bits` per weight (its vision tower at fp16): KV of its attention layers
+    for `context` positions, and each linear layer's conv and recurrent state (float32, the plan's
+    history of sets and the saved prompt state)."""
+    n_att = s["layers"] // s["attention_every"]
+    recurrent = {"layers": s["layers"] - n_att, "conv_state": [2 * s["k_heads"] * s["k_dim"] + s["v_heads"] * s["v_dim"],
+                                                               s["conv_kernel"] - 1],
+                 "recurrent_state": [s["v_heads"], s["k_dim"], s["v_dim"]], "history": 4}
+    return Footprint("27b", hybrid_parameters(s), bits, n_att, s["kv_heads"], s["head_dim"], context,
+                     extra_weights=int(2 * s["vision"]), recurrent=recurrent)
+
+
 @dataclass(frozen=True)
 class Family:
     key: str
@@ -125,8 +159,9 @@ FAMILIES: tuple[Family, ...] = (
            internvla_a1(POLICY_BITS["w8a16"]), ("vision", "frame", "context", "action")),
     Family("pi0", "π0", "3.3B VLA: PaliGemma (SigLIP + Gemma 2B, one KV head of 256) + a 0.3B action expert, fp16, "
            "two cameras", Footprint("pi0", 3.3e9, 16.0, 18, 1, 256, 2 * 256 + 48 + 51), ("vision", "prefix", "action")),
-    Family("27b", "27B-class", "27B dense decoder, 4-bit weights (4.5 bits/weight with scales), 4K context",
-           Footprint("27b", 27e9, 4.5, 62, 16, 128, 4096)),
+    Family("27b", "27B-class", "Qwen3.5-27B hybrid (48 Gated DeltaNet + 16 gated attention layers), 4-bit weights "
+           "(4.5 bits/weight with scales), vision tower at fp16, 4K context", qwen35(THINKER_BITS["int4"]),
+           ("vision", "thinker")),
 )
 
 

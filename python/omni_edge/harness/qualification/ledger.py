@@ -122,6 +122,9 @@ class Footprint:
     head_dim: int
     context: int
     extra_weights: int = 0       # other stages (vision tower, vocoder, ...)
+    # A hybrid's linear-attention layers (`layers` then counts the attention layers only): the
+    # decoder plan's `recurrent` section, sized by the same native rule as the KV.
+    recurrent: dict[str, Any] | None = None
 
     def budget(self, pool: str = "device_ram", sessions: int = 1) -> PlanBudget:
         """The admission rule of an exported plan (weights, state, loading peak, workspace plus the
@@ -135,6 +138,8 @@ class Footprint:
         decoder = {"num_layers": self.layers, "num_kv_heads": self.kv_heads, "head_dim": self.head_dim,
                    "kv": {"mode": "full", "buckets": [self.context]}, "prefill_chunk": 128, "mask_value": -100.0,
                    "vocab_size": 151936, "hidden_size": self.kv_heads * self.head_dim * 4}
+        if self.recurrent:
+            decoder["recurrent"] = self.recurrent
         memory = json.loads(_native.decoder_memory(json.dumps(decoder)))
         state, workspace = int(memory["state"]) * sessions, int(memory["workspace"]) + RUNTIME_ARENA_BYTES
         margin = int(MARGIN_FRACTION * (weights + state + loading_peak + workspace))

@@ -36,7 +36,7 @@ from typing import Any
 from omni_edge.contracts.manifest import sha256_file
 from omni_edge.files import write_text_atomic
 from omni_edge.harness.qualification.catalog import FAMILIES, ROUTES, Family, Route, family, route
-from omni_edge.harness.qualification.ledger import AdmissionError, Ledger
+from omni_edge.harness.qualification.ledger import AdmissionError, Ledger, PlanBudget
 from omni_edge.source_tree import source_tree
 
 SCHEMA = "omni-edge.qualification/1"
@@ -118,6 +118,22 @@ def admission(r: Route, f: Family) -> tuple[bool, str, dict[str, Any]]:
     except AdmissionError as exc:
         return False, str(exc), budget.to_dict()
     return True, "", budget.to_dict()
+
+
+def route_admissions(budget: PlanBudget, owner: str) -> list[dict[str, Any]]:
+    """Each route of the matrix: does its ledger admit `budget` (every stage moved to the route's
+    pool), with the numbers and, where not, the ledger's refusal."""
+    out = []
+    need = sum(budget.per_pool().values())
+    for r in ROUTES:
+        entry: dict[str, Any] = {"route": r.key, "pool": r.pool, "need_mib": need / 2**20,
+                                 "capacity_mib": r.capacity.get(r.pool, 0) / 2**20, "admitted": True, "reason": ""}
+        try:
+            Ledger(r.capacity).reserve(owner, {r.pool: need})
+        except AdmissionError as exc:
+            entry.update(admitted=False, reason=str(exc))
+        out.append(entry)
+    return out
 
 
 def admission_by_precision(footprints: dict[str, Any]) -> dict[str, dict[str, tuple[bool, float, float]]]:
