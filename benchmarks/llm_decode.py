@@ -57,7 +57,7 @@ BLOCK_SIZE = 32  # int8/int4 weights per quantization block, for both omni-edge 
 # Context buckets of the omni-edge exports: each benchmarked context fills one exactly, as GenAI's
 # cache holds exactly max_length positions. The fused attention reads only the valid slots, so the
 # bucket sets memory, not speed; the masked form attends over its whole bucket.
-BUCKETS = (256, 1024, 4096)
+BUCKETS = (256, 1024, 4096, 16384)
 
 
 
@@ -227,26 +227,51 @@ def last_level_cache() -> str:
     return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("L3 cache")), "?")
 
 
+def _attention_layers(config: dict[str, Any]) -> int:
+    """Layers with a KV cache: all of a transformer's, a hybrid's full-attention ones."""
+    types = config.get("layer_types") or ["full_attention"] * config["num_hidden_layers"]
+    return sum(kind != "linear_attention" for kind in types)
+
+
 def decode_weight_bytes(checkpoint: Path, precision: str) -> int:
     """Bytes of weights read per decoded token: every layer's projections, the norms and the LM
     head (the embedding contributes one row). int8/int4: the packed values and one float32 scale
-    per block of BLOCK_SIZE, as both omni-edge and GenAI store them."""
+    per block of BLOCK_SIZE, as both omni-edge and GenAI store them. A hybrid's Gated DeltaNet
+    layers read their in/out projections instead, and its attention a second (gate) query."""
     config = json.loads((checkpoint / "config.json").read_text())
     h, i, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
     d = config.get("head_dim") or h // config["num_attention_heads"]
     q, kv = config["num_attention_heads"] * d, config["num_key_value_heads"] * d
-    matrices = config["num_hidden_layers"] * (h * q + 2 * h * kv + q * h + 3 * h * i) + v * h
-    norms = config["num_hidden_layers"] * (2 * h + 2 * d) + h
+    n, n_att = config["num_hidden_layers"], _attention_layers(config)
+    gate = q if "linear_num_value_heads" in config else 0
+    matrices = n_att * (h * (q + gate) + 2 * h * kv + q * h) + n * 3 * h * i + v * h
+    if n > n_att:
+        key = config["linear_num_key_heads"] * config["linear_key_head_dim"]
+        value, heads = config["linear_num_value_heads"] * config["linear_value_head_dim"], config["linear_num_value_heads"]
+        matrices += (n - n_att) * (h * (2 * key + 2 * value + 2 * heads) + value * h)
+    norms = n * (2 * h + 2 * d) + h
     bits = {"fp32": 32, "int8": 8, "int4": 4}[precision]
     matrix_bytes = 4 * matrices if bits == 32 else matrices * bits // 8 + 4 * matrices // BLOCK_SIZE
     return matrix_bytes + 4 * norms
 
 
 def kv_bytes_per_position(checkpoint: Path) -> int:
-    """Bytes of float32 keys and values one cached position holds (every layer)."""
+    """Bytes of float32 keys and values one cached position holds (every layer with a KV cache)."""
     config = json.loads((checkpoint / "config.json").read_text())
     d = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-    return 2 * config["num_hidden_layers"] * config["num_key_value_heads"] * d * 4
+    return 2 * _attention_layers(config) * config["num_key_value_heads"] * d * 4
+
+
+def recurrent_bytes_per_token(checkpoint: Path) -> int:
+    """A hybrid's fixed-size state one token reads and writes (float32 recurrent and conv states of
+    every Gated DeltaNet layer, each read once and written once); 0 for a transformer."""
+    config = json.loads((checkpoint / "config.json").read_text())
+    linear = config["num_hidden_layers"] - _attention_layers(config)
+    if not linear:
+        return 0
+    vh, kd, vd = config["linear_num_value_heads"], config["linear_key_head_dim"], config["linear_value_head_dim"]
+    conv = (2 * config["linear_num_key_heads"] * kd + vh * vd) * (config["linear_conv_kernel_dim"] - 1)
+    return 2 * linear * (vh * kd * vd + conv) * 4
 
 
 def context_share(rows: list[dict[str, Any]]) -> None:
@@ -307,7 +332,8 @@ def ensure_inputs(args: argparse.Namespace, precisions: list[str]) -> None:
                 flags += ["--precision", precision, "--block-size", str(BLOCK_SIZE), "--no-validate"]
             subprocess.run([cli, "export", "llm", "--checkpoint", str(args.checkpoint), "--out", str(out), *flags,
                             "--prefill-chunk", "32", "--buckets", buckets], check=True)
-        build_genai_model(args.checkpoint, genai_dir(args, precision), args.threads, precision)
+        if "onnxruntime-genai" in systems:
+            build_genai_model(args.checkpoint, genai_dir(args, precision), args.threads, precision)
 
 
 def without_option(argv: list[str], option: str) -> list[str]:
@@ -377,7 +403,7 @@ def measure(args: argparse.Namespace, context: int, precision: str, bandwidth: f
     weight_bytes = decode_weight_bytes(args.checkpoint, precision)
     # The keys/values a decode step reads, at the middle of the decode: the valid ones.
     mean_positions = prompt + args.new_tokens / 2
-    kv_bytes = kv_bytes_per_position(args.checkpoint) * mean_positions
+    kv_bytes = kv_bytes_per_position(args.checkpoint) * mean_positions + recurrent_bytes_per_token(args.checkpoint)
     rows = []
     for system in args.systems.split(","):
         if precision != "fp32" and system not in QUANTIZED_SYSTEMS:

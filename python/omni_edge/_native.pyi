@@ -115,7 +115,9 @@ class LlmEngine:
     def reset(self) -> None: ...
 
     def rewind(self, position: int, context: Sequence[int]) -> None:
-        """Forget the positions from `position` on (context: every position's token)."""
+        """
+        Forget the positions from `position` on (context: every position's token).
+        """
 
     def recurrent_state(self) -> bytes:
         """

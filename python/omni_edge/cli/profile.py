@@ -120,7 +120,6 @@ def _check_duplex(plan: Path) -> None:
 
 def budget(args: argparse.Namespace) -> int:
     from omni_edge.harness.qualification.ledger import AdmissionError, check_memory_budget, estimate_plan_budget, mib, on_wsl
-
     from omni_edge.harness.qualification.matrix import route_admissions
 
     try:

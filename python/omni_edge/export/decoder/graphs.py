@@ -395,7 +395,8 @@ class BodyGraph(nn.Module):
         super().__init__()
         self.s = s
         self.layers = nn.ModuleList(_layer(layer, s, reduce, kind)
-                                    for layer, kind in zip(model.model.layers, s.layer_kinds or ["attention"] * s.layers))
+                                    for layer, kind in zip(model.model.layers, s.layer_kinds or ["attention"] * s.layers,
+                                                               strict=True))
         r = s.rotated
         inv_freq = (torch.tensor(s.rope_inv_freq, dtype=torch.float32) if s.rope_inv_freq
                     else 1.0 / (s.rope_theta ** (torch.arange(0, r, 2, dtype=torch.float32) / r)))
@@ -437,7 +438,10 @@ class BodyGraph(nn.Module):
         a, r = self.s.attention_layers, self.s.linear_layers
         states = past[2 * a:2 * a + 2 * r]
         valid = past[2 * a + 2 * r] if len(past) > 2 * a + 2 * r else None
-        keys, values, convs, recurrent = [], [], [], []
+        keys: list[torch.Tensor] = []
+        values: list[torch.Tensor] = []
+        convs: list[torch.Tensor] = []
+        recurrent: list[torch.Tensor] = []
         for layer in self.layers:
             if isinstance(layer, GatedDeltaNetLayer):
                 j = len(convs)

@@ -83,6 +83,18 @@ def gated_delta_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch
     return q @ state, state
 
 
+def gated_delta_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+                      state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """N tokens one after another (the decode rule N times; shapes as gated_delta_chunk's)."""
+    h, n = q.shape[0], q.shape[1]
+    outs = []
+    for t in range(n):
+        out, state = gated_delta_step(q[:, t:t + 1], k[:, t:t + 1], v[:, t:t + 1], g[:, t:t + 1].reshape(h, 1, 1),
+                                      beta[:, t:t + 1].reshape(h, 1, 1), state)
+        outs.append(out)
+    return torch.cat(outs, dim=1), state
+
+
 def gated_delta_chunk(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
                       state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """N tokens at once, the chunked gated delta rule. q, k [H, N, Dk]; v [H, N, Dv]; g, beta
@@ -115,6 +127,8 @@ class GatedDeltaNetLayer(nn.Module):
     valid_tokens]) -> (x, conv_state, state). `norm` builds the layer's RMSNorms (the checkpoint's
     zero-centred weights already offset)."""
 
+    spread: torch.Tensor
+
     def __init__(self, layer: Any, shape: LinearShape, norm: Any, linear: Any) -> None:
         super().__init__()
         att = layer.linear_attn
@@ -129,6 +143,8 @@ class GatedDeltaNetLayer(nn.Module):
         mlp = layer.mlp
         self.gate_up, self.down = linear(mlp.gate_proj, mlp.up_proj), linear(mlp.down_proj)
         self.intermediate = mlp.gate_proj.out_features
+        # A prefill chunk token by token instead of the chunked rule (the HTP's fp16 form).
+        self.sequential = False
         # Value head j reads key head j // group: [k_heads, v_heads] of 0/1.
         group = shape.v_heads // shape.k_heads
         spread = (torch.arange(shape.v_heads)[None, :] // group == torch.arange(shape.k_heads)[:, None]).float()
@@ -143,10 +159,9 @@ class GatedDeltaNetLayer(nn.Module):
         b, a = p[..., s.conv_dim + vd:s.conv_dim + vd + hv], p[..., s.conv_dim + vd + hv:]
         window = torch.cat([conv_state, mixed.transpose(1, 2)], dim=-1)                 # [1, C, K-1+N]
         conv = torch.nn.functional.silu(torch.nn.functional.conv1d(window, self.conv_weight, groups=s.conv_dim))
-        if valid is None:
-            new_conv = window[:, :, n:]
-        else:  # the K-1 inputs before the last valid row's end
-            new_conv = torch.index_select(window, 2, valid.reshape(1) + torch.arange(s.conv_kernel - 1))
+        # The next conv state: the K-1 inputs before the last valid row's end.
+        new_conv = (window[:, :, n:] if valid is None
+                    else torch.index_select(window, 2, valid.reshape(1) + torch.arange(s.conv_kernel - 1)))
         conv = conv.transpose(1, 2).reshape(n, s.conv_dim)                               # [N, C]
         q = _l2norm(conv[:, :kd].reshape(n, s.k_heads, s.k_dim)) * s.k_dim ** -0.5
         k = _l2norm(conv[:, kd:2 * kd].reshape(n, s.k_heads, s.k_dim))
@@ -164,6 +179,8 @@ class GatedDeltaNetLayer(nn.Module):
         state = state.reshape(hv, s.k_dim, s.v_dim)
         if n == 1:
             out, state = gated_delta_step(q, k, v, g.reshape(hv, 1, 1), beta.reshape(hv, 1, 1), state)
+        elif self.sequential:
+            out, state = gated_delta_steps(q, k, v, g, beta, state)
         else:
             out, state = gated_delta_chunk(q, k, v, g, beta, state)
         out = out.transpose(0, 1)                                                        # [N, Hv, Dv]

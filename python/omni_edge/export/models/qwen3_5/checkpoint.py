@@ -2,7 +2,7 @@
 (`transformers.Qwen3_5ForCausalLM`) with a locally trained ChatML tokenizer. The tiny preset keeps
 every feature of the architecture at test size: grouped value heads in the linear layers (more
 value than key heads), more query than KV heads, partial RoPE, the 3:1 layer pattern twice.
-`bench` is Qwen3.5-27B's layer width with eight layers (for the long-context benchmark)."""
+`bench` is the Qwen3 bench checkpoint's width and depth with the hybrid's layers."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ PRESETS: dict[str, dict[str, Any]] = {
                  num_key_value_heads=2, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
                  linear_key_head_dim=16, linear_value_head_dim=24, linear_conv_kernel_dim=4, vocab_size=1024,
                  max_position_embeddings=4096),
-    # Qwen3.5-27B's per-layer geometry (hidden 5120, 24/4 heads of 256, 16/48 linear heads of 128,
-    # intermediate 17408) at 8 of its 64 layers, vocab cut to 8192 tokens of a local tokenizer.
-    "bench": dict(hidden_size=5120, intermediate_size=17408, num_hidden_layers=8, num_attention_heads=24,
-                  num_key_value_heads=4, head_dim=256, linear_num_key_heads=16, linear_num_value_heads=48,
-                  linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4, vocab_size=8192,
-                  max_position_embeddings=65536),
+    # For the long-context benchmark: the Qwen3 bench checkpoint's width and depth (hidden 1024, MLP
+    # 3072, 4 layers, 16 query / 8 KV heads of 128, vocabulary 151936 tied) with Qwen3.5's layer
+    # pattern (three Gated DeltaNet layers of 8 key / 16 value heads of 128, then gated attention).
+    "bench": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=4, num_attention_heads=16,
+                  num_key_value_heads=8, head_dim=128, linear_num_key_heads=8, linear_num_value_heads=16,
+                  linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4, vocab_size=151936,
+                  max_position_embeddings=40960),
 }
 
 
@@ -30,7 +31,7 @@ def make_checkpoint(out: Path, preset: str = "tiny", seed: int = 0) -> Path:
     from transformers import Qwen3_5TextConfig
 
     fields = preset_of(PRESETS, preset, "qwen3.5")
-    config = Qwen3_5TextConfig(**fields, rms_norm_eps=1e-6, tie_word_embeddings=False,
+    config = Qwen3_5TextConfig(**fields, rms_norm_eps=1e-6, tie_word_embeddings=preset == "bench",
                                rope_parameters={"rope_type": "default", "rope_theta": 10_000_000.0,
                                                 "partial_rotary_factor": 0.25})
     record = {"arch": "qwen3.5", "preset": preset, "seed": seed}
