@@ -99,6 +99,7 @@ class LlmWorker final : public pipeline::StageWorker {
   std::map<int64_t, int64_t> tokens_at_seq_;  // event seq -> tokens the consumer has after it
   int64_t seq_ = 0;
   double begin_ms_ = 0, prefill_ms_ = 0, first_ms_ = -1, last_ms_ = 0, backend_before_ = 0;
+  double decode_begin_ms_ = 0, decode_backend_before_ = 0;  // where the decode loop starts (after the prefill)
 };
 
 }  // namespace omni_edge::llm
