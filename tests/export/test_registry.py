@@ -22,13 +22,15 @@ def _config_only(directory: Path, model_type: str) -> Path:
 
 def test_every_architecture_is_found_from_its_model_types(tmp_path: Path) -> None:
     names = [a.name for a in ARCHITECTURES]
-    assert names == ["qwen3", "qwen2", "llama", "qwen3-tts", "qwen2.5-omni", "minicpmo-4.5", "pi0", "internvla-a1"]
+    assert names == ["qwen3", "qwen3.5", "qwen2", "llama", "qwen3-tts", "qwen2.5-omni", "minicpmo-4.5", "pi0",
+                     "internvla-a1"]
     assert len(set(names)) == len(names)
     for arch in ARCHITECTURES:
         assert by_name(arch.name) is arch and arch.task in ("llm", "tts", "policy") and arch.presets
         for model_type in arch.model_types:
             assert of_checkpoint(_config_only(tmp_path / f"{arch.name}-{model_type}", model_type)) is arch
-    with pytest.raises(ValueError, match=r"model_type 'mistral' is not supported \(known: qwen3, qwen2, llama, qwen3_tts"):
+    known = r"known: qwen3, qwen3_5_text, qwen3_5, qwen2, llama, qwen3_tts"
+    with pytest.raises(ValueError, match=rf"model_type 'mistral' is not supported \({known}"):
         of_checkpoint(_config_only(tmp_path / "mistral", "mistral"))
     with pytest.raises(ValueError, match=r"not a checkpoint directory \(no config\.json\)"):
         of_checkpoint(tmp_path / "missing")
@@ -98,13 +100,13 @@ def test_the_registry_agrees_with_each_folder() -> None:
     and model types are the ones its folder's maker and loader use."""
     from omni_edge.export.targets import cpu_quant, qnn_target
 
-    presets = {"qwen3": "PRESETS", "qwen2": "PRESETS", "llama": "PRESETS", "qwen3-tts": "TTS_PRESETS",
+    presets = {"qwen3": "PRESETS", "qwen3.5": "PRESETS", "qwen2": "PRESETS", "llama": "PRESETS", "qwen3-tts": "TTS_PRESETS",
                "qwen2.5-omni": "OMNI_PRESETS", "minicpmo-4.5": "PRESETS", "pi0": "PI0_PRESETS",
                "internvla-a1": "INTERNVLA_PRESETS"}
     for arch in ARCHITECTURES:
         assert arch.presets == tuple(getattr(arch.module("checkpoint"), presets[arch.name])), arch.name
     reference = {a.name: a.module("reference") for a in ARCHITECTURES}
-    for text in ("qwen3", "qwen2", "llama"):
+    for text in ("qwen3", "qwen3.5", "qwen2", "llama"):
         assert by_name(text).model_types == reference[text].MODEL_TYPES
     assert by_name("qwen3-tts").model_types == (reference["qwen3-tts"].MODEL_TYPE,)
     assert by_name("qwen2.5-omni").model_types == (reference["qwen2.5-omni"].THINKER_TYPE,

@@ -262,6 +262,14 @@ def test_matrix_shows_72_cells_with_the_27b_rejected_on_small_devices(tmp_path: 
         assert c["status"] == "capacity-rejected" and "MiB of device_ram but only" in c["detail"]
         assert c["budget"]["pools"]["device_ram"] > 12 << 30
     assert by[("cpu-windows", "spark")]["status"] == "not attempted"
+    # The 27B is Qwen3.5-27B's hybrid at int4: its budget per route, the recurrent state sets in its state.
+    budget = json.loads(cli("budget", "--family", "27b", "--routes", "--json").stdout)
+    routes = {r["route"]: r for r in budget["routes"]}
+    assert routes["x-elite"]["admitted"] and not routes["galaxy-s25"]["admitted"]
+    assert "6144.0 MiB of 6144.0 MiB is free" in routes["galaxy-s25"]["reason"]
+    kv_4k = 2 * 16 * 4 * 256 * 4 * 4096  # the 16 attention layers' float32 keys and values
+    recurrent_set = 48 * (48 * 128 * 128 + 10240 * 3) * 4
+    assert budget["stages"][0]["state"] == kv_4k + 5 * recurrent_set  # four in the history, one saved
     text = cli("matrix", "--store", str(tmp_path)).stdout
     assert "72 cells:" in text and text.count("capacity") >= 4
     html = tmp_path / "m.html"
