@@ -10,7 +10,6 @@ and on ONNX Runtime's CPU in float32, and prints each output's SQNR.
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,9 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--sequential", action="store_true", help="the prefill chunk token by token (not the chunked rule)")
     args = p.parse_args()
-    shutil.rmtree(args.out, ignore_errors=True)
-    args.out.mkdir(parents=True)
+    if args.out.exists() and any(args.out.iterdir()):
+        p.error(f"--out {args.out}: not empty (the probe writes its graphs into a directory of its own)")
+    args.out.mkdir(parents=True, exist_ok=True)
     model = load_causal_lm(args.checkpoint, ("qwen3_5_text", "qwen3_5"))
     s = DecoderShape.from_config(model.config)
     body = BodyGraph(model, s, reduce="scaled", rope_table=CACHE).eval()  # the HTP export's fp16 form

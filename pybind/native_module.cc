@@ -548,8 +548,7 @@ void BindLlmEngine(nb::module_& m) {
         Check(h.engine->Rewind(position, context));
       }, nb::arg("position"), nb::arg("context"), "Forget the positions from `position` on (context: every position's token).")
       .def("recurrent_state", [](const EngineHandle& h) {
-        std::string bytes;
-        for (const TensorView& t : h.engine->recurrent_state()) bytes.append(static_cast<const char*>(t.data), t.nbytes());
+        const std::string bytes = h.engine->recurrent_state();
         return nb::bytes(bytes.data(), bytes.size());
       }, "A hybrid's conv and recurrent states as float32 bytes (every layer's conv state, then every recurrent state).")
       .def_prop_ro("last_rewind", [](const EngineHandle& h) { return h.engine->last_rewind(); })

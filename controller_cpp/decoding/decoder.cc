@@ -108,12 +108,12 @@ void Decoder::ResetStates() {
   saved_.position = -1;
 }
 
-std::vector<TensorView> Decoder::recurrent_state() const {
-  std::vector<TensorView> out;
+std::string Decoder::recurrent_state() const {
+  std::string bytes;
   if (!states_.empty()) {
-    for (const auto& t : states_[current_].tensors) out.push_back(t.view());
+    for (const auto& t : states_[current_].tensors) bytes.append(t.data<char>(), t.nbytes());
   }
-  return out;
+  return bytes;
 }
 
 Status Decoder::BindStates(Graph& g, bool chunk) {
@@ -540,6 +540,10 @@ Status Decoder::Rewind(int64_t position, const std::vector<TokenId>& context) {
     return Status::Ok();
   }
   // In a ring the dropped positions overwrote slots the window still needs: replay.
+  return Refeed(position, context);
+}
+
+Status Decoder::Refeed(int64_t position, const std::vector<TokenId>& context) {
   OE_RETURN_IF_ERROR(Reset());
   if (position == 0) return Status::Ok();
   return Feed(std::vector<TokenId>(context.begin(), context.begin() + position)).status();
@@ -584,10 +588,8 @@ Status Decoder::RewindStates(int64_t position, const std::vector<TokenId>& conte
   if (!embed_chunk_ && position > 0) {
     return Status::Error("invalid_argument", "cannot rewind a hybrid fed hidden states past its state history");
   }
-  OE_RETURN_IF_ERROR(Reset());
   last_rewind_ = "refeed";
-  if (position == 0) return Status::Ok();
-  return Feed(std::vector<TokenId>(context.begin(), context.begin() + position)).status();
+  return Refeed(position, context);
 }
 
 std::vector<Placement> Decoder::placements() const {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "decoding/decoder_config.h"
@@ -65,8 +66,9 @@ class Decoder {
   // How the last Rewind restored a hybrid's state: "history", "replay N" (decode steps from the
   // saved prompt state) or "refeed" (from position 0); empty before any.
   const std::string& last_rewind() const { return last_rewind_; }
-  // A hybrid's current recurrent state: every layer's conv state, then every layer's recurrent state.
-  std::vector<TensorView> recurrent_state() const;
+  // A hybrid's current recurrent state as bytes (float32): every layer's conv state, then every
+  // layer's recurrent state; empty without one.
+  std::string recurrent_state() const;
 
   // Sees the inputs of every graph just before it runs, named "<role>:<key>" as in the plan
   // ("embed:chunk", "prefill:512", "decode:512", "lm_head:step"): calibration for quantization.
@@ -130,6 +132,7 @@ class Decoder {
   void ResetStates();
   Status BindStates(Graph& g, bool chunk);  // the current set in, the next out; then the run advances
   Status RewindStates(int64_t position, const std::vector<TokenId>& context);
+  Status Refeed(int64_t position, const std::vector<TokenId>& context);  // reset, then feed context[0, position)
   void ForgetFrom(int64_t position);  // the KV side of a rewind: slots at or past `position` empty
   void UpdateStepMask();
   template <typename T>

@@ -432,10 +432,8 @@ Json LlmWorker::Metrics(const pipeline::StepContext& ctx) const {
 
 Json LlmWorker::Inspect() const {
   Json out = {{"context", context_}, {"pending", pending_}, {"reply_kept", kept_}};
-  const auto state = decoder_->recurrent_state();
-  if (!state.empty()) {
-    std::string bytes;
-    for (const TensorView& t : state) bytes.append(static_cast<const char*>(t.data), t.nbytes());
+  const std::string bytes = decoder_->recurrent_state();
+  if (!bytes.empty()) {
     out["recurrent"] = {{"position", decoder_->position()}, {"sha256", Sha256Hex(bytes.data(), bytes.size())},
                         {"bytes", int64_t(bytes.size())}, {"last_rewind", decoder_->last_rewind()}};
   }
