@@ -30,17 +30,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--sequential", action="store_true", help="the prefill chunk token by token (not the chunked rule)")
+    p.add_argument("--sequential", action="store_true",
+                   help="the export's HTP form: the prefill chunk token by token (not the chunked rule)")
     args = p.parse_args()
     if args.out.exists() and any(args.out.iterdir()):
         p.error(f"--out {args.out}: not empty (the probe writes its graphs into a directory of its own)")
     args.out.mkdir(parents=True, exist_ok=True)
     model = load_causal_lm(args.checkpoint, ("qwen3_5_text", "qwen3_5"))
     s = DecoderShape.from_config(model.config)
-    body = BodyGraph(model, s, reduce="scaled", rope_table=CACHE).eval()  # the HTP export's fp16 form
-    for layer in body.layers:
-        if hasattr(layer, "sequential"):
-            layer.sequential = args.sequential
+    body = BodyGraph(model, s, reduce="scaled", rope_table=CACHE, htp=args.sequential).eval()  # the HTP's fp16 form
     soc, precision = qnn_target.check_target("x-elite", "fp16")
     sessions: dict[int, tuple[Any, Any]] = {}
     for n in (CHUNK, 1):

@@ -64,7 +64,6 @@ Status ParseRecurrent(const Json& j, const std::string& where, DecoderConfig& c)
     return PlanError(where + ".recurrent: a hybrid's attention layers attend to every position; its KV must be "
                              "full with overflow refuse (a ring or sliding window would not be the model)");
   }
-  if (c.kv.dtype != DType::kFloat32) return PlanError(where + ".recurrent: a hybrid's KV cache is float32");
   return Status::Ok();
 }
 

@@ -27,7 +27,15 @@ from omni_edge import __version__
 from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ValidationRef
 from omni_edge.export.decoder.graphs import DecoderShape
-from omni_edge.export.decoder.plan import PRECISION_DEFAULTS, kv_caches, llm_section, shape_bucket, thinker_stage, write_plan
+from omni_edge.export.decoder.plan import (
+    PRECISION_DEFAULTS,
+    kv_caches,
+    llm_section,
+    shape_bucket,
+    state_layout_version,
+    thinker_stage,
+    write_plan,
+)
 from omni_edge.export.decoder.validation import validate_llm
 from omni_edge.export.gguf import checkpoint_source
 from omni_edge.export.options import LlmExportOptions
@@ -69,12 +77,6 @@ def export_decoder_lm(model: Any, checkpoint: Path, out: Path, opts: LlmExportOp
     paths (the first is also OUT/plan.json). `prompts`: qnn-htp's media calibration prompts
     (qnn_target.Prompt) beside the shipped text."""
     shape = DecoderShape.from_config(model.config)
-    if shape.linear is not None and opts.target == "qnn-htp":
-        # Probed on the emulator (benchmarks/hybrid_htp_probe.py): both fp16 bodies compile and run
-        # (decode 55 dB; prefill 50 dB token by token, the chunked rule's states wrong in fp16);
-        # the HTP export around them (calibration, quantized state I/O, validation) is not built.
-        raise ValueError("--target qnn-htp: a hybrid (Gated DeltaNet) checkpoint is not exported for the HTP yet (its "
-                         "fp16 bodies run on the emulator: benchmarks/hybrid_htp_probe.py); use --target cpu")
     caches = kv_caches(shape, opts)
     out.mkdir(parents=True, exist_ok=True)
     if opts.target == "qnn-htp":
@@ -124,11 +126,6 @@ def _cpu_component(model: Any, checkpoint: Path, out: Path, opts: LlmExportOptio
                                 "format": fmt, **_quantization(opts, fmt)}, **opts.extra_metadata,
                         **checkpoint_source(checkpoint)})
     return plan_path
-
-
-def state_layout_version(shape: DecoderShape) -> int:
-    """1: a KV cache; 2: a KV cache beside a hybrid's conv and recurrent states."""
-    return 2 if shape.linear is not None else 1
 
 
 def _quantization(opts: LlmExportOptions, fmt: str) -> dict[str, Any]:

@@ -388,13 +388,15 @@ class BodyGraph(nn.Module):
     rope_sin: torch.Tensor
     mrope_rows: torch.Tensor
 
-    def __init__(self, model: Any, s: DecoderShape, reduce: str = "mean", rope_table: int = 0) -> None:
+    def __init__(self, model: Any, s: DecoderShape, reduce: str = "mean", rope_table: int = 0,
+                 htp: bool = False) -> None:
         """rope_table > 0: cos/sin come from tables of that many positions (a gather) instead of
         being computed from the position; a quantized graph then never quantizes an angle that
-        grows with the position, and the values are the ones computed here in float32."""
+        grows with the position, and the values are the ones computed here in float32.
+        htp: a hybrid's linear layers in the HTP's form (GatedDeltaNetLayer)."""
         super().__init__()
         self.s = s
-        self.layers = nn.ModuleList(_layer(layer, s, reduce, kind)
+        self.layers = nn.ModuleList(_layer(layer, s, reduce, kind, htp)
                                     for layer, kind in zip(model.model.layers, s.layer_kinds or ["attention"] * s.layers,
                                                                strict=True))
         r = s.rotated
@@ -534,7 +536,7 @@ class HeadGraph(nn.Module):
         return logits
 
 
-def _layer(layer: Any, s: DecoderShape, reduce: str, kind: str) -> nn.Module:
+def _layer(layer: Any, s: DecoderShape, reduce: str, kind: str, htp: bool = False) -> nn.Module:
     if kind == "attention":
         return DecoderLayer(layer, s, reduce)
     assert s.linear is not None
@@ -542,7 +544,7 @@ def _layer(layer: Any, s: DecoderShape, reduce: str, kind: str) -> nn.Module:
     def norm(weight: torch.Tensor, offset: float = s.norm_offset) -> RMSNorm:
         return RMSNorm(weight + offset, s.eps, reduce)
 
-    return GatedDeltaNetLayer(layer, s.linear, norm, _linear)
+    return GatedDeltaNetLayer(layer, s.linear, norm, _linear, htp)
 
 
 def _state_io(linear: int, chunk: bool) -> tuple[list[str], list[str]]:

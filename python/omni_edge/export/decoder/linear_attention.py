@@ -129,7 +129,7 @@ class GatedDeltaNetLayer(nn.Module):
 
     spread: torch.Tensor
 
-    def __init__(self, layer: Any, shape: LinearShape, norm: Any, linear: Any) -> None:
+    def __init__(self, layer: Any, shape: LinearShape, norm: Any, linear: Any, htp: bool = False) -> None:
         super().__init__()
         att = layer.linear_attn
         self.shape = shape
@@ -143,8 +143,11 @@ class GatedDeltaNetLayer(nn.Module):
         mlp = layer.mlp
         self.gate_up, self.down = linear(mlp.gate_proj, mlp.up_proj), linear(mlp.down_proj)
         self.intermediate = mlp.gate_proj.out_features
-        # A prefill chunk token by token instead of the chunked rule (the HTP's fp16 form).
-        self.sequential = False
+        # The HTP's form: a prefill chunk token by token instead of the chunked rule (in fp16 the
+        # chunked rule's states come out wrong on the emulator: benchmarks/hybrid_htp_probe.py),
+        # and key heads repeated for their value heads by expand (the v68 HTP has no kernel for
+        # the 0/1 matmul the CPU graphs use).
+        self.htp = htp
         # Value head j reads key head j // group: [k_heads, v_heads] of 0/1.
         group = shape.v_heads // shape.k_heads
         spread = (torch.arange(shape.v_heads)[None, :] // group == torch.arange(shape.k_heads)[:, None]).float()
@@ -166,7 +169,11 @@ class GatedDeltaNetLayer(nn.Module):
         q = _l2norm(conv[:, :kd].reshape(n, s.k_heads, s.k_dim)) * s.k_dim ** -0.5
         k = _l2norm(conv[:, kd:2 * kd].reshape(n, s.k_heads, s.k_dim))
         v = conv[:, 2 * kd:].reshape(n, hv, s.v_dim).transpose(0, 1)                    # [Hv, N, Dv]
-        if hv != s.k_heads:  # each key head serves v_heads // k_heads consecutive value heads
+        if hv != s.k_heads and self.htp:  # each key head serves v_heads // k_heads consecutive value heads
+            group = hv // s.k_heads
+            q, k = (x[:, :, None, :].expand(n, s.k_heads, group, s.k_dim).reshape(n, hv, s.k_dim).transpose(0, 1)
+                    for x in (q, k))
+        elif hv != s.k_heads:
             q, k = (x.transpose(1, 2) @ self.spread for x in (q, k))                     # [N, Dk, Hv]
             q, k = q.permute(2, 0, 1), k.permute(2, 0, 1)                               # [Hv, N, Dk]
         else:
@@ -179,7 +186,7 @@ class GatedDeltaNetLayer(nn.Module):
         state = state.reshape(hv, s.k_dim, s.v_dim)
         if n == 1:
             out, state = gated_delta_step(q, k, v, g.reshape(hv, 1, 1), beta.reshape(hv, 1, 1), state)
-        elif self.sequential:
+        elif self.htp:
             out, state = gated_delta_steps(q, k, v, g, beta, state)
         else:
             out, state = gated_delta_chunk(q, k, v, g, beta, state)

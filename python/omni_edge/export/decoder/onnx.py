@@ -38,7 +38,7 @@ def export_onnx(component_dir: Any, model: Any, shape: DecoderShape, opts: LlmEx
     # Plain RoPE: the fused kernel rotates at the slot positions from tables of the bucket's size.
     rotary_inside = fused and not shape.mrope_section and not shape.rotary_dim
     body = (FusedBodyGraph(model, shape, reduce=norm, cache=caches[0] if rotary_inside else 0) if fused
-            else BodyGraph(model, shape, reduce=norm, rope_table=rope_table)).eval()
+            else BodyGraph(model, shape, reduce=norm, rope_table=rope_table, htp=opts.target == "qnn-htp")).eval()
     files: list[str] = []
 
     def graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...], ins: list[str], outs: list[str], name: str) -> str:

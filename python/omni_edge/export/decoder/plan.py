@@ -154,3 +154,8 @@ def write_plan(out: Path, name: str, stage: dict[str, Any], file: str = "") -> P
     path = out / (file or f"plan.{stage['artifact'].removeprefix('thinker-')}.json")
     write_text_atomic(path, json.dumps(plan, indent=2) + "\n")
     return path
+
+
+def state_layout_version(shape: DecoderShape) -> int:
+    """1: a KV cache; 2: a KV cache beside a hybrid's conv and recurrent states."""
+    return 2 if shape.linear is not None else 1

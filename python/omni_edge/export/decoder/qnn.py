@@ -25,7 +25,7 @@ from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
 from omni_edge.export.decoder.graphs import DecoderShape, body_io_names
 from omni_edge.export.decoder.onnx import export_onnx
-from omni_edge.export.decoder.plan import llm_section, shape_bucket, thinker_stage, write_plan
+from omni_edge.export.decoder.plan import llm_section, shape_bucket, state_layout_version, thinker_stage, write_plan
 from omni_edge.export.decoder.validation import validate_llm
 from omni_edge.export.gguf import checkpoint_source
 from omni_edge.export.options import LlmExportOptions
@@ -127,6 +127,8 @@ class _Graphs:
     held_out: dict[str, list[list[np.ndarray]]]
     calibration: dict[str, Any]
     caches: list[int]
+    layout: int  # the manifest's state_layout_version
+    state_io: dict[str, Any] | None  # a hybrid's conv and recurrent states at the boundary
 
 
 def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExportOptions, shape: DecoderShape,
@@ -154,8 +156,14 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
     #    KV cache crosses the boundary as its uint16 codes, one scale per layer for every graph.
     device_graphs: dict[str, Path] = {}
     quantized = precision.weights != "fp16"
-    kv_fixed = qnn_target.kv_ranges(samples, body_io_names(shape.layers)[0], shape.layers) if quantized else {}
+    names = body_io_names(shape.attention_layers, shape.linear_layers)[0]
+    kv_fixed = qnn_target.kv_ranges(samples, names, shape.attention_layers) if quantized else {}
     kv_codes = qnn_target.kv_codes(kv_fixed)
+    # A hybrid's conv and recurrent states cross as float (the HTP quantizes them at the
+    # boundary), each with one range for every graph's input and output.
+    states = names[len(names) - 2 * shape.linear_layers:] if shape.linear_layers else []
+    state_fixed = qnn_target.state_ranges(samples, names, {n: n + "_out" for n in states}) if quantized and states else {}
+    fixed = {**kv_fixed, **state_fixed}
     for name, file in tqdm(files.items(), desc=f"quantize {opts.precision}", unit="graph", leave=False):
         prepared = build / "qdq" / ("fp32_" + file)
         qnn_target.prepare_graph(build / "fp32" / file, prepared, fuse_norms=quantized)
@@ -164,7 +172,7 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
             device_graphs[name] = build / "qdq" / file
             body = name.split(":")[0] in ("prefill", "decode")
             qnn_target.quantize_graph(prepared, device_graphs[name], samples[name], precision,
-                                      fixed_ranges=kv_fixed if body else None)
+                                      fixed_ranges=fixed if body else None)
             if body:
                 qnn_target.quantized_kv_io(device_graphs[name], kv_codes)
     if quantized:
@@ -172,7 +180,11 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
     calibration = {"file": "calibration.txt", "sequences": [len(t) for t in tokens], "decode_steps": DECODE_STEPS,
                    "media_prompts": [len(p[0]) for p in prompts],
                    "samples_per_graph_and_sequence": SAMPLES_PER_SEQUENCE, "range_widening": qnn_target.RANGE_WIDENING}
-    return _Graphs(groups, files, device_graphs, llm, kv_codes, held_out, calibration, caches)
+    state_io = {"dtype": "float32", "prefill": "the delta rule token by token (in fp16 the chunked rule's states "
+                "come out wrong on the HTP: benchmarks/hybrid_htp_probe.py)",
+                **({"ranges_inside": {n: list(state_fixed[n]) for n in states}} if state_fixed else {})} if states else None
+    return _Graphs(groups, files, device_graphs, llm, kv_codes, held_out, calibration, caches,
+                   state_layout_version(shape), state_io)
 
 
 @dataclass
@@ -209,10 +221,11 @@ def _soc_component(model: Any, checkpoint: Path, out: Path, build: Path, opts: L
             for name, v in sorted(per_graph.items())))
     write_report(cdir / "reports" / "numerical.json", numerical)
     write_report(cdir / "reports" / "task.json", task)
-    facts = {**qnn_target.describe(soc, opts.precision, precision, g.kv_codes), "graphs": _graph_facts(cdir, g.files),
+    facts = {**qnn_target.describe(soc, opts.precision, precision, g.kv_codes),
+             **({"recurrent_state_io": g.state_io} if g.state_io else {}), "graphs": _graph_facts(cdir, g.files),
              "versions": qnn_target.versions(), "compile_seconds": round(compile_s, 2),
              "weight_sharing": False, "calibration": g.calibration}
-    write_manifest(cdir, component, _metadata(identity, facts, numerical, task),
+    write_manifest(cdir, component, _metadata(identity, facts, numerical, task, g.layout),
                    extra_metadata={"qnn": facts, "llm": _llm_facts(opts, g), **checkpoint_source(checkpoint)})
     return _Component(plan_path, identity, facts)
 
@@ -240,11 +253,11 @@ def _keep_sources(graphs: dict[str, Path], files: dict[str, str], out: Path) -> 
 
 
 def _metadata(identity: dict[str, str], facts: dict[str, Any], numerical: ValidationReport,
-              task: ValidationReport) -> ArtifactMetadata:
+              task: ValidationReport, layout: int) -> ArtifactMetadata:
     versions = facts["versions"]
     return ArtifactMetadata(
         **identity, runtime="onnxruntime-qnn", runtime_version=versions["onnxruntime_qnn"], adapter_version="1",
-        exporter_version=__version__, compiler_version=f"qnn-{versions['qnn_sdk']}", state_layout_version=1,
+        exporter_version=__version__, compiler_version=f"qnn-{versions['qnn_sdk']}", state_layout_version=layout,
         calibration_file="calibration.txt",
         numerical_validation=ValidationRef("reports/numerical.json", numerical.passed),
         task_validation=ValidationRef("reports/task.json", task.passed))
@@ -273,6 +286,6 @@ def _shared_twin(out: Path, checkpoint: Path, opts: LlmExportOptions, g: _Graphs
     numerical, task = validate_llm(None, plan_path, cdir / "tokenizer.json", twin_of.identity, enabled=False)
     write_report(cdir / "reports" / "numerical.json", numerical)
     write_report(cdir / "reports" / "task.json", task)
-    write_manifest(cdir, component, _metadata(twin_of.identity, facts, numerical, task),
+    write_manifest(cdir, component, _metadata(twin_of.identity, facts, numerical, task, g.layout),
                    extra_metadata={"qnn": shared_facts, "llm": _llm_facts(opts, g), **checkpoint_source(checkpoint)})
     return plan_path

@@ -1,9 +1,9 @@
 """The Qwen3.5 hybrid (Gated DeltaNet + gated attention) on an unseen tiny checkpoint (random
 weights, the architecture's features at test size): greedy ids equal transformers' for 300 tokens
-across prefill-chunk and bucket boundaries and a second turn, on ONNX Runtime and ExecuTorch; a
-cancelled request's recurrent state equals that of one that stopped there; every way back to an
-earlier position gives the state the model had there; plans that would not be the model are
-refused by name."""
+across prefill-chunk and bucket boundaries and a second turn, on ONNX Runtime and ExecuTorch; the
+w8a16 HTP export runs on the emulator with every graph on the NPU; a cancelled request's recurrent
+state equals that of one that stopped there; every way back to an earlier position gives the state
+the model had there; plans that would not be the model are refused by name."""
 
 from __future__ import annotations
 
@@ -35,6 +35,20 @@ def hybrid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
     work = made_once(tmp_path_factory, "qwen3_5-tiny", make)
     return work / "ckpt", work / "artifact"
+
+
+@pytest.fixture(scope="session")
+def hybrid_htp(hybrid: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same checkpoint as w8a16 context binaries for the X Elite's HTP (bucket 128, chunks of
+    16), validated by the export on the emulator against transformers."""
+    from omni_edge.export.options import LlmExportOptions
+    from omni_edge.export.registry import export_checkpoint
+
+    def make(work: Path) -> None:
+        export_checkpoint(hybrid[0], work / "artifact", LlmExportOptions(
+            target="qnn-htp", precision="w8a16", socs=("x-elite",), prefill_chunk=16, buckets=(128,)))
+
+    return made_once(tmp_path_factory, "qwen3_5-tiny-htp", make) / "artifact"
 
 
 def _ids(checkpoint: Path, text: str, n: int) -> list[int]:
@@ -73,6 +87,52 @@ def test_greedy_ids_equal_transformers_across_chunks_buckets_and_turns(hybrid: t
     assert _last(session)["recurrent"]["position"] == len(context) - 1
     info = json.loads((artifact / f"thinker-{fmt}" / "manifest.json").read_text())
     assert info["metadata"]["artifact"]["state_layout_version"] == 2
+
+
+def test_the_w8a16_htp_export_runs_on_the_npu_as_transformers_does(hybrid: tuple[Path, Path], hybrid_htp: Path) -> None:
+    """Every graph (the prefill chunk runs the delta rule token by token) compiled for the HTP and
+    run on the emulator: the export's reports against transformers pass their limits, the states
+    cross as float with one range each, and a free run through `omni-edge run` places every graph
+    on the NPU with nothing elsewhere and answers transformers' greedy ids up to the noise the
+    measured SQNR allows."""
+    from llm_reference import cli
+    from omni_edge.export.comparison import quantized_tie_gap
+    from omni_edge.export.decoder.qnn import QUANTIZED_LIMITS
+
+    checkpoint = hybrid[0]
+    component = hybrid_htp / "thinker-qnn-x-elite-w8a16"
+    manifest = json.loads((component / "manifest.json").read_text())["metadata"]
+    assert manifest["artifact"]["state_layout_version"] == 2
+    state_io = manifest["qnn"]["recurrent_state_io"]
+    assert state_io["dtype"] == "float32" and len(state_io["ranges_inside"]) == 2 * 6
+    assert all(lo < 0 < hi for lo, hi in state_io["ranges_inside"].values())
+    reports = {kind: {c["name"]: c for c in json.loads((component / "reports" / f"{kind}.json").read_text())["checks"]}
+               for kind in ("numerical", "task")}
+    limits = QUANTIZED_LIMITS["w8a16"]
+    for kind, name in (("numerical", "logit_sqnr_db"), ("numerical", "top1_agreement"), ("task", "greedy_agreement_64")):
+        assert reports[kind][name]["observed"] >= limits[name], reports[kind][name]
+    prompt = _ids(checkpoint, PROMPT, 37)  # two chunks of 16 and 5
+    done = cli("run", "--plan", str(hybrid_htp / "plan.json"), "--prompt-ids", ",".join(map(str, prompt)),
+               "--max-new-tokens", "40", "--ignore-stop-tokens", "--json", "--info", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = [t for line in done.stdout.splitlines() for t in json.loads(line).get("token_ids", [])]
+    placements = json.JSONDecoder().raw_decode(done.stderr[done.stderr.index('{\n "placements"'):])[0]["placements"]
+    assert {p["graph"] for p in placements} == {"embed_chunk", "embed_step", "prefill_s128", "decode_s128", "lm_head"}
+    assert all(p["device"] == "npu" and p["engine"] == "QNNExecutionProvider" and p["nodes_elsewhere"] == 0
+               for p in placements)
+    logits = _transformers_logits(checkpoint, prompt + got)
+    tie_gap = quantized_tie_gap(float(np.sqrt(np.mean(logits ** 2))), limits["logit_sqnr_db"])
+    assert len(got) == 40
+    assert_greedy(got, checkpoint, prompt, "w8a16 on the HTP emulator", tie_gap=tie_gap)
+
+
+def _transformers_logits(checkpoint: Path, ids: list[int]) -> np.ndarray:
+    import torch
+    from omni_edge.export.decoder.causal_lm import load_causal_lm
+
+    model = load_causal_lm(checkpoint, ("qwen3_5_text", "qwen3_5"))
+    with torch.no_grad():
+        return model(torch.tensor([ids])).logits[0].numpy().astype(np.float64)
 
 
 def test_a_cancelled_request_keeps_the_state_of_one_that_stopped_there(hybrid: tuple[Path, Path]) -> None:
