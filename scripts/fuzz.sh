@@ -97,6 +97,7 @@ seed(19, {"type": "realtime", "instructions": "Be brief.", "output_modalities": 
 seed(19, {"modalities": ["text"], "input_audio_format": "pcm16", "turn_detection": None, "max_output_tokens": "inf"})
 seed(13, {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, "min_pixels": 3136, "max_pixels": 50176,
           "image_mean": [0.48, 0.45, 0.40], "image_std": [0.26, 0.26, 0.27], "rescale_factor": 0.00392156862745098})
+seed(13, {"size": {"shortest_edge": 65536, "longest_edge": 16777216}, "patch_size": 16, "image_mean": [0.5, 0.5, 0.5]})
 import struct  # noqa: E402
 
 

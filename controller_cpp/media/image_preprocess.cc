@@ -89,6 +89,14 @@ Result<VisionPreprocessing> VisionPreprocessingFromJson(const Json& config, cons
   OE_ASSIGN_OR_RETURN(p.patch_size, GetInt(config, "patch_size", p.patch_size, where));
   OE_ASSIGN_OR_RETURN(p.merge_size, GetInt(config, "merge_size", p.merge_size, where));
   OE_ASSIGN_OR_RETURN(p.temporal_patch_size, GetInt(config, "temporal_patch_size", p.temporal_patch_size, where));
+  // transformers' rule: the pixel range from `size` (Qwen3-VL and Qwen3.5 configs give only that),
+  // then min_pixels / max_pixels where present (Qwen2-VL and Qwen2.5-Omni configs).
+  if (config.contains("size")) {
+    const Json& size = config["size"];
+    if (!size.is_object()) return Status::Error("invalid_field", where + ".size: must be an object");
+    OE_ASSIGN_OR_RETURN(p.min_pixels, GetInt(size, "shortest_edge", p.min_pixels, where + ".size"));
+    OE_ASSIGN_OR_RETURN(p.max_pixels, GetInt(size, "longest_edge", p.max_pixels, where + ".size"));
+  }
   OE_ASSIGN_OR_RETURN(p.min_pixels, GetInt(config, "min_pixels", p.min_pixels, where));
   OE_ASSIGN_OR_RETURN(p.max_pixels, GetInt(config, "max_pixels", p.max_pixels, where));
   for (int64_t v : {p.patch_size, p.merge_size, p.temporal_patch_size}) {

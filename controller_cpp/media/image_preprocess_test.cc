@@ -75,4 +75,20 @@ TEST(ImagePreprocess, ResizeWithPadKeepsTheAspectRatioAndPadsWithZerosAfterNorma
   EXPECT_FALSE(ResizeWithPad(broken, 16, mean, std_dev).ok());
 }
 
+TEST(ImagePreprocess, ThePixelRangeComesFromSizeThenFromMinAndMaxPixels) {
+  const auto read = [](const char* text) { return VisionPreprocessingFromJson(Json::parse(text), "pre"); };
+  auto qwen3vl = read(R"({"size": {"shortest_edge": 65536, "longest_edge": 16777216}, "patch_size": 16})");
+  ASSERT_TRUE(qwen3vl.ok()) << qwen3vl.status().message();
+  EXPECT_EQ(qwen3vl->min_pixels, 65536);
+  EXPECT_EQ(qwen3vl->max_pixels, 16777216);
+  EXPECT_EQ(qwen3vl->patch_size, 16);
+  auto both = read(R"({"size": {"shortest_edge": 65536, "longest_edge": 16777216}, "min_pixels": 3136, "max_pixels": 1000000})");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->min_pixels, 3136);
+  EXPECT_EQ(both->max_pixels, 1000000);
+  EXPECT_EQ(read(R"({"size": 224})").status().message(), "pre.size: must be an object");
+  EXPECT_FALSE(read(R"({"size": {"longest_edge": "big"}})").ok());
+  EXPECT_FALSE(read(R"({"size": {"shortest_edge": 4096, "longest_edge": 1024}})").ok());  // min above max
+}
+
 }  // namespace omni_edge::media

@@ -40,13 +40,14 @@ def hybrid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def hybrid_htp(hybrid: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same checkpoint as w8a16 context binaries for the X Elite's HTP (bucket 128, chunks of
-    16), validated by the export on the emulator against transformers."""
+    8: the token-by-token prefill graph's size sets the quantizer's time), validated by the export
+    on the emulator against transformers."""
     from omni_edge.export.options import LlmExportOptions
     from omni_edge.export.registry import export_checkpoint
 
     def make(work: Path) -> None:
         export_checkpoint(hybrid[0], work / "artifact", LlmExportOptions(
-            target="qnn-htp", precision="w8a16", socs=("x-elite",), prefill_chunk=16, buckets=(128,)))
+            target="qnn-htp", precision="w8a16", socs=("x-elite",), prefill_chunk=8, buckets=(128,)))
 
     return made_once(tmp_path_factory, "qwen3_5-tiny-htp", make) / "artifact"
 
@@ -111,7 +112,7 @@ def test_the_w8a16_htp_export_runs_on_the_npu_as_transformers_does(hybrid: tuple
     limits = QUANTIZED_LIMITS["w8a16"]
     for kind, name in (("numerical", "logit_sqnr_db"), ("numerical", "top1_agreement"), ("task", "greedy_agreement_64")):
         assert reports[kind][name]["observed"] >= limits[name], reports[kind][name]
-    prompt = _ids(checkpoint, PROMPT, 37)  # two chunks of 16 and 5
+    prompt = _ids(checkpoint, PROMPT, 37)  # four chunks of 8 and 5
     done = cli("run", "--plan", str(hybrid_htp / "plan.json"), "--prompt-ids", ",".join(map(str, prompt)),
                "--max-new-tokens", "40", "--ignore-stop-tokens", "--json", "--info", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -133,6 +134,33 @@ def _transformers_logits(checkpoint: Path, ids: list[int]) -> np.ndarray:
     model = load_causal_lm(checkpoint, ("qwen3_5_text", "qwen3_5"))
     with torch.no_grad():
         return model(torch.tensor([ids])).logits[0].numpy().astype(np.float64)
+
+
+# Qwen3.5's image fields (its processor is Qwen3VLProcessor over Qwen2VLImageProcessorPil): patches
+# of 16 merged 2x2, mean and std 0.5, and the pixel range given only as `size`.
+QWEN35_PREPROCESSOR = {"size": {"shortest_edge": 65536, "longest_edge": 16777216}, "patch_size": 16,
+                       "temporal_patch_size": 2, "merge_size": 2, "image_mean": [0.5] * 3, "image_std": [0.5] * 3}
+
+
+def test_native_image_preprocessing_reads_qwen3_5s_config_as_its_processor_does() -> None:
+    """The controller's preprocessing under Qwen3.5's config against transformers' image
+    processor built from the same fields, on a real photograph as it is (512x600: resampled to
+    multiples of 32), stretched, and cropped small (enlarged to at least `size.shortest_edge`
+    pixels): the same grid and the same patches, bit for bit."""
+    from minicpmo45_media import photo
+    from omni_edge.runtime.media import preprocess_image
+    from PIL import Image
+    from transformers import Qwen2VLImageProcessorPil
+
+    processor = Qwen2VLImageProcessorPil(**QWEN35_PREPROCESSOR)
+    hopper = photo()
+    assert isinstance(hopper, Image.Image)
+    for image in (hopper, hopper.resize((900, 300), Image.Resampling.BICUBIC), hopper.crop((100, 100, 220, 190))):
+        ref = processor(images=[image], return_tensors="np")
+        got, grid = preprocess_image(np.asarray(image), QWEN35_PREPROCESSOR)
+        assert grid == tuple(int(v) for v in ref["image_grid_thw"][0])
+        assert grid[1] * grid[2] * 16 * 16 >= 65536
+        np.testing.assert_array_equal(got, ref["pixel_values"])
 
 
 def test_a_cancelled_request_keeps_the_state_of_one_that_stopped_there(hybrid: tuple[Path, Path]) -> None:
