@@ -19,12 +19,16 @@ Result<int32_t> TokenId(const Json& config, const char* key, const std::string& 
 Result<PlaceholderIds> PlaceholderIdsFromJson(const Json& c, const std::string& where) {
   if (!c.is_object()) return Status::Error("invalid_field", where + ": must be an object");
   PlaceholderIds ids;
-  OE_ASSIGN_OR_RETURN(ids.image, TokenId(c, "image_token_index", where));
-  OE_ASSIGN_OR_RETURN(ids.audio, TokenId(c, "audio_token_index", where));
+  // Qwen2.5-Omni names the image placeholder image_token_index; Qwen2-VL, Qwen3-VL and Qwen3.5
+  // image_token_id, and have no audio.
+  OE_ASSIGN_OR_RETURN(ids.image, TokenId(c, c.contains("image_token_index") ? "image_token_index" : "image_token_id", where));
   OE_ASSIGN_OR_RETURN(ids.vision_start, TokenId(c, "vision_start_token_id", where));
   OE_ASSIGN_OR_RETURN(ids.vision_end, TokenId(c, "vision_end_token_id", where));
-  OE_ASSIGN_OR_RETURN(ids.audio_start, TokenId(c, "audio_start_token_id", where));
-  OE_ASSIGN_OR_RETURN(ids.audio_end, TokenId(c, "audio_end_token_id", where));
+  if (c.contains("audio_token_index")) {
+    OE_ASSIGN_OR_RETURN(ids.audio, TokenId(c, "audio_token_index", where));
+    OE_ASSIGN_OR_RETURN(ids.audio_start, TokenId(c, "audio_start_token_id", where));
+    OE_ASSIGN_OR_RETURN(ids.audio_end, TokenId(c, "audio_end_token_id", where));
+  }
   OE_ASSIGN_OR_RETURN(ids.position_id_per_seconds, GetInt(c, "position_id_per_seconds", 25, where));
   if (c.contains("vision_config")) {
     OE_ASSIGN_OR_RETURN(ids.merge_size, GetInt(c["vision_config"], "spatial_merge_size", 2, where + ".vision_config"));

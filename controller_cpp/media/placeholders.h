@@ -22,7 +22,9 @@ struct PlaceholderIds {
 
 // From a thinker config (the fields a Qwen2.5-Omni thinker's config.json has; a release's
 // `thinker_config`): image_token_index, audio_token_index, vision_start/end_token_id,
-// audio_start/end_token_id, position_id_per_seconds, vision_config.spatial_merge_size.
+// audio_start/end_token_id, position_id_per_seconds, vision_config.spatial_merge_size. A
+// vision-language config (Qwen2-VL, Qwen3.5) names the image image_token_id and has no audio
+// (`audio` stays -1).
 Result<PlaceholderIds> PlaceholderIdsFromJson(const Json& thinker_config, const std::string& where);
 
 struct ImageGrid {

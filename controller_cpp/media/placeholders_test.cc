@@ -37,5 +37,21 @@ TEST(Placeholders, MismatchedImagesAreRefused) {
   EXPECT_FALSE(PlaceholderIdsFromJson(Json{{"image_token_index", 1}}, "c").ok());
 }
 
+TEST(Placeholders, AVisionLanguageConfigNamesTheImageTokenIdAndHasNoAudio) {
+  const Json qwen35 = Json::parse(R"({"image_token_id": 248056, "vision_start_token_id": 248053,
+                                      "vision_end_token_id": 248054, "vision_config": {"spatial_merge_size": 2}})");
+  const auto ids = PlaceholderIdsFromJson(qwen35, "c");
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  EXPECT_EQ(ids->image, 248056);
+  EXPECT_EQ(ids->vision_start, 248053);
+  EXPECT_EQ(ids->audio, -1);
+  Json half_audio = qwen35;
+  half_audio["audio_token_index"] = 7;  // audio named without its start and end tokens
+  EXPECT_EQ(PlaceholderIdsFromJson(half_audio, "c").status().message(), "c.audio_start_token_id: missing");
+  Json no_image = qwen35;
+  no_image.erase("image_token_id");
+  EXPECT_EQ(PlaceholderIdsFromJson(no_image, "c").status().message(), "c.image_token_id: missing");
+}
+
 }  // namespace
 }  // namespace omni_edge::media

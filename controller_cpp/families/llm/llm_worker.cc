@@ -89,6 +89,29 @@ Status LlmWorker::PrepareMedia(const pipeline::Request& r) {
   return Status::Ok();
 }
 
+// A Qwen-style item's placeholders between its start and end tokens; an image's grid is kept for
+// the position rows.
+Result<std::vector<int32_t>> LlmWorker::QwenPlaceholders(const pipeline::Input& in, int64_t index, int64_t n,
+                                                         std::vector<media::ImageGrid>& grids) const {
+  std::vector<int32_t> ids;
+  if (in.fields.value("modality", std::string()) == "image") {
+    const Json& g = in.fields.at("grid");
+    const media::ImageGrid grid{g[0].get<int64_t>(), g[1].get<int64_t>(), g[2].get<int64_t>()};
+    ids = media::ImagePlaceholders(*placeholders_, grid);
+    grids.push_back(grid);
+  } else if (placeholders_->audio < 0) {
+    return Status::Error("invalid_input", "media[" + std::to_string(index) + "]: this thinker takes no audio "
+                                          "(its config has no audio_token_index)");
+  } else {
+    ids = media::AudioPlaceholders(*placeholders_, n);
+  }
+  if (int64_t(ids.size()) != n + 2) {
+    return Status::Error("invalid_input", "media[" + std::to_string(index) + "]: " + std::to_string(n) +
+                                              " rows for " + std::to_string(ids.size() - 2) + " placeholders");
+  }
+  return ids;
+}
+
 Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
   const double start = ctx.ElapsedMs();
   std::map<int64_t, pipeline::Input> items;
@@ -135,18 +158,7 @@ Status LlmWorker::ReceiveMedia(pipeline::StepContext& ctx) {
       CountMedia(in, n);
       continue;
     }
-    if (in.fields.value("modality", std::string()) == "image") {
-      const Json& g = in.fields.at("grid");
-      const media::ImageGrid grid{g[0].get<int64_t>(), g[1].get<int64_t>(), g[2].get<int64_t>()};
-      ids = media::ImagePlaceholders(*placeholders_, grid);
-      grids.push_back(grid);
-    } else {
-      ids = media::AudioPlaceholders(*placeholders_, n);
-    }
-    if (int64_t(ids.size()) != n + 2) {
-      return Status::Error("invalid_input", "media[" + std::to_string(index) + "]: " + std::to_string(n) +
-                                                " rows for " + std::to_string(ids.size() - 2) + " placeholders");
-    }
+    OE_ASSIGN_OR_RETURN(ids, QwenPlaceholders(in, index, n, grids));
     for (int64_t k = 0; k < n; ++k) positions.push_back(resident + int64_t(prompt_.size()) + 1 + k);
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
     const float* f = reinterpret_cast<const float*>(rows->bytes.data());

@@ -75,6 +75,8 @@ class LlmWorker final : public pipeline::StageWorker {
   };
   std::optional<MiniCpmMedia> minicpm_;  // a MiniCPM-o thinker: its placeholder text
   Result<std::vector<int32_t>> MiniCpmPlaceholders(const pipeline::Input& in, int64_t index, int64_t n, int64_t image) const;
+  Result<std::vector<int32_t>> QwenPlaceholders(const pipeline::Input& in, int64_t index, int64_t n,
+                                                std::vector<media::ImageGrid>& grids) const;
   void CountMedia(const pipeline::Input& in, int64_t tokens);
   std::vector<TokenId> media_head_, media_tail_;       // the text ids around a request's media
   size_t media_items_ = 0;

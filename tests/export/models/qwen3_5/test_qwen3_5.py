@@ -163,6 +163,34 @@ def test_native_image_preprocessing_reads_qwen3_5s_config_as_its_processor_does(
         np.testing.assert_array_equal(got, ref["pixel_values"])
 
 
+def test_native_mrope_positions_are_qwen3_5s_get_rope_index() -> None:
+    """A prompt with two images of different grids between text, in Qwen3.5's config naming
+    (`image_token_id`, no audio): the controller's three position rows and where generation
+    continues, against transformers' Qwen3_5Model.get_rope_index on the same ids and grids."""
+    import torch
+    from omni_edge.runtime.media import mrope_positions
+    from transformers import Qwen3_5Config, Qwen3_5Model
+
+    config = Qwen3_5Config(
+        text_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=2,
+                         num_key_value_heads=1, head_dim=32, linear_num_key_heads=1, linear_num_value_heads=2,
+                         linear_key_head_dim=16, linear_value_head_dim=16, vocab_size=512),
+        vision_config=dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=64, out_hidden_size=64,
+                           num_position_embeddings=64),
+        image_token_id=500, vision_start_token_id=501, vision_end_token_id=502, video_token_id=503)
+    model = Qwen3_5Model(config).eval()
+    grids = [(1, 4, 6), (1, 8, 2)]  # patches before the 2x2 merge: 6 and 4 placeholders
+    ids = [7, 8, 501, *[500] * 6, 502, 9, 10, 11, 501, *[500] * 4, 502, 12]
+    input_ids = torch.tensor([ids])
+    ref, delta = model.get_rope_index(input_ids, (input_ids == 500).int(), torch.tensor(grids))
+    rows, next_position = mrope_positions(ids, config.to_dict(), grids)
+    np.testing.assert_array_equal(rows, ref[:, 0].numpy())
+    assert next_position == int(ref.max()) + 1 == len(ids) + int(delta[0])
+    assert (rows[1] != rows[2]).any()  # the images are not at text positions
+    with pytest.raises(ValueError, match="needs 4 consecutive"):
+        mrope_positions(ids[:-3], config.to_dict(), grids)
+
+
 def test_a_cancelled_request_keeps_the_state_of_one_that_stopped_there(hybrid: tuple[Path, Path]) -> None:
     """The consumer stops after 12 tokens while the worker has run ahead: the withheld tokens leave
     the context, and the recurrent state (which cannot be rewound by position) is the one a request
