@@ -21,7 +21,7 @@ input and present output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -57,6 +57,10 @@ class DecoderShape:
     gated_attention: bool = False
     rotary_dim: int = 0
     norm_offset: float = 0.0
+    # M-RoPE of Qwen3.5 (Qwen3-VL): the rows interleave over the frequencies (T H W T H W ...:
+    # frequency i follows H when i % 3 == 1 and i < 3 * section[1], W likewise for 2, else T)
+    # instead of each row taking one contiguous block.
+    mrope_interleaved: bool = False
 
     @property
     def attention_layers(self) -> int:
@@ -406,7 +410,7 @@ class BodyGraph(nn.Module):
         if s.mrope_section:
             # Which position row each rotary dim follows, as a one-hot [3, 1, 1, D] mask: a
             # product and a sum select it exactly (x * 1 + 0 + 0), with no gather over dims.
-            row = torch.cat([torch.full((n,), i % 3) for i, n in enumerate(s.mrope_section)])
+            row = _mrope_row_of_frequency(s.mrope_section, s.mrope_interleaved)
             rows = torch.nn.functional.one_hot(torch.cat((row, row)), 3).t().to(torch.float32)
             self.register_buffer("mrope_rows", rows[:, None, None, :].contiguous(), persistent=False)
         self.rope_table = rope_table
@@ -534,6 +538,27 @@ class HeadGraph(nn.Module):
         h = self.norm(hidden).reshape(1, self.s.hidden)
         logits: torch.Tensor = (self.proj(h) if self.proj is not None else h @ self.weight).reshape(1, 1, -1)
         return logits
+
+
+def _mrope_row_of_frequency(section: tuple[int, ...], interleaved: bool) -> torch.Tensor:
+    """Which position row (0 T, 1 H, 2 W) each rotary frequency follows."""
+    if not interleaved:
+        return torch.cat([torch.full((n,), i % 3) for i, n in enumerate(section)])
+    row = torch.zeros(sum(section), dtype=torch.int64)
+    for axis in (1, 2):
+        row[axis:3 * section[axis]:3] = axis
+    return row
+
+
+def image_rope(shape: DecoderShape, config: Any) -> DecoderShape:
+    """A hybrid's shape whose body takes the three M-RoPE rows of an image prompt (its text-only
+    export rotates plain positions: the rows are equal for text)."""
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    rope = getattr(config, "rope_parameters", None) or {}
+    section = tuple(int(n) for n in rope.get("mrope_section") or ())
+    if 2 * sum(section) != shape.rotated or len(section) != 3:
+        raise ValueError(f"mrope_section {list(section)} does not cover half the {shape.rotated} rotary dims")
+    return replace(shape, mrope_section=section, mrope_interleaved=bool(rope.get("mrope_interleaved", False)))
 
 
 def _layer(layer: Any, s: DecoderShape, reduce: str, kind: str, htp: bool = False) -> nn.Module:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -189,6 +190,42 @@ def test_native_mrope_positions_are_qwen3_5s_get_rope_index() -> None:
     assert (rows[1] != rows[2]).any()  # the images are not at text positions
     with pytest.raises(ValueError, match="needs 4 consecutive"):
         mrope_positions(ids[:-3], config.to_dict(), grids)
+
+
+def test_the_body_rotates_an_image_prompts_rows_as_qwen3_5_does() -> None:
+    """The hybrid body with Qwen3.5's interleaved M-RoPE (frequencies T H W T H W ..., over half of
+    each head) against transformers' text model on the same three position rows of a prompt with
+    an image's grid in it; the contiguous (Qwen2-VL) assignment of the same section does not
+    match, so the rows are really told apart."""
+    import torch
+    from omni_edge.export.decoder.graphs import BodyGraph, DecoderShape, image_rope
+    from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+    config = Qwen3_5TextConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=2,
+                               num_key_value_heads=1, head_dim=64, linear_num_key_heads=1, linear_num_value_heads=2,
+                               linear_key_head_dim=16, linear_value_head_dim=16, vocab_size=256,
+                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                                                "mrope_section": [6, 5, 5], "mrope_interleaved": True})
+    torch.manual_seed(0)
+    model = Qwen3_5ForCausalLM(config).eval()
+    shape = image_rope(DecoderShape.from_config(config), config)
+    # text 0-2, a 2x3 merged image at 3 (rows t, h, w), text from 6 on.
+    rows = [[0, 1, 2, 3, 3, 3, 3, 3, 3, 6, 7, 8], [0, 1, 2, 3, 3, 3, 4, 4, 4, 6, 7, 8], [0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8]]
+    positions = torch.tensor(rows)[:, None]
+    n, cache = positions.shape[-1], 16
+    ids = torch.randint(0, 256, (1, n))
+    mask = torch.full((1, 1, n, cache + n), -10000.0)
+    mask[0, 0, :, cache:] = torch.triu(torch.full((n, n), -10000.0), diagonal=1)
+    conv, state = shape.linear.state_shapes()  # type: ignore[union-attr]
+    past = [torch.zeros(1, 1, 64, cache), torch.zeros(1, 1, cache, 64), *[torch.zeros(conv)] * 3, *[torch.zeros(state)] * 3,
+            torch.tensor([n])]
+    with torch.no_grad():
+        ref = model.model(input_ids=ids, position_ids=positions).last_hidden_state
+        hidden = model.model.embed_tokens(ids)
+        for interleaved, close in ((True, True), (False, False)):
+            body = BodyGraph(model, replace(shape, mrope_interleaved=interleaved)).eval()
+            got = model.model.norm(body(hidden, positions, mask, *past)[0])
+            assert torch.allclose(got, ref, atol=1e-5) == close, float((got - ref).abs().max())
 
 
 def test_a_cancelled_request_keeps_the_state_of_one_that_stopped_there(hybrid: tuple[Path, Path]) -> None:
