@@ -184,7 +184,7 @@ def _linear(*sources: nn.Linear) -> nn.Linear:
     return out
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
@@ -193,9 +193,9 @@ def _rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     """RoPE over the first cos.shape[-1] dims of the last axis (all of them unless partial)."""
     d = cos.shape[-1]
     if d == x.shape[-1]:
-        return x * cos + _rotate_half(x) * sin
+        return x * cos + rotate_half(x) * sin
     head = x[..., :d]
-    return torch.cat((head * cos + _rotate_half(head) * sin, x[..., d:]), dim=-1)
+    return torch.cat((head * cos + rotate_half(head) * sin, x[..., d:]), dim=-1)
 
 
 class _GroupQueryAttention(torch.autograd.Function):
@@ -219,8 +219,8 @@ class _GroupQueryAttention(torch.autograd.Function):
             q, k, v = q[..., :heads * d], q[..., heads * d:(heads + kv_heads) * d], q[..., (heads + kv_heads) * d:]
         if cos is not None and sin is not None:
             c, s_ = torch.cat((cos[index], cos[index]), -1)[None, :, None], torch.cat((sin[index], sin[index]), -1)[None, :, None]
-            q = (q.reshape(1, n, heads, d) * c + _rotate_half(q.reshape(1, n, heads, d)) * s_).reshape(1, n, heads * d)
-            k = (k.reshape(1, n, kv_heads, d) * c + _rotate_half(k.reshape(1, n, kv_heads, d)) * s_).reshape(1, n, -1)
+            q = (q.reshape(1, n, heads, d) * c + rotate_half(q.reshape(1, n, heads, d)) * s_).reshape(1, n, heads * d)
+            k = (k.reshape(1, n, kv_heads, d) * c + rotate_half(k.reshape(1, n, kv_heads, d)) * s_).reshape(1, n, -1)
         present_k = past_k.index_copy(2, index, k.reshape(1, n, kv_heads, d).transpose(1, 2))
         present_v = past_v.index_copy(2, index, v.reshape(1, n, kv_heads, d).transpose(1, 2))
         group = heads // kv_heads

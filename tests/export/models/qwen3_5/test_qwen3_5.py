@@ -228,6 +228,28 @@ def test_the_body_rotates_an_image_prompts_rows_as_qwen3_5_does() -> None:
             assert torch.allclose(got, ref, atol=1e-5) == close, float((got - ref).abs().max())
 
 
+@pytest.mark.parametrize("grid", [(1, 4, 6), (2, 6, 4)])
+def test_the_vision_graph_is_qwen3_5s_tower(grid: tuple[int, int, int]) -> None:
+    """The static vision graph of a grid (resampled position embeddings, 2-D rotary and per-frame
+    attention as constants) against transformers' Qwen3_5VisionModel on random patches: an image,
+    and two frames that must not attend to each other."""
+    import torch
+    from omni_edge.export.models.qwen3_5.vision import VisionGraph
+    from transformers import Qwen3_5Config, Qwen3_5Model
+
+    config = Qwen3_5Config(text_config=dict(hidden_size=64, num_hidden_layers=4, vocab_size=256),
+                           vision_config=dict(depth=2, hidden_size=64, num_heads=2, intermediate_size=96,
+                                              out_hidden_size=64, num_position_embeddings=36))
+    torch.manual_seed(0)
+    visual = Qwen3_5Model(config).visual.eval()
+    patches = torch.randn(grid[0] * grid[1] * grid[2], 3 * 2 * 16 * 16)
+    with torch.no_grad():
+        ref = visual(patches, grid_thw=torch.tensor([grid])).pooler_output
+        got = VisionGraph(visual, grid).eval()(patches)
+    assert got.shape == ref.shape == (grid[0] * grid[1] * grid[2] // 4, 64)
+    torch.testing.assert_close(got, ref, rtol=0, atol=1e-5)
+
+
 def test_a_cancelled_request_keeps_the_state_of_one_that_stopped_there(hybrid: tuple[Path, Path]) -> None:
     """The consumer stops after 12 tokens while the worker has run ahead: the withheld tokens leave
     the context, and the recurrent state (which cannot be rewound by position) is the one a request
