@@ -572,7 +572,7 @@ def _layer(layer: Any, s: DecoderShape, reduce: str, kind: str, htp: bool = Fals
     return GatedDeltaNetLayer(layer, s.linear, norm, _linear, htp)
 
 
-def _state_io(linear: int, chunk: bool) -> tuple[list[str], list[str]]:
+def state_io_names(linear: int, chunk: bool) -> tuple[list[str], list[str]]:
     """A hybrid body's recurrent inputs and outputs after its keys and values (none without
     linear layers): each layer's conv state then each one's recurrent state, and a prefill chunk's
     count of valid rows."""
@@ -587,7 +587,7 @@ def body_io_names(layers: int, linear: int = 0, chunk: bool = False) -> tuple[li
     inputs = ["hidden", "position_ids", "attention_mask"]
     inputs += [f"past_key_{i}" for i in range(layers)] + [f"past_value_{i}" for i in range(layers)]
     outputs = ["hidden_out"] + [f"new_key_{i}" for i in range(layers)] + [f"new_value_{i}" for i in range(layers)]
-    state_in, state_out = _state_io(linear, chunk)
+    state_in, state_out = state_io_names(linear, chunk)
     return inputs + state_in, outputs + state_out
 
 
@@ -596,7 +596,7 @@ def fused_body_io_names(layers: int, rotary_inside: bool, linear: int = 0,
     inputs = ["hidden"] + ([] if rotary_inside else ["position_ids"]) + ["seqlens_k", "total_sequence_length"]
     inputs += [f"past_key_{i}" for i in range(layers)] + [f"past_value_{i}" for i in range(layers)]
     outputs = ["hidden_out"] + [f"present_key_{i}" for i in range(layers)] + [f"present_value_{i}" for i in range(layers)]
-    state_in, state_out = _state_io(linear, chunk)
+    state_in, state_out = state_io_names(linear, chunk)
     return inputs + state_in, outputs + state_out
 
 

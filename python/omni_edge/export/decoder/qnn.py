@@ -23,7 +23,7 @@ from tqdm import tqdm
 from omni_edge import __version__
 from omni_edge.artifacts import new_component, write_manifest, write_report
 from omni_edge.contracts import ArtifactMetadata, ReportCheck, ValidationRef, ValidationReport
-from omni_edge.export.decoder.graphs import DecoderShape, body_io_names
+from omni_edge.export.decoder.graphs import DecoderShape, body_io_names, state_io_names
 from omni_edge.export.decoder.onnx import export_onnx
 from omni_edge.export.decoder.plan import llm_section, shape_bucket, state_layout_version, thinker_stage, write_plan
 from omni_edge.export.decoder.validation import validate_llm
@@ -161,8 +161,8 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
     kv_codes = qnn_target.kv_codes(kv_fixed)
     # A hybrid's conv and recurrent states cross as float (the HTP quantizes them at the
     # boundary), each with one range for every graph's input and output.
-    states = names[len(names) - 2 * shape.linear_layers:] if shape.linear_layers else []
-    state_fixed = qnn_target.state_ranges(samples, names, {n: n + "_out" for n in states}) if quantized and states else {}
+    states = dict(zip(*state_io_names(shape.linear_layers, chunk=False), strict=True))
+    state_fixed = qnn_target.state_ranges(samples, names, states) if quantized and states else {}
     fixed = {**kv_fixed, **state_fixed}
     for name, file in tqdm(files.items(), desc=f"quantize {opts.precision}", unit="graph", leave=False):
         prepared = build / "qdq" / ("fp32_" + file)
@@ -180,9 +180,12 @@ def _quantized_graphs(model: Any, checkpoint: Path, build: Path, opts: LlmExport
     calibration = {"file": "calibration.txt", "sequences": [len(t) for t in tokens], "decode_steps": DECODE_STEPS,
                    "media_prompts": [len(p[0]) for p in prompts],
                    "samples_per_graph_and_sequence": SAMPLES_PER_SEQUENCE, "range_widening": qnn_target.RANGE_WIDENING}
-    state_io = {"dtype": "float32", "prefill": "the delta rule token by token (in fp16 the chunked rule's states "
-                "come out wrong on the HTP: benchmarks/hybrid_htp_probe.py)",
-                **({"ranges_inside": {n: list(state_fixed[n]) for n in states}} if state_fixed else {})} if states else None
+    state_io: dict[str, Any] | None = None
+    if states:
+        state_io = {"dtype": "float32", "prefill": "the delta rule token by token (in fp16 the chunked rule's "
+                    "states come out wrong on the HTP: benchmarks/hybrid_htp_probe.py)"}
+        if state_fixed:
+            state_io["ranges_inside"] = {n: list(state_fixed[n]) for n in states}
     return _Graphs(groups, files, device_graphs, llm, kv_codes, held_out, calibration, caches,
                    state_layout_version(shape), state_io)
 
